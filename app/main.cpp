@@ -1,0 +1,24 @@
+// The streamvec executable: parses flags and hands over to one subcommand (see commands.h).
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App root{"streamvec: word embeddings learned from a text stream, served while they learn"};
+  root.require_subcommand(1);
+  root.set_version_flag("--version", "streamvec 0.1.0");
+  int exit_code = 0;
+  streamvec::app::RegisterTrainCommand(root, &exit_code);
+  streamvec::app::RegisterEvalCommand(root, &exit_code);
+  streamvec::app::RegisterNeighborsCommand(root, &exit_code);
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0; every real usage error exits 2.
+    const int code = root.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return exit_code;
+}
