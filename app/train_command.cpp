@@ -1,0 +1,188 @@
+// `streamvec train`: batch SGNS / CBOW training of a text file into word2vec-format vectors.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/store/word2vec_format.h"
+#include "streamvec/trainer/batch_trainer.h"
+#include "streamvec/trainer/corpus.h"
+
+namespace streamvec::app {
+namespace {
+
+struct TrainFlags {
+  std::string input;
+  std::string output;
+  std::string model = "sgns";
+  std::string format = "text";
+  std::string kernel = "auto";
+  std::string progress = "auto";
+  std::optional<float> alpha;
+  std::optional<float> min_alpha;
+  uint64_t min_count = 5;
+  TrainOptions options;
+};
+
+std::string Human(double x) {
+  char buf[32];
+  if (x >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
+  } else if (x >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", x / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  }
+  return buf;
+}
+
+void DrawProgressBar(const TrainProgress& p) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(p.fraction * kWidth);
+  std::string bar(filled, '#');
+  bar.resize(kWidth, '.');
+  const double eta = p.words_per_second > 0 && p.fraction < 1.0
+                         ? p.seconds * (1.0 - p.fraction) / std::max(p.fraction, 1e-9)
+                         : 0.0;
+  std::fprintf(stderr, "\r[%s] %5.1f%%  %s words/s  loss %.4f  alpha %.5f  ETA %dm%02ds ",
+               bar.c_str(), 100.0 * p.fraction, Human(p.words_per_second).c_str(), p.loss,
+               p.alpha, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+  std::fflush(stderr);
+}
+
+int Fail(const Status& status, int code) {
+  std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
+  return code;
+}
+
+int RunTrain(TrainFlags& f) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  TrainOptions& o = f.options;
+  o.model = f.model == "cbow" ? TrainModel::kCbow : TrainModel::kSkipGram;
+  // word2vec.c's defaults: alpha 0.025 for skip-gram, 0.05 for CBOW.
+  o.alpha = f.alpha.value_or(o.model == TrainModel::kCbow ? 0.05f : 0.025f);
+  o.min_alpha = f.min_alpha.value_or(0.0001f * o.alpha / 0.025f);
+  if (f.kernel == "reference") {
+    o.reference_kernel = true;
+  } else {
+    Isa isa;
+    if (!ParseIsa(f.kernel, &isa)) {
+      return Fail(Status::InvalidArgument("--kernel must be auto, reference, portable, avx2 or "
+                                          "avx512, not '" + f.kernel + "'"), 2);
+    }
+    if (!IsaSupported(isa)) {
+      return Fail(Status::InvalidArgument(std::string("--kernel ") + IsaName(isa) +
+                                          " is not supported by this CPU"), 2);
+    }
+    o.isa = isa;
+  }
+  if (Status s = ValidateTrainOptions(o); !s.ok()) return Fail(s, 2);
+  if (f.min_count < 1) return Fail(Status::InvalidArgument("--min-count must be >= 1"), 2);
+  VectorFormat format;
+  if (!ParseVectorFormat(f.format, &format)) {
+    return Fail(Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"),
+                2);
+  }
+  if (Status s = CheckWritable(f.output); !s.ok()) {
+    return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
+  }
+
+  CorpusOptions corpus_options;
+  corpus_options.min_count = f.min_count;
+  StatusOr<Corpus> corpus_or = LoadCorpus(f.input, corpus_options);
+  if (!corpus_or.ok()) return Fail(Status::InvalidArgument("--input: " + corpus_or.status().message()), 2);
+  const Corpus& corpus = corpus_or.value();
+  const TokenizerStats& ts = corpus.tokenizer_stats;
+  if (ts.invalid_utf8_tokens + ts.overlong_tokens > 0) {
+    spdlog::warn("--input: skipped {} token(s) with invalid UTF-8 and {} longer than {} bytes; "
+                 "first at byte offset {}",
+                 ts.invalid_utf8_tokens, ts.overlong_tokens,
+                 corpus_options.tokenizer.max_token_bytes, ts.first_skipped_offset);
+  }
+  const auto t1 = Clock::now();
+
+  const bool tty = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
+  BatchTrainer trainer(corpus, o);
+  TrainSummary summary;
+  if (tty) {
+    summary = trainer.Train(DrawProgressBar, 0.2);
+    std::fputc('\n', stderr);
+  } else {
+    summary = trainer.Train();
+  }
+  const auto t2 = Clock::now();
+
+  if (Status s = WriteWord2Vec(f.output, corpus.vocab.words(), trainer.input(), trainer.stride(),
+                               o.dim, format, o.threads);
+      !s.ok()) {
+    return Fail(s, 1);
+  }
+  const auto t3 = Clock::now();
+  auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const double total = secs(t3 - t0);
+  const double raw_trained = static_cast<double>(corpus.raw_words) * o.epochs;
+  std::fprintf(stderr,
+               "streamvec train: %s, dim %d, %llu words (%zu in vocabulary), %d epoch(s), "
+               "%d thread(s), kernel %s: read %.2f s, train %.2f s (%s words/s), write %.2f s, "
+               "total %.2f s (%s words/s), loss %.4f\n",
+               o.model == TrainModel::kCbow ? "cbow" : "sgns", o.dim,
+               static_cast<unsigned long long>(corpus.raw_words), corpus.vocab.size(), o.epochs,
+               o.threads, summary.kernel.c_str(), secs(t1 - t0), secs(t2 - t1),
+               Human(raw_trained / std::max(secs(t2 - t1), 1e-9)).c_str(), secs(t3 - t2), total,
+               Human(raw_trained / std::max(total, 1e-9)).c_str(), summary.loss);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterTrainCommand(CLI::App& root, int* exit_code) {
+  auto flags = std::make_shared<TrainFlags>();
+  CLI::App* cmd = root.add_subcommand(
+      "train", "Train word vectors (word2vec SGNS or CBOW) on a text file or stdin");
+  TrainOptions& o = flags->options;
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cmd->add_option("--input", flags->input, "Text to train on, words separated by whitespace; - for stdin")
+      ->required();
+  cmd->add_option("--output", flags->output, "Vectors file to write (word2vec format)")->required();
+  cmd->add_option("--model", flags->model, "sgns (skip-gram) or cbow")
+      ->check(CLI::IsMember({"sgns", "cbow"}))
+      ->capture_default_str();
+  cmd->add_option("--dim", o.dim, "Vector size")->capture_default_str();
+  cmd->add_option("--window", o.window,
+                  "Maximum context radius; each position draws a radius in [1, window]")
+      ->capture_default_str();
+  cmd->add_option("--negative", o.negative, "Negative samples per centre word")
+      ->capture_default_str();
+  cmd->add_option("--sample", o.sample,
+                  "Subsampling threshold t: keep a word with probability sqrt(t/f)+t/f")
+      ->capture_default_str();
+  cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
+      ->capture_default_str();
+  cmd->add_option("--epochs", o.epochs, "Passes over the corpus")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Training threads")->capture_default_str();
+  cmd->add_option("--alpha", flags->alpha,
+                  "Initial learning rate (default 0.025 for sgns, 0.05 for cbow)");
+  cmd->add_option("--min-alpha", flags->min_alpha,
+                  "Final learning rate; decays linearly from --alpha (default alpha * 0.004)");
+  cmd->add_option("--seed", o.seed, "Random seed (thread t uses seed + t)")->capture_default_str();
+  cmd->add_option("--format", flags->format, "Output format: text or binary")
+      ->capture_default_str();
+  cmd->add_option("--kernel", flags->kernel,
+                  "auto, avx512, avx2, portable, or reference (scalar, for checks)")
+      ->capture_default_str();
+  cmd->add_option("--progress", flags->progress,
+                  "auto (a bar on a terminal, else one summary line), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd->callback([flags, exit_code] { *exit_code = RunTrain(*flags); });
+}
+
+}  // namespace streamvec::app

@@ -1,0 +1,95 @@
+// The SGNS / CBOW training step behind one interface, with CPU implementations chosen at run
+// time (reference, portable SSE2, AVX2+FMA, AVX-512) and room for a CUDA twin.
+//
+// Algorithm: word2vec skip-gram and CBOW with negative sampling (Mikolov et al. 2013,
+// "Efficient Estimation of Word Representations", section 3; "Distributed Representations",
+// section 2.2), in the HogBatch form of Ji et al. 2016 ("Parallelizing Word2Vec in Shared and
+// Distributed Memory", section 3): for one centre word, its context rows X (B x dim) and the
+// targets T = [centre, K negatives] ((K+1) x dim) form one small matrix product; the K negatives
+// are shared by the whole window. Gradients of the window are computed from the old T and applied
+// to T once per window; context rows are updated in order (a repeated context word sees its own
+// earlier update). Tables are shared between threads without locks (Hogwild; Recht et al. 2011):
+// races on rows are intended.
+#ifndef STREAMVEC_KERNELS_SGNS_KERNEL_H_
+#define STREAMVEC_KERNELS_SGNS_KERNEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "streamvec/base/cpu_features.h"
+
+namespace streamvec {
+
+// Row alignment and padding, in floats: every row starts on a 64-byte boundary and holds a
+// multiple of 16 floats; padding floats are zero and stay zero.
+constexpr size_t kRowAlignFloats = 16;
+inline size_t PaddedStride(int dim) {
+  return (static_cast<size_t>(dim) + kRowAlignFloats - 1) / kRowAlignFloats * kRowAlignFloats;
+}
+
+// The two SGNS tables, host memory, row-major with padded rows: row w of `input` is
+// input[w * stride .. w * stride + dim). Not owned.
+struct ModelRows {
+  float* input = nullptr;   // word vectors (word2vec's syn0), rows x stride
+  float* output = nullptr;  // output / context vectors (word2vec's syn1neg), rows x stride
+  size_t stride = 0;        // floats per row, PaddedStride(dim); 64-byte aligned base pointers
+  int dim = 0;              // used floats per row
+};
+
+// Largest supported number of targets per window (1 positive + negatives).
+constexpr int kMaxTargets = 64;
+
+// A micro-batch of sentences, already subsampled, with the random window radii and the negative
+// samples drawn by the caller (so a kernel has no RNG and the CPU and CUDA twins see the same
+// draws). Host pointers.
+struct MicroBatch {
+  const uint32_t* tokens = nullptr;            // word ids of all sentences, concatenated
+  const uint32_t* sentence_offsets = nullptr;  // num_sentences + 1 offsets into tokens
+  int num_sentences = 0;
+  const uint8_t* windows = nullptr;     // per token: effective window radius in [1, window]
+  const uint32_t* negatives = nullptr;  // per token: `negative` noise word ids
+  int negative = 0;                     // K in [0, kMaxTargets)
+};
+
+// Optional per-call statistics (loss costs a log per pair, so callers ask for it on a sample).
+struct StepStats {
+  double loss = 0.0;   // sum over (input, target) terms of -log sigma(+-logit), in nats
+  uint64_t pairs = 0;  // number of (input, centre) positive pairs seen
+};
+
+enum class TrainModel { kSkipGram, kCbow };
+
+// One training step over a micro-batch. An instance holds scratch buffers: it is not thread-safe;
+// create one per training thread. Implementations never allocate per call after construction
+// (scratch grows on first use to the largest window seen).
+class SgnsKernel {
+ public:
+  virtual ~SgnsKernel() = default;
+
+  // Skip-gram: for each position i with radius r, every context word c in [i-r, i+r], c != i,
+  // is an input row trained to predict the centre tokens[i] against the K shared negatives
+  // (word2vec.c orientation: syn0 of the context word, syn1neg of the centre and negatives).
+  // A negative equal to the centre word is skipped. lr: learning rate (word2vec's alpha).
+  // stats: nullptr, or accumulates loss and pairs.
+  virtual void SkipGram(const ModelRows& model, const MicroBatch& batch, float lr,
+                        StepStats* stats) = 0;
+
+  // CBOW: the mean of the context rows (word2vec's cbow_mean) predicts the centre; the error is
+  // added in full to each context row (as word2vec.c and gensim with cbow_mean=1).
+  virtual void Cbow(const ModelRows& model, const MicroBatch& batch, float lr,
+                    StepStats* stats) = 0;
+
+  virtual const char* name() const = 0;
+};
+
+// The scalar reference: plain loops, the oracle every accelerated kernel is tested against.
+std::unique_ptr<SgnsKernel> MakeReferenceKernel();
+
+// The CPU kernel for `isa`; the caller checks IsaSupported(isa) (DetectBestIsa() is always
+// supported). Returns nullptr for an ISA this build does not contain.
+std::unique_ptr<SgnsKernel> MakeCpuKernel(Isa isa);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_KERNELS_SGNS_KERNEL_H_

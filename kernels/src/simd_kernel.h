@@ -1,0 +1,237 @@
+// The accelerated CPU kernel, written once over a small vector type `Vec` and compiled once per
+// ISA (simd_portable.cpp, simd_avx2.cpp, simd_avx512.cpp, each with its own -m flags). Include
+// only from those files, after defining Vec, inside their own namespace.
+//
+// Same math and operation order as reference_kernel.cpp; in addition it
+//  - works on whole padded rows (stride is a multiple of Vec::kLanes; padding stays zero),
+//  - prefetches the rows of the next position (its centre, its negatives and the context word
+//    entering the window) while the current one computes: the tables are far larger than L2, and
+//    these misses dominate otherwise.
+// Requires: rows 64-byte aligned, stride % 16 == 0. The including file includes the headers
+// below first, at global scope, so that these includes are no-ops inside its namespace.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "streamvec/kernels/aligned.h"
+#include "loss.h"
+#include "streamvec/base/status.h"
+#include "streamvec/kernels/sgns_kernel.h"
+#include "streamvec/kernels/sgns_math.h"
+
+template <int kNT>
+struct TargetCount {
+  static int Get(int runtime) { return kNT; }
+};
+template <>
+struct TargetCount<0> {
+  static int Get(int runtime) { return runtime; }
+};
+
+inline void PrefetchRow(const float* row, size_t stride) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (size_t off = 0; off < stride * sizeof(float); off += 64) __builtin_prefetch(p + off, 1, 3);
+}
+
+class SimdKernel final : public streamvec::SgnsKernel {
+ public:
+  explicit SimdKernel(const char* name) : name_(name) { streamvec::FillSigmoidTable(sigmoid_); }
+
+  void SkipGram(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
+                streamvec::StepStats* stats) override {
+    switch (b.negative + 1) {
+      case 4: return SkipGramImpl<4>(m, b, lr, stats);
+      case 6: return SkipGramImpl<6>(m, b, lr, stats);
+      case 11: return SkipGramImpl<11>(m, b, lr, stats);
+      default: return SkipGramImpl<0>(m, b, lr, stats);
+    }
+  }
+
+  void Cbow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
+            streamvec::StepStats* stats) override {
+    switch (b.negative + 1) {
+      case 6: return CbowImpl<6>(m, b, lr, stats);
+      default: return CbowImpl<0>(m, b, lr, stats);
+    }
+  }
+
+  const char* name() const override { return name_; }
+
+ private:
+  using R = typename Vec::R;
+  static constexpr int L = Vec::kLanes;
+
+  void Prepare(const streamvec::MicroBatch& b, size_t stride) {
+    const size_t nt = static_cast<size_t>(b.negative) + 1;
+    SV_CHECK(nt <= static_cast<size_t>(streamvec::kMaxTargets));
+    if (targets_.size() < nt) {
+      targets_.resize(nt);
+      rows_.resize(nt);
+      g_.resize(nt);
+    }
+    if (scratch_.size() < (nt + 2) * stride) scratch_.Resize((nt + 2) * stride);
+  }
+
+  void LoadTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int nt) {
+    targets_[0] = b.tokens[i];
+    const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
+    for (int k = 1; k < nt; ++k) targets_[k] = neg[k - 1];
+    for (int k = 0; k < nt; ++k) rows_[k] = m.output + targets_[k] * m.stride;
+  }
+
+  void PrefetchPosition(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
+                        int end) {
+    if (i >= end) return;
+    PrefetchRow(m.output + b.tokens[i] * m.stride, m.stride);
+    const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
+    for (int k = 0; k < b.negative; ++k) PrefetchRow(m.output + neg[k] * m.stride, m.stride);
+    const int entering = i + b.windows[i];
+    if (entering < end) PrefetchRow(m.input + b.tokens[entering] * m.stride, m.stride);
+  }
+
+  // logits[k] = x . rows_[k] for k < nt, in blocks of up to 4 targets (independent FMA chains).
+  template <int kNT>
+  void Dots(const float* x, size_t chunks, int nt_runtime, float* logits) {
+    const int nt = TargetCount<kNT>::Get(nt_runtime);
+    int k = 0;
+    for (; k + 4 <= nt; k += 4) {
+      R a0 = Vec::Zero(), a1 = Vec::Zero(), a2 = Vec::Zero(), a3 = Vec::Zero();
+      const float *t0 = rows_[k], *t1 = rows_[k + 1], *t2 = rows_[k + 2], *t3 = rows_[k + 3];
+      for (size_t c = 0; c < chunks; ++c) {
+        const R xv = Vec::Load(x + c * L);
+        a0 = Vec::Fma(xv, Vec::Load(t0 + c * L), a0);
+        a1 = Vec::Fma(xv, Vec::Load(t1 + c * L), a1);
+        a2 = Vec::Fma(xv, Vec::Load(t2 + c * L), a2);
+        a3 = Vec::Fma(xv, Vec::Load(t3 + c * L), a3);
+      }
+      logits[k] = Vec::Sum(a0);
+      logits[k + 1] = Vec::Sum(a1);
+      logits[k + 2] = Vec::Sum(a2);
+      logits[k + 3] = Vec::Sum(a3);
+    }
+    for (; k < nt; ++k) {
+      R a0 = Vec::Zero();
+      const float* t0 = rows_[k];
+      for (size_t c = 0; c < chunks; ++c) a0 = Vec::Fma(Vec::Load(x + c * L), Vec::Load(t0 + c * L), a0);
+      logits[k] = Vec::Sum(a0);
+    }
+  }
+
+  float Gradient(int k, float logit, float lr, streamvec::StepStats* stats) const {
+    if (k > 0 && targets_[k] == targets_[0]) return 0.0f;
+    if (stats) stats->loss += streamvec::internal::PairLoss(logit, k == 0);
+    return streamvec::SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
+  }
+
+  template <int kNT>
+  void SkipGramImpl(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
+                    streamvec::StepStats* stats) {
+    const int nt = TargetCount<kNT>::Get(b.negative + 1);
+    const size_t stride = m.stride;
+    const size_t chunks = stride / L;
+    Prepare(b, stride);
+    float* dT = scratch_.data();  // nt x stride
+    float logits[streamvec::kMaxTargets];
+    float* g = g_.data();
+    for (int s = 0; s < b.num_sentences; ++s) {
+      const int begin = static_cast<int>(b.sentence_offsets[s]);
+      const int end = static_cast<int>(b.sentence_offsets[s + 1]);
+      if (begin < end) PrefetchPosition(m, b, begin, end);
+      for (int i = begin; i < end; ++i) {
+        PrefetchPosition(m, b, i + 1, end);
+        LoadTargets(m, b, i, nt);
+        const int r = b.windows[i];
+        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+        std::fill(dT, dT + nt * stride, 0.0f);
+        for (int c = lo; c <= hi; ++c) {
+          if (c == i) continue;
+          float* x = m.input + b.tokens[c] * stride;
+          Dots<kNT>(x, chunks, nt, logits);
+          for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
+          for (size_t ch = 0; ch < chunks; ++ch) {
+            const R xv = Vec::Load(x + ch * L);
+            R d = Vec::Zero();
+            for (int k = 0; k < nt; ++k) {
+              const R gk = Vec::Set1(g[k]);
+              d = Vec::Fma(gk, Vec::Load(rows_[k] + ch * L), d);
+              float* dt = dT + k * stride + ch * L;
+              Vec::Store(dt, Vec::Fma(gk, xv, Vec::Load(dt)));
+            }
+            Vec::Store(x + ch * L, Vec::Add(xv, d));
+          }
+          if (stats) ++stats->pairs;
+        }
+        for (int k = 0; k < nt; ++k) {
+          float* t = rows_[k];
+          const float* dt = dT + k * stride;
+          for (size_t ch = 0; ch < chunks; ++ch) {
+            Vec::Store(t + ch * L, Vec::Add(Vec::Load(t + ch * L), Vec::Load(dt + ch * L)));
+          }
+        }
+      }
+    }
+  }
+
+  template <int kNT>
+  void CbowImpl(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
+                streamvec::StepStats* stats) {
+    const int nt = TargetCount<kNT>::Get(b.negative + 1);
+    const size_t stride = m.stride;
+    const size_t chunks = stride / L;
+    Prepare(b, stride);
+    float* h = scratch_.data();
+    float* e = scratch_.data() + stride;
+    float logits[streamvec::kMaxTargets];
+    float* g = g_.data();
+    for (int s = 0; s < b.num_sentences; ++s) {
+      const int begin = static_cast<int>(b.sentence_offsets[s]);
+      const int end = static_cast<int>(b.sentence_offsets[s + 1]);
+      if (begin < end) PrefetchPosition(m, b, begin, end);
+      for (int i = begin; i < end; ++i) {
+        PrefetchPosition(m, b, i + 1, end);
+        const int r = b.windows[i];
+        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+        const int count = hi - lo;
+        if (count <= 0) continue;
+        LoadTargets(m, b, i, nt);
+        const R inv = Vec::Set1(1.0f / static_cast<float>(count));
+        for (size_t ch = 0; ch < chunks; ++ch) {
+          R acc = Vec::Zero();
+          for (int c = lo; c <= hi; ++c) {
+            if (c == i) continue;
+            acc = Vec::Add(acc, Vec::Load(m.input + b.tokens[c] * stride + ch * L));
+          }
+          Vec::Store(h + ch * L, Vec::Mul(acc, inv));
+          Vec::Store(e + ch * L, Vec::Zero());
+        }
+        Dots<kNT>(h, chunks, nt, logits);
+        for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
+        for (int k = 0; k < nt; ++k) {
+          const R gk = Vec::Set1(g[k]);
+          float* t = rows_[k];
+          for (size_t ch = 0; ch < chunks; ++ch) {
+            const R tv = Vec::Load(t + ch * L);
+            Vec::Store(e + ch * L, Vec::Fma(gk, tv, Vec::Load(e + ch * L)));
+            Vec::Store(t + ch * L, Vec::Fma(gk, Vec::Load(h + ch * L), tv));
+          }
+        }
+        for (int c = lo; c <= hi; ++c) {
+          if (c == i) continue;
+          float* x = m.input + b.tokens[c] * stride;
+          for (size_t ch = 0; ch < chunks; ++ch) {
+            Vec::Store(x + ch * L, Vec::Add(Vec::Load(x + ch * L), Vec::Load(e + ch * L)));
+          }
+        }
+        if (stats) ++stats->pairs;
+      }
+    }
+  }
+
+  const char* name_;
+  float sigmoid_[streamvec::kSigmoidTableSize];
+  std::vector<uint32_t> targets_;
+  std::vector<float*> rows_;
+  std::vector<float> g_;
+  streamvec::AlignedFloats scratch_;
+};

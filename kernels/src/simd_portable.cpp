@@ -1,0 +1,62 @@
+// Portable build of simd_kernel.h: SSE2 (the x86-64 baseline) or, elsewhere, 4-float GCC vector
+// extensions. No FMA: multiply then add.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "loss.h"
+#include "streamvec/base/status.h"
+#include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_math.h"
+
+#include "streamvec/kernels/sgns_kernel.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace streamvec::internal {
+namespace portable {
+
+#if defined(__SSE2__)
+struct Vec {
+  using R = __m128;
+  static constexpr int kLanes = 4;
+  static R Zero() { return _mm_setzero_ps(); }
+  static R Load(const float* p) { return _mm_load_ps(p); }
+  static void Store(float* p, R v) { _mm_store_ps(p, v); }
+  static R Set1(float a) { return _mm_set1_ps(a); }
+  static R Fma(R a, R b, R c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static R Add(R a, R b) { return _mm_add_ps(a, b); }
+  static R Mul(R a, R b) { return _mm_mul_ps(a, b); }
+  static float Sum(R v) {
+    R s = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
+    return _mm_cvtss_f32(s);
+  }
+};
+#else
+struct Vec {
+  typedef float R __attribute__((vector_size(16)));
+  static constexpr int kLanes = 4;
+  static R Zero() { return R{0, 0, 0, 0}; }
+  static R Load(const float* p) { return *reinterpret_cast<const R*>(p); }
+  static void Store(float* p, R v) { *reinterpret_cast<R*>(p) = v; }
+  static R Set1(float a) { return R{a, a, a, a}; }
+  static R Fma(R a, R b, R c) { return a * b + c; }
+  static R Add(R a, R b) { return a + b; }
+  static R Mul(R a, R b) { return a * b; }
+  static float Sum(R v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+};
+#endif
+
+#include "simd_kernel.h"
+
+}  // namespace portable
+
+std::unique_ptr<SgnsKernel> MakePortableKernel() {
+  return std::make_unique<portable::SimdKernel>("portable");
+}
+
+}  // namespace streamvec::internal

@@ -1,0 +1,73 @@
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/base/rng.h"
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+namespace {
+
+StatusOr<int> Half(int x) {
+  if (x % 2 != 0) return Status::InvalidArgument("odd: " + std::to_string(x));
+  return x / 2;
+}
+
+TEST(StatusTest, CarriesCodeAndMessage) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = Status::NotFound("no such file 'x'");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.ToString(), "not found: no such file 'x'");
+}
+
+TEST(StatusOrTest, HoldsValueOrError) {
+  auto a = Half(4);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, 2);
+  auto b = Half(3);
+  EXPECT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(), "odd: 3");
+  EXPECT_DEATH((void)b.value(), "odd: 3");
+}
+
+TEST(RngTest, SameSeedSameStreamDifferentSeedDifferentStream) {
+  Rng a(7), b(7), c(8);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.Next();
+    EXPECT_EQ(x, b.Next());
+    differs |= x != c.Next();
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(RngTest, BelowStaysInRangeAndCoversIt) {
+  Rng r(1);
+  std::set<uint32_t> seen;
+  for (int i = 0; i < 10000; ++i) {
+    const uint32_t v = r.Below(10);
+    ASSERT_LT(v, 10u);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 10u);
+  for (int i = 0; i < 1000; ++i) {
+    const float u = r.Uniform();
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+  }
+}
+
+TEST(CpuFeaturesTest, ParsesNamesAndPortableIsAlwaysSupported) {
+  Isa isa;
+  EXPECT_TRUE(ParseIsa("avx2", &isa));
+  EXPECT_EQ(isa, Isa::kAvx2);
+  EXPECT_TRUE(ParseIsa("auto", &isa));
+  EXPECT_EQ(isa, DetectBestIsa());
+  EXPECT_FALSE(ParseIsa("sse9", &isa));
+  EXPECT_TRUE(IsaSupported(Isa::kPortable));
+}
+
+}  // namespace
+}  // namespace streamvec

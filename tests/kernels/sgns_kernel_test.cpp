@@ -1,0 +1,246 @@
+#include "streamvec/kernels/sgns_kernel.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_math.h"
+
+namespace streamvec {
+namespace {
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+TEST(SigmoidTableTest, MatchesExactSigmoidWithinTableError) {
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  for (double x = -7.99; x < 7.99; x += 0.0137) {
+    EXPECT_NEAR(TableSigmoid(table, static_cast<float>(x)), Sigmoid(x), 1e-3) << x;
+  }
+  EXPECT_EQ(TableSigmoid(table, 9.0f), 1.0f);
+  EXPECT_EQ(TableSigmoid(table, -9.0f), 0.0f);
+  EXPECT_NEAR(TableSigmoid(table, 0.0f), 0.5, 1e-3);
+}
+
+TEST(SgnsMathTest, GradientIsLabelMinusSigmoidTimesRate) {
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  EXPECT_NEAR(SgnsLogitGradient(table, 0.0f, 1.0f, 0.1f), 0.05, 1e-4);
+  EXPECT_NEAR(SgnsLogitGradient(table, 0.0f, 0.0f, 0.1f), -0.05, 1e-4);
+  EXPECT_NEAR(SgnsLogitGradient(table, 2.0f, 1.0f, 1.0f), 1.0 - Sigmoid(2.0), 1e-3);
+  EXPECT_FLOAT_EQ(SgnsLogitGradient(table, 20.0f, 1.0f, 1.0f), 0.0f);
+  EXPECT_FLOAT_EQ(SgnsLogitGradient(table, 20.0f, 0.0f, 0.5f), -0.5f);
+}
+
+// Fresh random tables and a random micro-batch for kernel comparisons.
+struct Fixture {
+  Fixture(int rows, int dim, int negative, uint32_t seed, int num_sentences = 3)
+      : rows(rows), dim(dim), stride(PaddedStride(dim)) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+    input.Resize(rows * stride);
+    output.Resize(rows * stride);
+    for (int r = 0; r < rows; ++r) {
+      for (int j = 0; j < dim; ++j) {
+        input[r * stride + j] = u(gen);
+        output[r * stride + j] = u(gen) * 0.5f;
+      }
+    }
+    std::uniform_int_distribution<uint32_t> word(0, rows - 1);
+    std::uniform_int_distribution<int> len(1, 40), win(1, 5);
+    offsets.push_back(0);
+    for (int s = 0; s < num_sentences; ++s) {
+      const int n = len(gen);
+      for (int i = 0; i < n; ++i) tokens.push_back(word(gen));
+      offsets.push_back(static_cast<uint32_t>(tokens.size()));
+    }
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      windows.push_back(static_cast<uint8_t>(win(gen)));
+      for (int k = 0; k < negative; ++k) negatives.push_back(word(gen));
+    }
+    batch.tokens = tokens.data();
+    batch.sentence_offsets = offsets.data();
+    batch.num_sentences = num_sentences;
+    batch.windows = windows.data();
+    batch.negatives = negatives.data();
+    batch.negative = negative;
+  }
+  ModelRows model() { return ModelRows{input.data(), output.data(), stride, dim}; }
+  // Copy of the tables (same layout) for a second kernel to run on.
+  Fixture(const Fixture& o)
+      : rows(o.rows), dim(o.dim), stride(o.stride), tokens(o.tokens), offsets(o.offsets),
+        windows(o.windows), negatives(o.negatives), batch(o.batch) {
+    input.Resize(o.input.size());
+    output.Resize(o.output.size());
+    std::copy(o.input.data(), o.input.data() + o.input.size(), input.data());
+    std::copy(o.output.data(), o.output.data() + o.output.size(), output.data());
+    batch.tokens = tokens.data();
+    batch.sentence_offsets = offsets.data();
+    batch.windows = windows.data();
+    batch.negatives = negatives.data();
+  }
+
+  int rows, dim;
+  size_t stride;
+  AlignedFloats input, output;
+  std::vector<uint32_t> tokens, offsets, negatives;
+  std::vector<uint8_t> windows;
+  MicroBatch batch;
+};
+
+void ExpectTablesNear(const Fixture& a, const Fixture& b, float tol) {
+  for (size_t i = 0; i < a.input.size(); ++i) {
+    ASSERT_NEAR(a.input[i], b.input[i], tol) << "input float " << i;
+    ASSERT_NEAR(a.output[i], b.output[i], tol) << "output float " << i;
+  }
+}
+
+TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
+  // One sentence "0 1", window 1, one negative (word 2): both positions train.
+  const int dim = 3;
+  const size_t stride = PaddedStride(dim);
+  AlignedFloats in(3 * stride), out(3 * stride);
+  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
+  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f}, t2[3] = {0.3f, -0.3f, 0.1f};
+  for (int j = 0; j < dim; ++j) {
+    in[0 * stride + j] = x0[j];
+    in[1 * stride + j] = x1[j];
+    out[0 * stride + j] = t0[j];
+    out[1 * stride + j] = t1[j];
+    out[2 * stride + j] = t2[j];
+  }
+  const uint32_t tokens[2] = {0, 1}, offsets[2] = {0, 2}, negs[2] = {2, 2};
+  const uint8_t windows[2] = {1, 1};
+  MicroBatch b{tokens, offsets, 1, windows, negs, 1};
+  const float lr = 0.5f;
+  auto kernel = MakeReferenceKernel();
+  kernel->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, nullptr);
+
+  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  // Position 0: centre 0, context word 1 (input row x1); targets out0 (+), out2 (-).
+  const float g_pos = (1 - TableSigmoid(table, dot(x1, t0))) * lr;
+  const float g_neg = (0 - TableSigmoid(table, dot(x1, t2))) * lr;
+  float x1_new[3], t0_new[3], t2_mid[3];
+  for (int j = 0; j < 3; ++j) {
+    x1_new[j] = x1[j] + g_pos * t0[j] + g_neg * t2[j];
+    t0_new[j] = t0[j] + g_pos * x1[j];
+    t2_mid[j] = t2[j] + g_neg * x1[j];
+  }
+  // Position 1: centre 1, context word 0 (input row x0); targets out1 (+), out2 (-) updated.
+  const float h_pos = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
+  const float h_neg = (0 - TableSigmoid(table, dot(x0, t2_mid))) * lr;
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(in[0 * stride + j], x0[j] + h_pos * t1[j] + h_neg * t2_mid[j], 1e-6);
+    EXPECT_NEAR(in[1 * stride + j], x1_new[j], 1e-6);
+    EXPECT_NEAR(out[0 * stride + j], t0_new[j], 1e-6);
+    EXPECT_NEAR(out[1 * stride + j], t1[j] + h_pos * x0[j], 1e-6);
+    EXPECT_NEAR(out[2 * stride + j], t2_mid[j] + h_neg * x0[j], 1e-6);
+  }
+  // Padding stays zero.
+  for (size_t j = dim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
+}
+
+TEST(ReferenceKernelTest, NegativeEqualToCentreIsSkipped) {
+  const int dim = 4;
+  Fixture f(3, dim, 1, 7, 1);
+  f.tokens = {0, 1};
+  f.offsets = {0, 2};
+  f.windows = {1, 1};
+  f.negatives = {0, 1};  // each position's negative is its own centre
+  f.batch = MicroBatch{f.tokens.data(), f.offsets.data(), 1, f.windows.data(), f.negatives.data(), 1};
+  Fixture g(f);
+  g.negatives = {0, 1};
+  g.batch.negative = 0;  // no negatives at all
+  MakeReferenceKernel()->SkipGram(f.model(), f.batch, 0.1f, nullptr);
+  MakeReferenceKernel()->SkipGram(g.model(), g.batch, 0.1f, nullptr);
+  ExpectTablesNear(f, g, 0.0f);
+}
+
+TEST(ReferenceKernelTest, LossFallsOnRepeatedBatch) {
+  Fixture f(20, 16, 5, 3);
+  auto kernel = MakeReferenceKernel();
+  StepStats first, last;
+  kernel->SkipGram(f.model(), f.batch, 0.05f, &first);
+  for (int i = 0; i < 30; ++i) kernel->SkipGram(f.model(), f.batch, 0.05f, nullptr);
+  kernel->SkipGram(f.model(), f.batch, 0.05f, &last);
+  ASSERT_GT(first.pairs, 0u);
+  EXPECT_EQ(first.pairs, last.pairs);
+  EXPECT_LT(last.loss, 0.7 * first.loss);
+}
+
+class SimdKernelTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(SimdKernelTest, SkipGramMatchesReferenceOnRandomInputs) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  for (int dim : {1, 7, 16, 50, 100, 130}) {
+    for (int negative : {0, 3, 5, 10, 15}) {
+      Fixture a(30, dim, negative, 1000 + dim * 31 + negative);
+      Fixture b(a);
+      StepStats sa, sb;
+      MakeReferenceKernel()->SkipGram(a.model(), a.batch, 0.025f, &sa);
+      auto k = MakeCpuKernel(GetParam());
+      ASSERT_NE(k, nullptr);
+      k->SkipGram(b.model(), b.batch, 0.025f, &sb);
+      SCOPED_TRACE(testing::Message() << "dim " << dim << " negative " << negative);
+      // Summation order differs, and a logit that moves across a sigmoid-table bucket edge changes
+      // its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are ~lr.
+      ExpectTablesNear(a, b, 2e-4f);
+      EXPECT_EQ(sa.pairs, sb.pairs);
+      EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
+    }
+  }
+}
+
+TEST_P(SimdKernelTest, CbowMatchesReferenceOnRandomInputs) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  for (int dim : {1, 16, 100, 130}) {
+    for (int negative : {0, 5, 12}) {
+      Fixture a(30, dim, negative, 2000 + dim * 31 + negative);
+      Fixture b(a);
+      StepStats sa, sb;
+      MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, &sa);
+      MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, &sb);
+      SCOPED_TRACE(testing::Message() << "dim " << dim << " negative " << negative);
+      // Summation order differs, and a logit that moves across a sigmoid-table bucket edge changes
+      // its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are ~lr.
+      ExpectTablesNear(a, b, 2e-4f);
+      EXPECT_EQ(sa.pairs, sb.pairs);
+    }
+  }
+}
+
+TEST_P(SimdKernelTest, PaddingStaysZero) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP();
+  Fixture f(10, 20, 5, 99);
+  MakeCpuKernel(GetParam())->SkipGram(f.model(), f.batch, 0.1f, nullptr);
+  MakeCpuKernel(GetParam())->Cbow(f.model(), f.batch, 0.1f, nullptr);
+  for (int r = 0; r < f.rows; ++r) {
+    for (size_t j = f.dim; j < f.stride; ++j) {
+      ASSERT_EQ(f.input[r * f.stride + j], 0.0f);
+      ASSERT_EQ(f.output[r * f.stride + j], 0.0f);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, SimdKernelTest,
+                         ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+TEST(CpuDispatchTest, BestIsaIsSupportedAndHasAKernel) {
+  const Isa best = DetectBestIsa();
+  EXPECT_TRUE(IsaSupported(best));
+  auto k = MakeCpuKernel(best);
+  ASSERT_NE(k, nullptr);
+  EXPECT_STREQ(k->name(), IsaName(best));
+}
+
+}  // namespace
+}  // namespace streamvec

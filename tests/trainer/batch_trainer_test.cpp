@@ -1,0 +1,162 @@
+#include "streamvec/trainer/batch_trainer.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace streamvec {
+namespace {
+
+// A planted corpus: two groups of words that only co-occur within their group.
+std::string PlantedCorpus(int sentences, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> pick(0, 9), group(0, 1);
+  std::string text;
+  for (int s = 0; s < sentences; ++s) {
+    const char prefix = group(gen) ? 'a' : 'b';
+    for (int i = 0; i < 20; ++i) {
+      text += prefix;
+      text += std::to_string(pick(gen));
+      text += ' ';
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+class BatchTrainerTest : public ::testing::Test {
+ protected:
+  static Corpus Load(const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("streamvec_trainer_" + std::to_string(::getpid()) + ".txt");
+    std::ofstream(path) << text;
+    auto c = LoadCorpus(path.string(), {.min_count = 1});
+    std::filesystem::remove(path);
+    SV_CHECK(c.ok());
+    return std::move(c).value();
+  }
+  static double Cosine(const float* a, const float* b, int dim) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int j = 0; j < dim; ++j) {
+      ab += a[j] * b[j];
+      aa += a[j] * a[j];
+      bb += b[j] * b[j];
+    }
+    return ab / std::sqrt(aa * bb);
+  }
+  // Mean cosine within groups minus mean cosine across groups.
+  static double GroupSeparation(const Corpus& c, BatchTrainer& t, int dim) {
+    double within = 0, across = 0;
+    int nw = 0, na = 0;
+    for (uint32_t i = 0; i < c.vocab.size(); ++i) {
+      for (uint32_t j = i + 1; j < c.vocab.size(); ++j) {
+        const double cos = Cosine(t.input() + i * t.stride(), t.input() + j * t.stride(), dim);
+        if (c.vocab.word(i)[0] == c.vocab.word(j)[0]) {
+          within += cos;
+          ++nw;
+        } else {
+          across += cos;
+          ++na;
+        }
+      }
+    }
+    return within / nw - across / na;
+  }
+};
+
+TEST_F(BatchTrainerTest, SkipGramSeparatesPlantedGroups) {
+  Corpus c = Load(PlantedCorpus(2000, 1));
+  ASSERT_EQ(c.vocab.size(), 20u);
+  TrainOptions o;
+  o.dim = 16;
+  o.epochs = 3;
+  o.threads = 2;
+  o.sample = 0;
+  o.isa = DetectBestIsa();
+  BatchTrainer t(c, o);
+  TrainSummary s = t.Train();
+  EXPECT_EQ(s.words_done, 3 * c.tokens.size());
+  EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
+}
+
+TEST_F(BatchTrainerTest, CbowSeparatesPlantedGroups) {
+  Corpus c = Load(PlantedCorpus(2000, 2));
+  TrainOptions o;
+  o.model = TrainModel::kCbow;
+  o.dim = 16;
+  o.epochs = 3;
+  o.alpha = 0.05f;
+  o.sample = 0;
+  o.isa = DetectBestIsa();
+  BatchTrainer t(c, o);
+  t.Train();
+  EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
+}
+
+TEST_F(BatchTrainerTest, UntrainedVectorsDoNotSeparateGroups) {
+  // The check above can fail: random initial vectors show no group structure.
+  Corpus c = Load(PlantedCorpus(200, 3));
+  TrainOptions o;
+  o.dim = 16;
+  BatchTrainer t(c, o);
+  EXPECT_LT(std::abs(GroupSeparation(c, t, o.dim)), 0.2);
+}
+
+TEST_F(BatchTrainerTest, OneThreadWithFixedSeedIsDeterministic) {
+  Corpus c = Load(PlantedCorpus(300, 4));
+  TrainOptions o;
+  o.dim = 8;
+  o.epochs = 2;
+  o.threads = 1;
+  o.isa = DetectBestIsa();
+  BatchTrainer a(c, o), b(c, o);
+  a.Train();
+  b.Train();
+  const size_t n = c.vocab.size() * a.stride();
+  EXPECT_EQ(std::memcmp(a.input(), b.input(), n * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(a.output(), b.output(), n * sizeof(float)), 0);
+  o.seed = 2;
+  BatchTrainer d(c, o);
+  d.Train();
+  EXPECT_NE(std::memcmp(a.input(), d.input(), n * sizeof(float)), 0);
+}
+
+TEST_F(BatchTrainerTest, ReferenceAndSimdKernelsTrainToSimilarQuality) {
+  Corpus c = Load(PlantedCorpus(1000, 5));
+  TrainOptions o;
+  o.dim = 16;
+  o.epochs = 2;
+  o.sample = 0;
+  o.reference_kernel = true;
+  BatchTrainer ref(c, o);
+  ref.Train();
+  o.reference_kernel = false;
+  o.isa = DetectBestIsa();
+  BatchTrainer fast(c, o);
+  fast.Train();
+  EXPECT_NEAR(GroupSeparation(c, ref, o.dim), GroupSeparation(c, fast, o.dim), 0.02);
+}
+
+TEST(TrainOptionsTest, ValidationNamesTheFlag) {
+  TrainOptions o;
+  o.dim = 0;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--dim"), std::string::npos);
+  o = TrainOptions{};
+  o.window = -1;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--window"), std::string::npos);
+  o = TrainOptions{};
+  o.negative = 64;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--negative"), std::string::npos);
+  o = TrainOptions{};
+  o.min_alpha = 1.0f;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--min-alpha"), std::string::npos);
+  EXPECT_TRUE(ValidateTrainOptions(TrainOptions{}).ok());
+}
+
+}  // namespace
+}  // namespace streamvec

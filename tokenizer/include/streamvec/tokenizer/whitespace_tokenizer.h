@@ -1,0 +1,140 @@
+// Splits a byte stream into words at ASCII whitespace and reports line ends, validating UTF-8.
+//
+// The stream may arrive in chunks of any size (a token or a multi-byte character may straddle two
+// chunks). A token that is not valid UTF-8 (checked with utf8proc), contains a NUL byte, or is
+// longer than max_token_bytes is skipped and counted, never fatal; the byte offset of the first
+// such token is kept for the error message. This is the tokenisation of word2vec.c (words are runs
+// of non-whitespace; a newline ends a sentence) without its 100-byte truncation.
+//
+// Not thread-safe; one tokenizer per stream.
+#ifndef STREAMVEC_TOKENIZER_WHITESPACE_TOKENIZER_H_
+#define STREAMVEC_TOKENIZER_WHITESPACE_TOKENIZER_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace streamvec {
+
+struct TokenizerOptions {
+  size_t max_token_bytes = 1000;  // longer tokens are skipped (counted in overlong_tokens)
+};
+
+struct TokenizerStats {
+  uint64_t bytes = 0;                 // bytes consumed
+  uint64_t tokens = 0;                // valid tokens emitted
+  uint64_t lines = 0;                 // newline characters seen
+  uint64_t invalid_utf8_tokens = 0;   // skipped: invalid UTF-8 or NUL byte
+  uint64_t overlong_tokens = 0;       // skipped: longer than max_token_bytes
+  // Byte offset (from the start of the stream) of the first skipped token, or kNoOffset.
+  static constexpr uint64_t kNoOffset = std::numeric_limits<uint64_t>::max();
+  uint64_t first_skipped_offset = kNoOffset;
+};
+
+// True if `s` is valid UTF-8 without NUL bytes (ASCII fast path, utf8proc otherwise).
+bool IsValidToken(std::string_view s);
+
+class WhitespaceTokenizer {
+ public:
+  explicit WhitespaceTokenizer(TokenizerOptions options = {}) : options_(options) {}
+
+  // Feeds the next chunk. on_token(std::string_view word) is called for every complete valid
+  // token; on_line_end() after each newline. A token cut by the chunk end is kept until the next
+  // Feed or Finish. The string_view passed to on_token is valid only during the call.
+  template <typename OnToken, typename OnLineEnd>
+  void Feed(std::string_view chunk, OnToken&& on_token, OnLineEnd&& on_line_end);
+
+  // Flushes a pending token at the end of the stream.
+  template <typename OnToken>
+  void Finish(OnToken&& on_token);
+
+  const TokenizerStats& stats() const { return stats_; }
+
+ private:
+  static bool IsSpace(unsigned char c) {
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+  }
+  template <typename OnToken>
+  void Emit(std::string_view token, uint64_t offset, OnToken&& on_token);
+
+  TokenizerOptions options_;
+  TokenizerStats stats_;
+  std::string pending_;          // partial token carried over from the previous chunk
+  uint64_t pending_offset_ = 0;  // stream offset of pending_'s first byte
+};
+
+template <typename OnToken>
+void WhitespaceTokenizer::Emit(std::string_view token, uint64_t offset, OnToken&& on_token) {
+  bool ascii = true;
+  for (unsigned char c : token) {
+    if (c >= 0x80 || c == 0) {
+      ascii = false;
+      break;
+    }
+  }
+  if (token.size() > options_.max_token_bytes) {
+    ++stats_.overlong_tokens;
+  } else if (!ascii && !IsValidToken(token)) {
+    ++stats_.invalid_utf8_tokens;
+  } else {
+    ++stats_.tokens;
+    on_token(token);
+    return;
+  }
+  if (stats_.first_skipped_offset == TokenizerStats::kNoOffset) {
+    stats_.first_skipped_offset = offset;
+  }
+}
+
+template <typename OnToken, typename OnLineEnd>
+void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
+                               OnLineEnd&& on_line_end) {
+  const uint64_t base = stats_.bytes;
+  stats_.bytes += chunk.size();
+  const char* p = chunk.data();
+  const size_t n = chunk.size();
+  size_t i = 0;
+  if (!pending_.empty()) {
+    // Continue the token cut at the end of the previous chunk.
+    while (i < n && !IsSpace(static_cast<unsigned char>(p[i]))) ++i;
+    if (pending_.size() <= options_.max_token_bytes) {
+      pending_.append(p, std::min(i, options_.max_token_bytes + 1));
+    }
+    if (i == n) return;  // still inside the token
+    Emit(pending_, pending_offset_, on_token);
+    pending_.clear();
+  }
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(p[i]);
+    if (IsSpace(c)) {
+      if (c == '\n') {
+        ++stats_.lines;
+        on_line_end();
+      }
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < n && !IsSpace(static_cast<unsigned char>(p[i]))) ++i;
+    if (i == n) {
+      // Keep at most max_token_bytes + 1 bytes: enough to know the token is too long.
+      pending_.assign(p + start, std::min(n - start, options_.max_token_bytes + 1));
+      pending_offset_ = base + start;
+      return;
+    }
+    Emit(std::string_view(p + start, i - start), base + start, on_token);
+  }
+}
+
+template <typename OnToken>
+void WhitespaceTokenizer::Finish(OnToken&& on_token) {
+  if (!pending_.empty()) {
+    Emit(pending_, pending_offset_, on_token);
+    pending_.clear();
+  }
+}
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TOKENIZER_WHITESPACE_TOKENIZER_H_

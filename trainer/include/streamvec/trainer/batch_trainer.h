@@ -1,0 +1,88 @@
+// The batch trainer: word2vec SGNS / CBOW over an in-memory corpus, several epochs, many threads.
+//
+// Semantics follow word2vec.c (Mikolov et al. 2013): per position a random window radius drawn
+// uniformly in [1, window] ("random window shrink"), subsampling of frequent words
+// (sampling.h), K negatives per centre from count^0.75 (sampling.h), and a learning rate that
+// decays linearly with progress from alpha to min_alpha over epochs x corpus words. Threads split
+// the corpus into contiguous parts and share the tables without locks (Hogwild; Recht et al.
+// 2011). The step itself is the HogBatch kernel (kernels/sgns_kernel.h; Ji et al. 2016).
+// With threads = 1 and a fixed seed, training is deterministic.
+#ifndef STREAMVEC_TRAINER_BATCH_TRAINER_H_
+#define STREAMVEC_TRAINER_BATCH_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/base/status.h"
+#include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_kernel.h"
+#include "streamvec/trainer/corpus.h"
+
+namespace streamvec {
+
+struct TrainOptions {
+  TrainModel model = TrainModel::kSkipGram;  // skip-gram or CBOW
+  int dim = 100;                 // vector size
+  int window = 5;                // maximum context radius; each position draws [1, window]
+  int negative = 5;              // noise words per centre (shared by its window), < kMaxTargets
+  double sample = 1e-3;          // subsampling threshold t (0 disables)
+  int epochs = 5;                // passes over the corpus
+  int threads = 1;               // training threads
+  float alpha = 0.025f;          // initial learning rate
+  float min_alpha = 0.0001f;     // learning rate at the end of the last epoch
+  uint64_t seed = 1;             // thread t uses seed + t
+  double ns_exponent = 0.75;     // noise distribution exponent
+  Isa isa = Isa::kPortable;      // kernel; callers usually pass DetectBestIsa()
+  bool reference_kernel = false; // use the scalar reference kernel (slow; for checks)
+  int batch_tokens = 2048;       // kept words per kernel call (micro-batch of sentences)
+  int loss_sample_every = 16;    // compute the loss on one micro-batch in this many
+};
+
+// Checks ranges; InvalidArgument names the flag (--dim, --window, ...).
+Status ValidateTrainOptions(const TrainOptions& options);
+
+struct TrainProgress {
+  double fraction = 0.0;        // of all epochs, in [0, 1]
+  uint64_t words_done = 0;      // corpus words processed (before subsampling), all epochs
+  double seconds = 0.0;         // since training started
+  double words_per_second = 0.0;
+  double loss = 0.0;            // mean loss per positive pair over the recent sample, nats
+  float alpha = 0.0f;           // current learning rate
+};
+
+struct TrainSummary {
+  uint64_t words_done = 0;
+  double seconds = 0.0;
+  double words_per_second = 0.0;  // corpus words (before subsampling) per second
+  double loss = 0.0;              // mean sampled loss per positive pair, latest report
+  std::string kernel;             // kernel name ("avx512", ...)
+};
+
+class BatchTrainer {
+ public:
+  // The corpus must outlive the trainer. Options must be valid (ValidateTrainOptions).
+  BatchTrainer(const Corpus& corpus, const TrainOptions& options);
+
+  // Trains all epochs. `progress` (may be empty) is called on the calling thread about every
+  // progress_interval_s seconds and once at the end.
+  TrainSummary Train(const std::function<void(const TrainProgress&)>& progress = {},
+                     double progress_interval_s = 0.25);
+
+  // Trained tables, rows = vocabulary ids, PaddedStride(dim) floats per row.
+  ModelRows rows() { return ModelRows{input_.data(), output_.data(), stride_, options_.dim}; }
+  size_t stride() const { return stride_; }
+  const float* input() const { return input_.data(); }
+  const float* output() const { return output_.data(); }
+
+ private:
+  const Corpus& corpus_;
+  TrainOptions options_;
+  size_t stride_;
+  AlignedFloats input_, output_;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_BATCH_TRAINER_H_

@@ -1,0 +1,53 @@
+// Sampling pieces of word2vec training: the noise distribution and subsampling.
+#ifndef STREAMVEC_TRAINER_SAMPLING_H_
+#define STREAMVEC_TRAINER_SAMPLING_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace streamvec {
+
+// The negative-sampling noise distribution P(w) proportional to count(w)^power (power 0.75:
+// Mikolov et al. 2013, "Distributed Representations", section 2.2), held as an alias table
+// (Walker 1977; Vose 1991) instead of word2vec.c's 1e8-entry unigram table: O(1) per draw from
+// one 64-bit random number, 8 bytes per word, so it stays in L2 for vocabularies up to ~200k.
+// Read-only after Build: safe to Sample from many threads.
+class UnigramTable {
+ public:
+  // counts: one per word id; power: the unigram exponent. Words with count 0 are never drawn.
+  // At least one count must be positive.
+  void Build(const std::vector<uint64_t>& counts, double power = 0.75);
+
+  // A word id drawn with probability P(w), from a uniform 64-bit random number.
+  uint32_t Sample(uint64_t random) const {
+    const uint32_t i = static_cast<uint32_t>(((random >> 32) * size_) >> 32);
+    const Entry e = entries_[i];
+    return static_cast<uint32_t>(random) < e.threshold ? i : e.alias;
+  }
+
+  // The exact probability of drawing `id` (for tests): sum over alias columns.
+  double Probability(uint32_t id) const;
+  uint32_t size() const { return size_; }
+
+ private:
+  struct Entry {
+    uint32_t threshold;  // keep column i if the low 32 random bits are below this
+    uint32_t alias;
+  };
+  std::vector<Entry> entries_;
+  uint32_t size_ = 0;
+};
+
+// word2vec's subsampling of frequent words (Mikolov et al. 2013, "Distributed Representations",
+// section 2.3, in the form word2vec.c implements): a word of relative frequency f = count/total is
+// kept with probability min(1, sqrt(t/f) + t/f), t = sample. sample <= 0 keeps every word.
+double SubsampleKeepProbability(uint64_t count, uint64_t total, double sample);
+
+// The keep probability of each word as a 32-bit threshold for a uniform 32-bit random number r:
+// keep if r < threshold (thresholds of 2^32 mean always keep).
+std::vector<uint64_t> SubsampleThresholds(const std::vector<uint64_t>& counts, uint64_t total,
+                                          double sample);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_SAMPLING_H_

@@ -1,0 +1,133 @@
+#include "streamvec/trainer/vocabulary.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+
+uint64_t HashWord(std::string_view word) {
+  const char* p = word.data();
+  size_t n = word.size();
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xff51afd7ed558ccdULL);
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, p, n);
+  h = (h ^ v) * 0x94d049bb133111ebULL;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+void WordIndex::Insert(std::string_view word, uint32_t id) {
+  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  const uint64_t h = HashWord(word);
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].id != kNotFound) i = (i + 1) & mask;
+  slots_[i] = Slot{h, word, id};
+  ++size_;
+}
+
+uint32_t WordIndex::Find(std::string_view word) const {
+  if (slots_.empty()) return kNotFound;
+  const uint64_t h = HashWord(word);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.id == kNotFound) return kNotFound;
+    if (s.hash == h && s.word == word) return s.id;
+  }
+}
+
+void WordIndex::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.id == kNotFound) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].id != kNotFound) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+Vocabulary::Vocabulary(std::vector<std::string> words, std::vector<uint64_t> counts)
+    : words_(std::move(words)), counts_(std::move(counts)) {
+  SV_CHECK(words_.size() == counts_.size());
+  total_ = std::accumulate(counts_.begin(), counts_.end(), uint64_t{0});
+  for (size_t i = 0; i < words_.size(); ++i) index_.Insert(words_[i], static_cast<uint32_t>(i));
+}
+
+VocabularyBuilder::VocabularyBuilder() : slots_(1 << 16, 0) {}
+
+uint32_t VocabularyBuilder::Add(std::string_view word) {
+  const uint64_t h = HashWord(word);
+  size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (true) {
+    const uint32_t s = slots_[i];
+    if (s == 0) break;
+    Entry& e = entries_[s - 1];
+    if (e.hash == h && e.length == word.size() &&
+        std::memcmp(arena_.data() + e.offset, word.data(), word.size()) == 0) {
+      ++e.count;
+      return s - 1;
+    }
+    i = (i + 1) & mask;
+  }
+  SV_CHECK(arena_.size() + word.size() < 0xFFFFFFFFull);
+  const uint32_t id = static_cast<uint32_t>(entries_.size());
+  entries_.push_back(Entry{h, 1, static_cast<uint32_t>(arena_.size()),
+                           static_cast<uint32_t>(word.size())});
+  arena_.append(word);
+  slots_[i] = id + 1;
+  if (entries_.size() * 2 > slots_.size()) Grow();
+  return id;
+}
+
+void VocabularyBuilder::Grow() {
+  slots_.assign(slots_.size() * 2, 0);
+  const size_t mask = slots_.size() - 1;
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    size_t i = entries_[id].hash & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = id + 1;
+  }
+}
+
+Vocabulary VocabularyBuilder::Build(uint64_t min_count, std::vector<uint32_t>* remap) const {
+  std::vector<uint32_t> order;
+  order.reserve(entries_.size());
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    if (entries_[id].count >= min_count) order.push_back(id);
+  }
+  // Provisional ids are in first-occurrence order, so a stable sort keeps ties in that order.
+  std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    return entries_[a].count > entries_[b].count;
+  });
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  words.reserve(order.size());
+  counts.reserve(order.size());
+  if (remap) remap->assign(entries_.size(), kDropped);
+  for (uint32_t final_id = 0; final_id < order.size(); ++final_id) {
+    const uint32_t id = order[final_id];
+    words.emplace_back(word(id));
+    counts.push_back(entries_[id].count);
+    if (remap) (*remap)[id] = final_id;
+  }
+  return Vocabulary(std::move(words), std::move(counts));
+}
+
+}  // namespace streamvec
