@@ -100,6 +100,7 @@ int RunTrain(TrainFlags& f) {
 
   CorpusOptions corpus_options;
   corpus_options.min_count = f.min_count;
+  corpus_options.threads = o.threads;
   StatusOr<Corpus> corpus_or = LoadCorpus(f.input, corpus_options);
   if (!corpus_or.ok()) return Fail(Status::InvalidArgument("--input: " + corpus_or.status().message()), 2);
   const Corpus& corpus = corpus_or.value();

@@ -11,6 +11,7 @@
 // below first, at global scope, so that these includes are no-ops inside its namespace.
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -80,19 +81,46 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (int k = 0; k < nt; ++k) rows_[k] = m.output + targets_[k] * m.stride;
   }
 
-  void PrefetchPosition(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
-                        int end) {
-    if (i >= end) return;
+  // Output rows (centre and negatives) of position i.
+  void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
     PrefetchRow(m.output + b.tokens[i] * m.stride, m.stride);
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
     for (int k = 0; k < b.negative; ++k) PrefetchRow(m.output + neg[k] * m.stride, m.stride);
-    const int entering = i + b.windows[i];
-    if (entering < end) PrefetchRow(m.input + b.tokens[entering] * m.stride, m.stride);
+  }
+
+  // Prefetch distances in positions: output rows kTargetLead positions ahead; input rows
+  // kInputLead tokens ahead, so that with windows up to kInputLead - 3 every context row is in
+  // flight at least three positions before its first use.
+  int kTargetLead = getenv("PF_T") ? atoi(getenv("PF_T")) : 2;
+  int kInputLead = getenv("PF_I") ? atoi(getenv("PF_I")) : 16;
+
+  void PrefetchAhead(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
+                     int end) {
+    if (i + kTargetLead < end) PrefetchTargets(m, b, i + kTargetLead);
+    if (i + kInputLead < end) PrefetchRow(m.input + b.tokens[i + kInputLead] * m.stride, m.stride);
+  }
+
+  void PrefetchSentenceStart(const streamvec::ModelRows& m, const streamvec::MicroBatch& b,
+                             int begin, int end) {
+    for (int i = begin; i < end && i < begin + kTargetLead; ++i) PrefetchTargets(m, b, i);
+    for (int i = begin; i < end && i < begin + kInputLead; ++i) {
+      PrefetchRow(m.input + b.tokens[i] * m.stride, m.stride);
+    }
   }
 
   // logits[k] = x . rows_[k] for k < nt, in blocks of up to 4 targets (independent FMA chains).
   template <int kNT>
   void Dots(const float* x, size_t chunks, int nt_runtime, float* logits) {
+    if constexpr (kNT > 0 && kNT <= 8) {
+      R acc[kNT];
+      for (int k = 0; k < kNT; ++k) acc[k] = Vec::Zero();
+      for (size_t c = 0; c < chunks; ++c) {
+        const R xv = Vec::Load(x + c * L);
+        for (int k = 0; k < kNT; ++k) acc[k] = Vec::Fma(xv, Vec::Load(rows_[k] + c * L), acc[k]);
+      }
+      for (int k = 0; k < kNT; ++k) logits[k] = Vec::Sum(acc[k]);
+      return;
+    }
     const int nt = TargetCount<kNT>::Get(nt_runtime);
     int k = 0;
     for (; k + 4 <= nt; k += 4) {
@@ -124,6 +152,78 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return streamvec::SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
   }
 
+  // The register-blocked window (the common case): B context rows and kNT target rows, all
+  // distinct, updated chunk by chunk with every row of the chunk in registers: dT_k = sum_b
+  // g[b][k] x_b and dx_b = sum_k g[b][k] t_k from the old values, then both written once. Same
+  // math as the general path; distinctness makes the in-order and the simultaneous update equal.
+  static constexpr int kMaxBlockedContexts = 10;
+
+  template <int B, int NT>
+  static void BlockedUpdate(float* const* x, float* const* t, const float* g, size_t chunks) {
+    for (size_t ch = 0; ch < chunks; ++ch) {
+      const size_t off = ch * L;
+      R xv[B], tv[NT];
+      for (int q = 0; q < B; ++q) xv[q] = Vec::Load(x[q] + off);
+      for (int k = 0; k < NT; ++k) tv[k] = Vec::Load(t[k] + off);
+      for (int k = 0; k < NT; ++k) {
+        R acc = Vec::Zero();
+        for (int q = 0; q < B; ++q) acc = Vec::Fma(Vec::Set1(g[q * NT + k]), xv[q], acc);
+        Vec::Store(t[k] + off, Vec::Add(tv[k], acc));
+      }
+      for (int q = 0; q < B; ++q) {
+        R acc = Vec::Zero();
+        for (int k = 0; k < NT; ++k) acc = Vec::Fma(Vec::Set1(g[q * NT + k]), tv[k], acc);
+        Vec::Store(x[q] + off, Vec::Add(xv[q], acc));
+      }
+    }
+  }
+
+  // Returns false (and changes nothing) when rows repeat; the caller then takes the general path.
+  template <int kNT>
+  bool TryBlockedWindow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
+                        int lo, int hi, float lr, streamvec::StepStats* stats) {
+    for (int k = 1; k < kNT; ++k) {
+      for (int q = 0; q < k; ++q) {
+        if (targets_[k] == targets_[q]) return false;
+      }
+    }
+    uint32_t ids[kMaxBlockedContexts];
+    float* x[kMaxBlockedContexts];
+    int nb = 0;
+    for (int c = lo; c <= hi; ++c) {
+      if (c == i) continue;
+      const uint32_t w = b.tokens[c];
+      for (int q = 0; q < nb; ++q) {
+        if (ids[q] == w) return false;
+      }
+      ids[nb] = w;
+      x[nb++] = m.input + w * m.stride;
+    }
+    const size_t chunks = m.stride / L;
+    float g[kMaxBlockedContexts * kNT];
+    float logits[kNT];
+    for (int q = 0; q < nb; ++q) {
+      Dots<kNT>(x[q], chunks, kNT, logits);
+      for (int k = 0; k < kNT; ++k) g[q * kNT + k] = Gradient(k, logits[k], lr, stats);
+    }
+    float* const* t = rows_.data();
+    switch (nb) {
+      case 1: BlockedUpdate<1, kNT>(x, t, g, chunks); break;
+      case 2: BlockedUpdate<2, kNT>(x, t, g, chunks); break;
+      case 3: BlockedUpdate<3, kNT>(x, t, g, chunks); break;
+      case 4: BlockedUpdate<4, kNT>(x, t, g, chunks); break;
+      case 5: BlockedUpdate<5, kNT>(x, t, g, chunks); break;
+      case 6: BlockedUpdate<6, kNT>(x, t, g, chunks); break;
+      case 7: BlockedUpdate<7, kNT>(x, t, g, chunks); break;
+      case 8: BlockedUpdate<8, kNT>(x, t, g, chunks); break;
+      case 9: BlockedUpdate<9, kNT>(x, t, g, chunks); break;
+      case 10: BlockedUpdate<10, kNT>(x, t, g, chunks); break;
+      default: break;  // nb == 0: nothing to learn
+    }
+    if (stats) stats->pairs += nb;
+    return true;
+  }
+
   template <int kNT>
   void SkipGramImpl(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
                     streamvec::StepStats* stats) {
@@ -137,12 +237,18 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (int s = 0; s < b.num_sentences; ++s) {
       const int begin = static_cast<int>(b.sentence_offsets[s]);
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
-      if (begin < end) PrefetchPosition(m, b, begin, end);
+      PrefetchSentenceStart(m, b, begin, end);
       for (int i = begin; i < end; ++i) {
-        PrefetchPosition(m, b, i + 1, end);
+        PrefetchAhead(m, b, i, end);
         LoadTargets(m, b, i, nt);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+        if constexpr (kNT > 0) {
+          if (hi - lo <= kMaxBlockedContexts &&
+              TryBlockedWindow<kNT>(m, b, i, lo, hi, lr, stats)) {
+            continue;
+          }
+        }
         std::fill(dT, dT + nt * stride, 0.0f);
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
@@ -187,9 +293,9 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (int s = 0; s < b.num_sentences; ++s) {
       const int begin = static_cast<int>(b.sentence_offsets[s]);
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
-      if (begin < end) PrefetchPosition(m, b, begin, end);
+      PrefetchSentenceStart(m, b, begin, end);
       for (int i = begin; i < end; ++i) {
-        PrefetchPosition(m, b, i + 1, end);
+        PrefetchAhead(m, b, i, end);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
         const int count = hi - lo;

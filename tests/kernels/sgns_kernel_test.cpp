@@ -73,7 +73,7 @@ struct Fixture {
   // Copy of the tables (same layout) for a second kernel to run on.
   Fixture(const Fixture& o)
       : rows(o.rows), dim(o.dim), stride(o.stride), tokens(o.tokens), offsets(o.offsets),
-        windows(o.windows), negatives(o.negatives), batch(o.batch) {
+        negatives(o.negatives), windows(o.windows), batch(o.batch) {
     input.Resize(o.input.size());
     output.Resize(o.output.size());
     std::copy(o.input.data(), o.input.data() + o.input.size(), input.data());

@@ -12,6 +12,12 @@
 namespace streamvec {
 namespace {
 
+CorpusOptions MinCount(uint64_t n) {
+  CorpusOptions o;
+  o.min_count = n;
+  return o;
+}
+
 // A planted corpus: two groups of words that only co-occur within their group.
 std::string PlantedCorpus(int sentences, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -35,7 +41,7 @@ class BatchTrainerTest : public ::testing::Test {
     const auto path = std::filesystem::temp_directory_path() /
                       ("streamvec_trainer_" + std::to_string(::getpid()) + ".txt");
     std::ofstream(path) << text;
-    auto c = LoadCorpus(path.string(), {.min_count = 1});
+    auto c = LoadCorpus(path.string(), MinCount(1));
     std::filesystem::remove(path);
     SV_CHECK(c.ok());
     return std::move(c).value();

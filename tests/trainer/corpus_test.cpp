@@ -10,6 +10,12 @@
 namespace streamvec {
 namespace {
 
+CorpusOptions MinCount(uint64_t n) {
+  CorpusOptions o;
+  o.min_count = n;
+  return o;
+}
+
 class CorpusTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -43,7 +49,7 @@ TEST_F(CorpusTest, OneLineCorpusIsCutIntoSentencesOfMaxLength) {
 }
 
 TEST_F(CorpusTest, NewlinesEndSentencesAndRareWordsAreDropped) {
-  auto c = LoadCorpus(Write("lines.txt", "x y rare1 x\n\ny x\nrare2\nx y\n"), {.min_count = 2});
+  auto c = LoadCorpus(Write("lines.txt", "x y rare1 x\n\ny x\nrare2\nx y\n"), MinCount(2));
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->vocab.size(), 2u);
   EXPECT_EQ(c->vocab.word(0), "x");
@@ -56,7 +62,7 @@ TEST_F(CorpusTest, NewlinesEndSentencesAndRareWordsAreDropped) {
 }
 
 TEST_F(CorpusTest, InvalidUtf8IsSkippedAndCounted) {
-  auto c = LoadCorpus(Write("bad.txt", "ok ok \xff\xfe ok \xc0 fine fine"), {.min_count = 1});
+  auto c = LoadCorpus(Write("bad.txt", "ok ok \xff\xfe ok \xc0 fine fine"), MinCount(1));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->tokenizer_stats.invalid_utf8_tokens, 2u);
   EXPECT_EQ(c->tokenizer_stats.first_skipped_offset, 6u);
@@ -70,11 +76,44 @@ TEST_F(CorpusTest, MissingEmptyAndTooRareInputsAreClearErrors) {
   auto empty = LoadCorpus(Write("empty.txt", " \n\t\n"), {});
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("no words"), std::string::npos);
-  auto rare = LoadCorpus(Write("rare.txt", "a b c"), {.min_count = 5});
+  auto rare = LoadCorpus(Write("rare.txt", "a b c"), MinCount(5));
   EXPECT_EQ(rare.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(rare.status().message().find("min-count"), std::string::npos);
   auto dir = LoadCorpus(dir_.string(), {});
   EXPECT_FALSE(dir.ok());
+}
+
+}  // namespace
+}  // namespace streamvec
+
+namespace streamvec {
+namespace {
+
+TEST_F(CorpusTest, ParallelLoadingGivesTheSameVocabularyAndTokens) {
+  // 12 MB of lines: large enough to be split into three parts.
+  std::string text;
+  uint32_t x = 1;
+  while (text.size() < (12u << 20)) {
+    for (int i = 0; i < 30; ++i) {
+      x = x * 1103515245u + 12345u;
+      text += 'w';
+      text += std::to_string((x >> 16) % 5000 % (1 + (x >> 8) % 5000));
+      text += ' ';
+    }
+    text += '\n';
+  }
+  const std::string path = Write("big.txt", text);
+  CorpusOptions one = MinCount(3), three = MinCount(3);
+  three.threads = 3;
+  auto a = LoadCorpus(path, one);
+  auto b = LoadCorpus(path, three);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->vocab.words(), b->vocab.words());
+  EXPECT_EQ(a->vocab.counts(), b->vocab.counts());
+  EXPECT_EQ(a->tokens, b->tokens);
+  // Split points fall on newlines, so sentences agree too.
+  EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
+  EXPECT_EQ(a->raw_words, b->raw_words);
 }
 
 }  // namespace

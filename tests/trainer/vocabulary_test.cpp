@@ -33,7 +33,7 @@ TEST(VocabularyBuilderTest, CountsAndOrdersByCountThenFirstOccurrence) {
 TEST(VocabularyBuilderTest, ManyDistinctWordsSurviveRehashing) {
   VocabularyBuilder b;
   for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < 200000; ++i) b.Add("w" + std::to_string(i));
+    for (int i = 0; i < 200000; ++i) b.Add(std::string("w").append(std::to_string(i)));
   }
   EXPECT_EQ(b.size(), 200000u);
   Vocabulary v = b.Build(3, nullptr);

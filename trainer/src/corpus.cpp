@@ -1,102 +1,228 @@
 #include "streamvec/trainer/corpus.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 namespace streamvec {
 namespace {
 
 constexpr uint32_t kLineEnd = 0xFFFFFFFEu;
 
-struct FileCloser {
-  void operator()(std::FILE* f) const {
-    if (f != nullptr && f != stdin) std::fclose(f);
-  }
+// One byte range of the input, tokenised and counted on its own.
+struct Part {
+  uint64_t begin = 0, end = 0;  // byte range (files only)
+  VocabularyBuilder builder;
+  std::vector<uint32_t> ids;  // provisional ids of `builder`, and kLineEnd markers
+  TokenizerStats stats;
+  Status status;
+  // After compaction:
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> sentence_ends;  // relative to this part's tokens
 };
+
+// Feeds `read(buffer, size) -> bytes (0 at end, -1 on error)` through a tokenizer into `part`.
+template <typename Read>
+void TokenizeInto(Part* part, const CorpusOptions& options, Read&& read, const std::string& path) {
+  WhitespaceTokenizer tokenizer(options.tokenizer);
+  std::vector<char> buffer(options.chunk_bytes);
+  auto on_token = [part](std::string_view w) { part->ids.push_back(part->builder.Add(w)); };
+  auto on_line = [part] { part->ids.push_back(kLineEnd); };
+  while (true) {
+    const ssize_t n = read(buffer.data(), buffer.size());
+    if (n < 0) {
+      part->status = Status::IoError("read error on '" + path + "' after " +
+                                     std::to_string(part->begin + tokenizer.stats().bytes) +
+                                     " bytes: " + std::strerror(errno));
+      return;
+    }
+    if (n == 0) break;
+    tokenizer.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)), on_token, on_line);
+  }
+  tokenizer.Finish(on_token);
+  part->stats = tokenizer.stats();
+  if (part->stats.first_skipped_offset != TokenizerStats::kNoOffset) {
+    part->stats.first_skipped_offset += part->begin;
+  }
+}
+
+// Split points for `parts` ranges of a file: after a newline near each even split, else after any
+// whitespace (then a sentence is cut there, as by max_sentence_length), else mid-way through a
+// token longer than the search window (which is then skipped as overlong on both sides).
+std::vector<uint64_t> SplitPoints(int fd, uint64_t size, int parts) {
+  constexpr size_t kWindow = 1 << 20;
+  std::vector<uint64_t> points = {0};
+  std::vector<char> buf(kWindow);
+  for (int t = 1; t < parts; ++t) {
+    const uint64_t pos = std::max(points.back(), size * t / parts);
+    const ssize_t n = ::pread(fd, buf.data(), kWindow, static_cast<off_t>(pos));
+    uint64_t split = size;
+    if (n > 0) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data(), '\n', n));
+      if (nl != nullptr) {
+        split = pos + (nl - buf.data()) + 1;
+      } else {
+        const char* ws = std::find_if(buf.data(), buf.data() + n, [](char c) {
+          return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+        });
+        split = ws != buf.data() + n ? pos + (ws - buf.data()) + 1
+                                     : std::min<uint64_t>(size, pos + kWindow / 2);
+      }
+    }
+    points.push_back(std::min(split, size));
+  }
+  points.push_back(size);
+  return points;
+}
 
 }  // namespace
 
 StatusOr<Corpus> LoadCorpus(const std::string& path, const CorpusOptions& options) {
-  std::unique_ptr<std::FILE, FileCloser> file;
-  uint64_t size_hint = 0;
+  std::vector<std::unique_ptr<Part>> parts;
   if (path == "-") {
-    file.reset(stdin);
+    parts.push_back(std::make_unique<Part>());
+    TokenizeInto(
+        parts[0].get(), options,
+        [](char* buf, size_t size) -> ssize_t {
+          const size_t n = std::fread(buf, 1, size, stdin);
+          if (n == 0 && std::ferror(stdin)) return -1;
+          return static_cast<ssize_t>(n);
+        },
+        path);
   } else {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::NotFound("cannot open '" + path + "': " + std::strerror(errno));
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-      return Status::NotFound("cannot open '" + path + "': " + std::strerror(errno));
+    if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      return Status::InvalidArgument("'" + path + "' is a directory or cannot be read");
     }
-    if (S_ISDIR(st.st_mode)) return Status::InvalidArgument("'" + path + "' is a directory");
-    size_hint = static_cast<uint64_t>(st.st_size);
-    file.reset(std::fopen(path.c_str(), "rb"));
-    if (!file) return Status::NotFound("cannot open '" + path + "': " + std::strerror(errno));
-  }
-
-  VocabularyBuilder builder;
-  std::vector<uint32_t> ids;  // provisional ids and kLineEnd markers
-  // Untouched reserved pages cost no memory; a token needs at least two bytes with its separator.
-  if (size_hint > 0) ids.reserve(size_hint / 2 + 16);
-  WhitespaceTokenizer tokenizer(options.tokenizer);
-  std::vector<char> buffer(options.chunk_bytes);
-  auto on_token = [&](std::string_view w) { ids.push_back(builder.Add(w)); };
-  auto on_line = [&] { ids.push_back(kLineEnd); };
-  while (true) {
-    const size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
-    if (n > 0) tokenizer.Feed(std::string_view(buffer.data(), n), on_token, on_line);
-    if (n < buffer.size()) {
-      if (std::ferror(file.get())) {
-        return Status::IoError("read error on '" + path + "' after " +
-                               std::to_string(tokenizer.stats().bytes) + " bytes");
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    int n_parts = 1;
+    if (S_ISREG(st.st_mode)) {
+      n_parts = static_cast<int>(std::clamp<uint64_t>(size >> 22, 1, std::max(1, options.threads)));
+    }
+    std::vector<uint64_t> points = {0, size};
+    if (n_parts > 1) points = SplitPoints(fd, size, n_parts);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n_parts; ++t) {
+      parts.push_back(std::make_unique<Part>());
+      Part* part = parts.back().get();
+      part->begin = points[t];
+      part->end = S_ISREG(st.st_mode) ? points[t + 1] : UINT64_MAX;
+      // Untouched reserved pages cost no memory; a token needs two bytes with its separator.
+      if (S_ISREG(st.st_mode)) part->ids.reserve((part->end - part->begin) / 2 + 16);
+      auto run = [part, fd, &options, &path] {
+        uint64_t offset = part->begin;
+        TokenizeInto(
+            part, options,
+            [part, fd, &offset](char* buf, size_t want) -> ssize_t {
+              if (part->end != UINT64_MAX) want = std::min<uint64_t>(want, part->end - offset);
+              if (want == 0) return 0;
+              const ssize_t n = part->end == UINT64_MAX
+                                    ? ::read(fd, buf, want)
+                                    : ::pread(fd, buf, want, static_cast<off_t>(offset));
+              if (n > 0) offset += static_cast<uint64_t>(n);
+              return n;
+            },
+            path);
+      };
+      if (n_parts == 1) {
+        run();
+      } else {
+        threads.emplace_back(run);
       }
-      break;
+    }
+    for (auto& th : threads) th.join();
+    ::close(fd);
+  }
+  for (const auto& p : parts) SV_RETURN_IF_ERROR(p->status);
+
+  // Merge the parts' counts into the first builder; ids stay first-occurrence ordered.
+  VocabularyBuilder& global = parts[0]->builder;
+  std::vector<std::vector<uint32_t>> to_global(parts.size());
+  for (size_t t = 1; t < parts.size(); ++t) {
+    const VocabularyBuilder& local = parts[t]->builder;
+    to_global[t].resize(local.size());
+    for (uint32_t id = 0; id < local.size(); ++id) {
+      to_global[t][id] = global.AddCount(local.word(id), local.count(id));
     }
   }
-  tokenizer.Finish(on_token);
-  buffer = {};
 
   Corpus corpus;
-  corpus.tokenizer_stats = tokenizer.stats();
-  corpus.raw_words = tokenizer.stats().tokens;
+  for (const auto& p : parts) {
+    const TokenizerStats& s = p->stats;
+    TokenizerStats& c = corpus.tokenizer_stats;
+    c.bytes += s.bytes;
+    c.tokens += s.tokens;
+    c.lines += s.lines;
+    c.invalid_utf8_tokens += s.invalid_utf8_tokens;
+    c.overlong_tokens += s.overlong_tokens;
+    c.first_skipped_offset = std::min(c.first_skipped_offset, s.first_skipped_offset);
+  }
+  corpus.raw_words = corpus.tokenizer_stats.tokens;
   if (corpus.raw_words == 0) {
     return Status::InvalidArgument("'" + path + "' contains no words (" +
-                                   std::to_string(tokenizer.stats().bytes) + " bytes read)");
+                                   std::to_string(corpus.tokenizer_stats.bytes) + " bytes read)");
   }
   std::vector<uint32_t> remap;
-  corpus.vocab = builder.Build(options.min_count, &remap);
+  corpus.vocab = global.Build(options.min_count, &remap);
   if (corpus.vocab.size() == 0) {
     return Status::InvalidArgument("no word of '" + path + "' occurs --min-count=" +
                                    std::to_string(options.min_count) + " times");
   }
 
-  // Compact in place: drop out-of-vocabulary words, cut sentences at newlines and max length.
-  size_t out = 0;
-  size_t sentence_start = 0;
-  corpus.sentence_offsets.push_back(0);
+  // Compact each part in place (in parallel): drop out-of-vocabulary words, cut sentences at
+  // newlines and every max_sentence_length kept words. Each part starts a new sentence.
   const size_t max_len = static_cast<size_t>(options.max_sentence_length);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const uint32_t id = ids[i];
-    if (id == kLineEnd) {
-      if (out > sentence_start) {
-        corpus.sentence_offsets.push_back(out);
-        sentence_start = out;
+  auto compact = [&](size_t t) {
+    Part& p = *parts[t];
+    std::vector<uint32_t>& ids = p.ids;
+    size_t out = 0, sentence_start = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const uint32_t id = ids[i];
+      if (id == kLineEnd) {
+        if (out > sentence_start) p.sentence_ends.push_back(sentence_start = out);
+        continue;
       }
-      continue;
+      const uint32_t final_id = remap[t == 0 ? id : to_global[t][id]];
+      if (final_id == VocabularyBuilder::kDropped) continue;
+      ids[out++] = final_id;
+      if (out - sentence_start == max_len) p.sentence_ends.push_back(sentence_start = out);
     }
-    const uint32_t final_id = remap[id];
-    if (final_id == VocabularyBuilder::kDropped) continue;
-    ids[out++] = final_id;
-    if (out - sentence_start == max_len) {
-      corpus.sentence_offsets.push_back(out);
-      sentence_start = out;
-    }
+    if (out > sentence_start) p.sentence_ends.push_back(out);
+    ids.resize(out);
+  };
+  {
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < parts.size(); ++t) threads.emplace_back(compact, t);
+    compact(0);
+    for (auto& th : threads) th.join();
   }
-  if (out > sentence_start) corpus.sentence_offsets.push_back(out);
-  ids.resize(out);
-  corpus.tokens = std::move(ids);
+  if (parts.size() == 1) {
+    corpus.tokens = std::move(parts[0]->ids);
+  } else {
+    size_t total = 0;
+    for (const auto& p : parts) total += p->ids.size();
+    corpus.tokens.reserve(total);
+  }
+  corpus.sentence_offsets.push_back(0);
+  uint64_t base = 0;
+  for (auto& p : parts) {
+    if (parts.size() > 1) {
+      corpus.tokens.insert(corpus.tokens.end(), p->ids.begin(), p->ids.end());
+      p->ids = {};
+    }
+    for (uint64_t e : p->sentence_ends) corpus.sentence_offsets.push_back(base + e);
+    base += p->sentence_ends.empty() ? 0 : p->sentence_ends.back();
+  }
   return corpus;
 }
 

@@ -71,6 +71,18 @@ Vocabulary::Vocabulary(std::vector<std::string> words, std::vector<uint64_t> cou
 
 VocabularyBuilder::VocabularyBuilder() : slots_(1 << 16, 0) {}
 
+uint64_t VocabularyBuilder::ShortWord(std::string_view word) {
+  uint64_t v = 0;
+  std::memcpy(&v, word.data(), word.size());
+  return v;
+}
+
+uint32_t VocabularyBuilder::AddCount(std::string_view word, uint64_t count) {
+  const uint32_t id = Add(word);
+  entries_[id].count += count - 1;
+  return id;
+}
+
 uint32_t VocabularyBuilder::Add(std::string_view word) {
   const uint64_t h = HashWord(word);
   size_t mask = slots_.size() - 1;
@@ -80,7 +92,8 @@ uint32_t VocabularyBuilder::Add(std::string_view word) {
     if (s == 0) break;
     Entry& e = entries_[s - 1];
     if (e.hash == h && e.length == word.size() &&
-        std::memcmp(arena_.data() + e.offset, word.data(), word.size()) == 0) {
+        (word.size() <= 8 ? e.short_word == ShortWord(word)
+                          : std::memcmp(arena_.data() + e.offset, word.data(), word.size()) == 0)) {
       ++e.count;
       return s - 1;
     }
@@ -89,7 +102,8 @@ uint32_t VocabularyBuilder::Add(std::string_view word) {
   SV_CHECK(arena_.size() + word.size() < 0xFFFFFFFFull);
   const uint32_t id = static_cast<uint32_t>(entries_.size());
   entries_.push_back(Entry{h, 1, static_cast<uint32_t>(arena_.size()),
-                           static_cast<uint32_t>(word.size())});
+                           static_cast<uint32_t>(word.size()),
+                           word.size() <= 8 ? ShortWord(word) : 0});
   arena_.append(word);
   slots_[i] = id + 1;
   if (entries_.size() * 2 > slots_.size()) Grow();

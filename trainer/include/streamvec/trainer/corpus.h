@@ -18,7 +18,10 @@ struct CorpusOptions {
   int max_sentence_length = 1000;  // longer lines are cut into sentences of this many kept
                                    // words (word2vec.c MAX_SENTENCE_LENGTH), so a one-line corpus
                                    // trains fully
-  size_t chunk_bytes = 16 << 20;   // read size
+  size_t chunk_bytes = 4 << 20;    // read size
+  int threads = 1;                 // a regular file is split into up to this many byte ranges
+                                   // (at newlines where possible; 4 MiB or more each) that are
+                                   // tokenised in parallel; each range starts a new sentence
   TokenizerOptions tokenizer;
 };
 
@@ -31,7 +34,7 @@ struct Corpus {
   size_t num_sentences() const { return sentence_offsets.empty() ? 0 : sentence_offsets.size() - 1; }
 };
 
-// Reads `path` ("-" for standard input), counts the vocabulary, and keeps the id stream of
+// Reads `path` ("-" for standard input, or any non-regular file: read sequentially), counts the vocabulary, and keeps the id stream of
 // in-vocabulary words split into sentences at newlines and every max_sentence_length words.
 // Errors: NotFound / IoError naming the path; InvalidArgument if the input holds no word, or no
 // word reaches min_count.

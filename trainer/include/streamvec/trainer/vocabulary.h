@@ -69,6 +69,8 @@ class VocabularyBuilder {
   VocabularyBuilder();
   // Counts one occurrence of `word`; returns its provisional id (first-occurrence order).
   uint32_t Add(std::string_view word);
+  // Counts `count` (>= 1) occurrences at once (merging builders).
+  uint32_t AddCount(std::string_view word, uint64_t count);
   size_t size() const { return entries_.size(); }
   std::string_view word(uint32_t id) const {
     return std::string_view(arena_.data() + entries_[id].offset, entries_[id].length);
@@ -83,9 +85,11 @@ class VocabularyBuilder {
   struct Entry {
     uint64_t hash;
     uint64_t count;
-    uint32_t offset;
+    uint32_t offset;      // into arena_
     uint32_t length;
+    uint64_t short_word;  // words of <= 8 bytes, zero-padded: compared without touching arena_
   };
+  static uint64_t ShortWord(std::string_view word);
   void Grow();
   std::vector<Entry> entries_;
   std::vector<uint32_t> slots_;  // entry index + 1; 0 = empty
