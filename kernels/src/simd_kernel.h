@@ -4,14 +4,15 @@
 //
 // Same math and operation order as reference_kernel.cpp; in addition it
 //  - works on whole padded rows (stride is a multiple of Vec::kLanes; padding stays zero),
-//  - prefetches the rows of the next position (its centre, its negatives and the context word
-//    entering the window) while the current one computes: the tables are far larger than L2, and
-//    these misses dominate otherwise.
+//  - prefetches rows ahead (output rows of the centre and negatives two positions ahead, input
+//    rows sixteen tokens ahead) while the current window computes: the tables are far larger
+//    than L2, and these misses dominate otherwise,
+//  - updates a window with all its rows in registers when its rows are distinct (the common
+//    case; TryBlockedWindow).
 // Requires: rows 64-byte aligned, stride % 16 == 0. The including file includes the headers
 // below first, at global scope, so that these includes are no-ops inside its namespace.
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -91,8 +92,8 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // Prefetch distances in positions: output rows kTargetLead positions ahead; input rows
   // kInputLead tokens ahead, so that with windows up to kInputLead - 3 every context row is in
   // flight at least three positions before its first use.
-  int kTargetLead = getenv("PF_T") ? atoi(getenv("PF_T")) : 2;
-  int kInputLead = getenv("PF_I") ? atoi(getenv("PF_I")) : 16;
+  static constexpr int kTargetLead = 2;
+  static constexpr int kInputLead = 16;
 
   void PrefetchAhead(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
                      int end) {

@@ -33,7 +33,8 @@ struct Embeddings {
 // Writes `words.size()` rows; row i is rows[i * stride .. i * stride + dim). stride >= dim (the
 // trainer's rows are padded). Writes to "<path>.tmp" and renames over `path`, so a failed write
 // never leaves a half file under `path`. `threads` > 1 formats text rows in parallel.
-// Errors: IoError naming the path (unwritable directory, full disk).
+// Errors: IoError naming the path (unwritable directory, full disk); InvalidArgument for dim <= 0,
+// stride < dim, or a word that is empty or holds whitespace (the format could not read it back).
 Status WriteWord2Vec(const std::string& path, const std::vector<std::string>& words,
                      const float* rows, size_t stride, int dim, VectorFormat format,
                      int threads = 1);
