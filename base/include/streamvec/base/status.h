@@ -56,7 +56,7 @@ template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    if (status_.ok()) status_ = Status::Internal("StatusOr constructed from OK status");
+    if (status_.ok()) (void)(status_ = Status::Internal("StatusOr constructed from OK status"));
   }
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
 
