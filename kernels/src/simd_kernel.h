@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "streamvec/kernels/aligned.h"
 #include "loss.h"
 #include "streamvec/base/status.h"
+#include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
 
@@ -43,18 +43,24 @@ class SimdKernel final : public streamvec::SgnsKernel {
   void SkipGram(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
                 streamvec::StepStats* stats) override {
     switch (b.negative + 1) {
-      case 4: return SkipGramImpl<4>(m, b, lr, stats);
-      case 6: return SkipGramImpl<6>(m, b, lr, stats);
-      case 11: return SkipGramImpl<11>(m, b, lr, stats);
-      default: return SkipGramImpl<0>(m, b, lr, stats);
+      case 4:
+        return SkipGramImpl<4>(m, b, lr, stats);
+      case 6:
+        return SkipGramImpl<6>(m, b, lr, stats);
+      case 11:
+        return SkipGramImpl<11>(m, b, lr, stats);
+      default:
+        return SkipGramImpl<0>(m, b, lr, stats);
     }
   }
 
   void Cbow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
             streamvec::StepStats* stats) override {
     switch (b.negative + 1) {
-      case 6: return CbowImpl<6>(m, b, lr, stats);
-      default: return CbowImpl<0>(m, b, lr, stats);
+      case 6:
+        return CbowImpl<6>(m, b, lr, stats);
+      default:
+        return CbowImpl<0>(m, b, lr, stats);
     }
   }
 
@@ -142,7 +148,8 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (; k < nt; ++k) {
       R a0 = Vec::Zero();
       const float* t0 = rows_[k];
-      for (size_t c = 0; c < chunks; ++c) a0 = Vec::Fma(Vec::Load(x + c * L), Vec::Load(t0 + c * L), a0);
+      for (size_t c = 0; c < chunks; ++c)
+        a0 = Vec::Fma(Vec::Load(x + c * L), Vec::Load(t0 + c * L), a0);
       logits[k] = Vec::Sum(a0);
     }
   }
@@ -209,17 +216,38 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
     float* const* t = rows_.data();
     switch (nb) {
-      case 1: BlockedUpdate<1, kNT>(x, t, g, chunks); break;
-      case 2: BlockedUpdate<2, kNT>(x, t, g, chunks); break;
-      case 3: BlockedUpdate<3, kNT>(x, t, g, chunks); break;
-      case 4: BlockedUpdate<4, kNT>(x, t, g, chunks); break;
-      case 5: BlockedUpdate<5, kNT>(x, t, g, chunks); break;
-      case 6: BlockedUpdate<6, kNT>(x, t, g, chunks); break;
-      case 7: BlockedUpdate<7, kNT>(x, t, g, chunks); break;
-      case 8: BlockedUpdate<8, kNT>(x, t, g, chunks); break;
-      case 9: BlockedUpdate<9, kNT>(x, t, g, chunks); break;
-      case 10: BlockedUpdate<10, kNT>(x, t, g, chunks); break;
-      default: break;  // nb == 0: nothing to learn
+      case 1:
+        BlockedUpdate<1, kNT>(x, t, g, chunks);
+        break;
+      case 2:
+        BlockedUpdate<2, kNT>(x, t, g, chunks);
+        break;
+      case 3:
+        BlockedUpdate<3, kNT>(x, t, g, chunks);
+        break;
+      case 4:
+        BlockedUpdate<4, kNT>(x, t, g, chunks);
+        break;
+      case 5:
+        BlockedUpdate<5, kNT>(x, t, g, chunks);
+        break;
+      case 6:
+        BlockedUpdate<6, kNT>(x, t, g, chunks);
+        break;
+      case 7:
+        BlockedUpdate<7, kNT>(x, t, g, chunks);
+        break;
+      case 8:
+        BlockedUpdate<8, kNT>(x, t, g, chunks);
+        break;
+      case 9:
+        BlockedUpdate<9, kNT>(x, t, g, chunks);
+        break;
+      case 10:
+        BlockedUpdate<10, kNT>(x, t, g, chunks);
+        break;
+      default:
+        break;  // nb == 0: nothing to learn
     }
     if (stats) stats->pairs += nb;
     return true;
@@ -245,8 +273,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
         if constexpr (kNT > 0) {
-          if (hi - lo <= kMaxBlockedContexts &&
-              TryBlockedWindow<kNT>(m, b, i, lo, hi, lr, stats)) {
+          if (hi - lo <= kMaxBlockedContexts && TryBlockedWindow<kNT>(m, b, i, lo, hi, lr, stats)) {
             continue;
           }
         }
@@ -288,7 +315,6 @@ class SimdKernel final : public streamvec::SgnsKernel {
     const size_t chunks = stride / L;
     Prepare(b, stride);
     float* h = scratch_.data();
-    float* e = scratch_.data() + stride;
     float logits[streamvec::kMaxTargets];
     float* g = g_.data();
     for (int s = 0; s < b.num_sentences; ++s) {
@@ -302,33 +328,32 @@ class SimdKernel final : public streamvec::SgnsKernel {
         const int count = hi - lo;
         if (count <= 0) continue;
         LoadTargets(m, b, i, nt);
+        int nc = 0;
+        for (int c = lo; c <= hi; ++c) {
+          if (c != i) ctx_[nc++] = m.input + b.tokens[c] * stride;
+        }
         const R inv = Vec::Set1(1.0f / static_cast<float>(count));
         for (size_t ch = 0; ch < chunks; ++ch) {
           R acc = Vec::Zero();
-          for (int c = lo; c <= hi; ++c) {
-            if (c == i) continue;
-            acc = Vec::Add(acc, Vec::Load(m.input + b.tokens[c] * stride + ch * L));
-          }
+          for (int q = 0; q < nc; ++q) acc = Vec::Add(acc, Vec::Load(ctx_[q] + ch * L));
           Vec::Store(h + ch * L, Vec::Mul(acc, inv));
-          Vec::Store(e + ch * L, Vec::Zero());
         }
         Dots<kNT>(h, chunks, nt, logits);
         for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
-        for (int k = 0; k < nt; ++k) {
-          const R gk = Vec::Set1(g[k]);
-          float* t = rows_[k];
-          for (size_t ch = 0; ch < chunks; ++ch) {
-            const R tv = Vec::Load(t + ch * L);
-            Vec::Store(e + ch * L, Vec::Fma(gk, tv, Vec::Load(e + ch * L)));
-            Vec::Store(t + ch * L, Vec::Fma(gk, Vec::Load(h + ch * L), tv));
+        // One pass per chunk: e = sum_k g_k t_k and t_k += g_k h (each t_k stored before the next
+        // is loaded, so repeated target rows behave as in the reference), then x_c += e.
+        for (size_t ch = 0; ch < chunks; ++ch) {
+          const size_t off = ch * L;
+          const R hv = Vec::Load(h + off);
+          R ev = Vec::Zero();
+          for (int k = 0; k < nt; ++k) {
+            const R gk = Vec::Set1(g[k]);
+            const R tv = Vec::Load(rows_[k] + off);
+            ev = Vec::Fma(gk, tv, ev);
+            Vec::Store(rows_[k] + off, Vec::Fma(gk, hv, tv));
           }
-        }
-        for (int c = lo; c <= hi; ++c) {
-          if (c == i) continue;
-          float* x = m.input + b.tokens[c] * stride;
-          for (size_t ch = 0; ch < chunks; ++ch) {
-            Vec::Store(x + ch * L, Vec::Add(Vec::Load(x + ch * L), Vec::Load(e + ch * L)));
-          }
+          for (int q = 0; q < nc; ++q)
+            Vec::Store(ctx_[q] + off, Vec::Add(Vec::Load(ctx_[q] + off), ev));
         }
         if (stats) ++stats->pairs;
       }
@@ -339,6 +364,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
   float sigmoid_[streamvec::kSigmoidTableSize];
   std::vector<uint32_t> targets_;
   std::vector<float*> rows_;
+  std::vector<float*> ctx_ = std::vector<float*>(2 * 255);  // context rows of a CBOW window
   std::vector<float> g_;
   streamvec::AlignedFloats scratch_;
 };
