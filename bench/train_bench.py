@@ -118,32 +118,64 @@ def prepared_corpus(corpus: Path, cache: Path, need_wrap: bool) -> tuple[int, Pa
 # ---------------------------------------------------------------------------------------------
 # running one process, measured
 
+# Peak RSS must be measured by a small parent: Linux carries the RSS high-water mark of the forked
+# image into ru_maxrss across exec, so wait4 on a child forked from this (large) Python process
+# would report at least this process's own peak. /usr/bin/time (GNU time) forks the peer from a
+# tiny image; without it, a fresh minimal Python process does the same (floor ~10 MiB).
+GNU_TIME = "/usr/bin/time"
+RUSAGE_SHIM = r"""
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as e:
+        sys.stderr.write(f"cannot start {sys.argv[2]}: {e}\n")
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{ru.ru_maxrss} {ru.ru_utime} {ru.ru_stime}\n")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_measured(cmd: list[str], stdout_path: Path, stderr_path: Path, timeout: float) -> dict:
-    """Run cmd; wall seconds, exit status and peak RSS (KiB) of that one process (wait4)."""
+    """Run cmd; wall seconds, exit status, peak RSS (KiB) and CPU seconds of that one process."""
+    rusage_path = stdout_path.with_suffix(".rusage")
+    rusage_path.unlink(missing_ok=True)
+    if os.access(GNU_TIME, os.X_OK):
+        wrapped = [GNU_TIME, "-f", "%M %U %S", "-o", str(rusage_path), "--"] + cmd
+        method = "GNU time %M"
+    else:
+        wrapped = [sys.executable, "-S", "-c", RUSAGE_SHIM, str(rusage_path)] + cmd
+        method = "wait4 in a minimal python parent"
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            proc = subprocess.Popen(wrapped, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                     start_new_session=True)
         except OSError as e:
-            return {"ok": False, "error": f"cannot start {cmd[0]}: {e}", "wall_s": None,
+            return {"ok": False, "error": f"cannot start {wrapped[0]}: {e}", "wall_s": None,
                     "rss_kib": None, "rc": None}
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == proc.pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.01)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
     rc = proc.returncode
-    res = {"ok": rc == 0 and not timed_out, "rc": rc, "wall_s": wall,
-           "rss_kib": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime}
+    res = {"ok": rc == 0 and not timed_out, "rc": rc, "wall_s": wall, "rss_kib": None,
+           "rss_method": method}
+    try:
+        # GNU time writes "Command exited with non-zero status N" first when it fails
+        fields = rusage_path.read_text().strip().splitlines()[-1].split()
+        res["rss_kib"] = int(fields[0])
+        res["user_s"], res["sys_s"] = float(fields[1]), float(fields[2])
+    except (OSError, IndexError, ValueError):
+        pass
     if timed_out:
         res["error"] = f"timed out after {timeout:.0f} s"
     elif rc != 0:
