@@ -328,7 +328,7 @@ def mwps(v):
     return None if v is None else v / 1e6
 
 
-COLUMNS = [("peer", "<9"), ("run", ">3"), ("wall s", ">7"), ("words/s", ">8"),
+COLUMNS = [("peer", "<9"), ("run", ">3"), ("wall s", ">7"), ("CPU s", ">6"), ("words/s", ">8"),
            ("RSS MiB", ">7"), ("WS-353", ">6"), ("MEN", ">6"), ("analogy", ">7"),
            ("train w/s", ">9")]
 
@@ -338,7 +338,7 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         cells = [r["peer"], str(r["run"]),
-                 fmt(r.get("wall_s"), ".2f"),
+                 fmt(r.get("wall_s"), ".2f"), fmt(r.get("cpu_s"), ".1f"),
                  fmt(mwps(r.get("words_per_s")), ".2f") + ("M" if r.get("words_per_s") else ""),
                  fmt(r.get("rss_mib"), ".0f"),
                  fmt(r.get("ws353"), ".3f"), fmt(r.get("men"), ".3f"),
@@ -357,7 +357,7 @@ def median_of(rows, key):
 
 
 def summarize(rows: list[dict], peers: list[str]) -> dict:
-    keys = ("wall_s", "words_per_s", "rss_mib", "ws353", "men", "analogy", "train_words_per_s")
+    keys = ("wall_s", "cpu_s", "words_per_s", "rss_mib", "ws353", "men", "analogy", "train_words_per_s")
     med = {}
     for p in peers:
         ok = [r for r in rows if r["peer"] == p and r.get("ok")]
@@ -470,6 +470,8 @@ def main() -> int:
             res = run_measured(cmd, base.with_suffix(".stdout"), base.with_suffix(".stderr"),
                                a.timeout)
             row.update(res)
+            if res.get("user_s") is not None:
+                row["cpu_s"] = res["user_s"] + res["sys_s"]
             if res.get("rss_kib") is not None:
                 row["rss_mib"] = res["rss_kib"] / 1024
             if res["ok"] and res["wall_s"]:
@@ -506,7 +508,8 @@ def main() -> int:
               f"{a.epochs} epoch(s), {a.threads} thread(s), alpha {a.alpha:g}\n"
               f"{cpu_model()}, {os.cpu_count()} CPUs, load average {load_before[0]:.2f} before, "
               f"{load_after[0]:.2f} after\n"
-              f"words/s = corpus words / wall s of the whole process; RSS = peak of that process; "
+              f"words/s = corpus words / wall s of the whole process; CPU s = its user+system time; "
+              f"RSS = its peak; "
               f"quality by `streamvec eval` (Spearman; analogy restrict {a.restrict}); "
               f"train w/s = streamvec's own training phase")
     text = "\n\n".join([header, table(rows), summary_text(summ)]) + "\n"
