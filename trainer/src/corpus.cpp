@@ -33,8 +33,32 @@ template <typename Read>
 void TokenizeInto(Part* part, const CorpusOptions& options, Read&& read, const std::string& path) {
   WhitespaceTokenizer tokenizer(options.tokenizer);
   std::vector<char> buffer(options.chunk_bytes);
-  auto on_token = [part](std::string_view w) { part->ids.push_back(part->builder.Add(w)); };
-  auto on_line = [part] { part->ids.push_back(kLineEnd); };
+  // Tokens are counted in batches (VocabularyBuilder::AddBatch prefetches the table); a line end
+  // is a null view in the batch, so order is kept. Views stay valid until the next Feed.
+  constexpr size_t kBatch = 256;
+  std::string_view batch[kBatch];
+  uint32_t ids[kBatch];
+  size_t pending = 0;
+  auto flush = [&] {
+    size_t start = 0;
+    for (size_t i = 0; i <= pending; ++i) {
+      if (i == pending || batch[i].data() == nullptr) {
+        part->builder.AddBatch(batch + start, i - start, ids + start);
+        part->ids.insert(part->ids.end(), ids + start, ids + i);
+        if (i < pending) part->ids.push_back(kLineEnd);
+        start = i + 1;
+      }
+    }
+    pending = 0;
+  };
+  auto on_token = [&](std::string_view w) {
+    batch[pending++] = w;
+    if (pending == kBatch) flush();
+  };
+  auto on_line = [&] {
+    batch[pending++] = std::string_view();
+    if (pending == kBatch) flush();
+  };
   while (true) {
     const ssize_t n = read(buffer.data(), buffer.size());
     if (n < 0) {
@@ -45,8 +69,10 @@ void TokenizeInto(Part* part, const CorpusOptions& options, Read&& read, const s
     }
     if (n == 0) break;
     tokenizer.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)), on_token, on_line);
+    flush();
   }
   tokenizer.Finish(on_token);
+  flush();
   part->stats = tokenizer.stats();
   if (part->stats.first_skipped_offset != TokenizerStats::kNoOffset) {
     part->stats.first_skipped_offset += part->begin;

@@ -83,8 +83,27 @@ uint32_t VocabularyBuilder::AddCount(std::string_view word, uint64_t count) {
   return id;
 }
 
-uint32_t VocabularyBuilder::Add(std::string_view word) {
-  const uint64_t h = HashWord(word);
+uint32_t VocabularyBuilder::Add(std::string_view word) { return AddHashed(word, HashWord(word)); }
+
+void VocabularyBuilder::AddBatch(const std::string_view* words, size_t n, uint32_t* ids) {
+  constexpr size_t kMaxBatch = 64;
+  uint64_t hashes[kMaxBatch];
+  for (size_t begin = 0; begin < n; begin += kMaxBatch) {
+    const size_t m = std::min(kMaxBatch, n - begin);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = 0; i < m; ++i) {
+      hashes[i] = HashWord(words[begin + i]);
+      __builtin_prefetch(&slots_[hashes[i] & mask]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const uint32_t s = slots_[hashes[i] & mask];
+      if (s != 0) __builtin_prefetch(&entries_[s - 1]);
+    }
+    for (size_t i = 0; i < m; ++i) ids[begin + i] = AddHashed(words[begin + i], hashes[i]);
+  }
+}
+
+uint32_t VocabularyBuilder::AddHashed(std::string_view word, uint64_t h) {
   size_t mask = slots_.size() - 1;
   size_t i = h & mask;
   while (true) {

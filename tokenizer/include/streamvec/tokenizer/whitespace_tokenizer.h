@@ -41,7 +41,9 @@ class WhitespaceTokenizer {
 
   // Feeds the next chunk. on_token(std::string_view word) is called for every complete valid
   // token; on_line_end() after each newline. A token cut by the chunk end is kept until the next
-  // Feed or Finish. The string_view passed to on_token is valid only during the call.
+  // Feed or Finish. The string_view passed to on_token points into `chunk` or into the
+  // tokenizer, and stays valid until the next call to Feed or Finish (or until `chunk` changes),
+  // so callers may batch tokens within one call.
   template <typename OnToken, typename OnLineEnd>
   void Feed(std::string_view chunk, OnToken&& on_token, OnLineEnd&& on_line_end);
 
@@ -61,6 +63,7 @@ class WhitespaceTokenizer {
   TokenizerOptions options_;
   TokenizerStats stats_;
   std::string pending_;          // partial token carried over from the previous chunk
+  std::string completed_;        // the last completed carried-over token (see Feed)
   uint64_t pending_offset_ = 0;  // stream offset of pending_'s first byte
 };
 
@@ -102,8 +105,10 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
       pending_.append(p, std::min(i, options_.max_token_bytes + 1));
     }
     if (i == n) return;  // still inside the token
-    Emit(pending_, pending_offset_, on_token);
+    // The completed token moves to completed_, so its view stays valid until the next call.
+    completed_.swap(pending_);
     pending_.clear();
+    Emit(completed_, pending_offset_, on_token);
   }
   while (i < n) {
     const unsigned char c = static_cast<unsigned char>(p[i]);
@@ -130,8 +135,9 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
 template <typename OnToken>
 void WhitespaceTokenizer::Finish(OnToken&& on_token) {
   if (!pending_.empty()) {
-    Emit(pending_, pending_offset_, on_token);
+    completed_.swap(pending_);
     pending_.clear();
+    Emit(completed_, pending_offset_, on_token);
   }
 }
 

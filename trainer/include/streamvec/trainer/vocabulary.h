@@ -69,6 +69,9 @@ class VocabularyBuilder {
   VocabularyBuilder();
   // Counts one occurrence of `word`; returns its provisional id (first-occurrence order).
   uint32_t Add(std::string_view word);
+  // Add() for n words at once, ids[i] receiving words[i]'s id: the same result as n calls, faster
+  // because the table lines of the whole batch are prefetched before they are probed.
+  void AddBatch(const std::string_view* words, size_t n, uint32_t* ids);
   // Counts `count` (>= 1) occurrences at once (merging builders).
   uint32_t AddCount(std::string_view word, uint64_t count);
   size_t size() const { return entries_.size(); }
@@ -90,6 +93,7 @@ class VocabularyBuilder {
     uint64_t short_word;  // words of <= 8 bytes, zero-padded: compared without touching arena_
   };
   static uint64_t ShortWord(std::string_view word);
+  uint32_t AddHashed(std::string_view word, uint64_t h);
   void Grow();
   std::vector<Entry> entries_;
   std::vector<uint32_t> slots_;  // entry index + 1; 0 = empty
