@@ -27,6 +27,15 @@ class Rng {
   // Uniform float in [0, 1).
   float Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }
 
+  // The full generator state (4 words), for checkpoints: a generator given the state of another
+  // continues its sequence exactly.
+  void GetState(uint64_t out[4]) const {
+    for (int i = 0; i < 4; ++i) out[i] = s_[i];
+  }
+  void SetState(const uint64_t in[4]) {
+    for (int i = 0; i < 4; ++i) s_[i] = in[i];
+  }
+
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];

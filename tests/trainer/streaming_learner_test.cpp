@@ -1,0 +1,326 @@
+#include "streamvec/trainer/streaming_learner.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "streamvec/kernels/sgns_kernel.h"
+
+namespace streamvec {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+Status Train(StreamingLearner& learner, const std::vector<std::string>& lines, size_t batch = 7) {
+  for (size_t i = 0; i < lines.size(); i += batch) {
+    std::vector<std::string_view> views;
+    for (size_t j = i; j < std::min(lines.size(), i + batch); ++j) views.push_back(lines[j]);
+    SV_RETURN_IF_ERROR(learner.TrainMicroBatch(views));
+  }
+  return Status::Ok();
+}
+
+// Two groups of words that only co-occur within their group.
+std::vector<std::string> PlantedLines(int n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> pick(0, 9), group(0, 1);
+  std::vector<std::string> lines;
+  for (int s = 0; s < n; ++s) {
+    const char prefix = group(gen) ? 'a' : 'b';
+    std::string line;
+    for (int i = 0; i < 20; ++i) line += std::string(1, prefix) + std::to_string(pick(gen)) + " ";
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+StreamingOptions Small() {
+  StreamingOptions o;
+  o.dim = 16;
+  o.vocab_capacity = 64;
+  o.min_count = 2;
+  o.noise_table_size = 4096;
+  o.sample = 0;
+  o.isa = DetectBestIsa();
+  return o;
+}
+
+double Cosine(const float* a, const float* b, int dim) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int j = 0; j < dim; ++j) {
+    ab += a[j] * b[j];
+    aa += a[j] * a[j];
+    bb += b[j] * b[j];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+using State = std::map<std::string, std::string>;
+
+State Save(const StreamingLearner& learner) {
+  State state;
+  Status s = learner.SaveState([&state](const std::string& k, std::string_view v) {
+    state[k] = std::string(v);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return state;
+}
+
+StatusOr<std::unique_ptr<StreamingLearner>> Load(const State& state) {
+  return StreamingLearner::LoadState(
+      [&state](const std::string& k) -> StatusOr<std::string> {
+        auto it = state.find(k);
+        if (it == state.end()) return Status::NotFound(k);
+        return it->second;
+      },
+      DetectBestIsa());
+}
+
+TEST(AdagradRowUpdateTest, MatchesHandComputation) {
+  // g = (0.3, -0.4): mean square 0.125; G = 0.5 + 0.125 = 0.625; lr = 0.1 / sqrt(0.625 + 1e-6).
+  float row[2] = {1.0f, 2.0f};
+  const float g[2] = {0.3f, -0.4f};
+  float acc = 0.5f;
+  AdagradRowUpdate(row, g, 2, &acc, 0.1f, 1e-6f);
+  const double lr = 0.1 / std::sqrt(0.625 + 1e-6);
+  EXPECT_NEAR(acc, 0.625, 1e-7);
+  EXPECT_NEAR(row[0], 1.0 + lr * 0.3, 1e-6);
+  EXPECT_NEAR(row[1], 2.0 - lr * 0.4, 1e-6);
+  // A second identical gradient takes a smaller step: G grew.
+  const float before = row[0];
+  AdagradRowUpdate(row, g, 2, &acc, 0.1f, 1e-6f);
+  EXPECT_NEAR(row[0] - before, 0.1 / std::sqrt(0.75 + 1e-6) * 0.3, 1e-6);
+}
+
+TEST(StreamingLearnerTest, WordIsAdmittedWhenItsCountReachesMinCount) {
+  StreamingOptions o = Small();
+  o.min_count = 3;
+  StreamingLearner learner(o);
+  ASSERT_TRUE(learner.TrainMicroBatch({"apple pear", "apple plum"}).ok());
+  EXPECT_EQ(learner.Count("apple"), 2.0);
+  EXPECT_FALSE(learner.Admitted("apple"));
+  EXPECT_EQ(learner.InputRow("apple"), nullptr);
+  ASSERT_TRUE(learner.TrainMicroBatch({"apple fig"}).ok());
+  EXPECT_TRUE(learner.Admitted("apple"));
+  EXPECT_NE(learner.InputRow("apple"), nullptr);
+  EXPECT_FALSE(learner.Admitted("pear"));
+  EXPECT_EQ(learner.stats().admitted, 1u);
+}
+
+TEST(StreamingLearnerTest, EvictionKeepsHeavyHittersAndBoundsMemory) {
+  StreamingOptions o = Small();
+  o.vocab_capacity = 32;
+  StreamingLearner learner(o);
+  // 8 heavy words in every line, then a new rare word never seen again.
+  int rare = 0;
+  auto feed = [&](int lines) {
+    std::vector<std::string> text;
+    for (int i = 0; i < lines; ++i) {
+      const std::string r1 = "rare" + std::to_string(rare++);
+      const std::string r2 = "rare" + std::to_string(rare++);
+      text.push_back("h0 h1 h2 h3 h4 h5 h6 h7 " + r1 + " " + r2);
+    }
+    return Train(learner, text);
+  };
+  ASSERT_TRUE(feed(200).ok());
+  const size_t memory_early = learner.MemoryBytes();
+  ASSERT_TRUE(feed(5000).ok());
+  EXPECT_LE(learner.stats().vocab_size, 32u);
+  EXPECT_GT(learner.stats().evictions, 10000u);
+  for (int h = 0; h < 8; ++h) {
+    const std::string w = "h" + std::to_string(h);
+    EXPECT_TRUE(learner.Admitted(w)) << w;
+    EXPECT_GE(learner.Count(w), 5200.0) << w;  // space-saving never undercounts
+  }
+  // Rare words come and go; the table does not grow with the stream.
+  EXPECT_LE(learner.MemoryBytes(), memory_early + 4096);
+  EXPECT_FALSE(learner.Admitted("rare5"));
+}
+
+TEST(StreamingLearnerTest, EvictedWordGetsFreshRows) {
+  StreamingOptions o = Small();
+  o.vocab_capacity = 4;
+  o.min_count = 1;
+  StreamingLearner learner(o);
+  ASSERT_TRUE(learner.TrainMicroBatch({"a b c d a b c d a b c d"}).ok());
+  ASSERT_NE(learner.InputRow("d"), nullptr);
+  // "e" takes the slot of the least frequent word and starts from a fresh small row.
+  ASSERT_TRUE(learner.TrainMicroBatch({"e"}).ok());
+  EXPECT_EQ(learner.stats().evictions, 1u);
+  const float* row = learner.InputRow("e");
+  ASSERT_NE(row, nullptr);
+  for (int j = 0; j < o.dim; ++j) EXPECT_LE(std::fabs(row[j]), 0.5f / o.dim);
+}
+
+TEST(StreamingLearnerTest, AdaptiveNoiseTableFollowsChangingCounts) {
+  StreamingOptions o = Small();
+  o.noise_table_size = 512;
+  o.min_count = 1;
+  StreamingLearner learner(o);
+  std::vector<std::string> first(300, "x x x x y"), second(3000, "y y y y x");
+  ASSERT_TRUE(Train(learner, first).ok());
+  const double x_early = learner.NoiseProbability("x");
+  const double y_early = learner.NoiseProbability("y");
+  EXPECT_GT(x_early, y_early);
+  ASSERT_TRUE(Train(learner, second).ok());
+  // Counts now 4200 x / 12300 y: the table's share moves towards count^0.75 (0.31 / 0.69).
+  EXPECT_LT(learner.NoiseProbability("x"), x_early);
+  EXPECT_GT(learner.NoiseProbability("y"), 0.6);
+}
+
+TEST(StreamingLearnerTest, SubsamplingUsesRunningCounts) {
+  StreamingOptions o = Small();
+  o.sample = 1e-3;
+  o.min_count = 1;
+  StreamingLearner learner(o);
+  std::vector<std::string> lines(500, "the the the the the the the the cat dog");
+  ASSERT_TRUE(Train(learner, lines).ok());
+  const StreamingStats st = learner.stats();
+  EXPECT_EQ(st.words_seen, 5000u);
+  // "the" (80% of the stream) is kept with probability ~ sqrt(1.25e-3) + 1.25e-3 ~ 0.037.
+  EXPECT_LT(st.words_trained, 2000u);
+}
+
+TEST(StreamingLearnerTest, LearnsPlantedGroupsWithAdagradAndConstantRate) {
+  for (StreamOptimizer opt : {StreamOptimizer::kAdagrad, StreamOptimizer::kConstant}) {
+    StreamingOptions o = Small();
+    o.optimizer = opt;
+    StreamingLearner learner(o);
+    ASSERT_TRUE(Train(learner, PlantedLines(3000, 3)).ok());
+    double within = 0, across = 0;
+    int nw = 0, na = 0;
+    for (int i = 0; i < 10; ++i) {
+      for (int j = 0; j < 10; ++j) {
+        const float* ai = learner.InputRow("a" + std::to_string(i));
+        const float* aj = learner.InputRow("a" + std::to_string(j));
+        const float* bj = learner.InputRow("b" + std::to_string(j));
+        ASSERT_TRUE(ai && aj && bj);
+        if (i != j) {
+          within += Cosine(ai, aj, o.dim);
+          ++nw;
+        }
+        across += Cosine(ai, bj, o.dim);
+        ++na;
+      }
+    }
+    EXPECT_GT(within / nw - across / na, 0.3) << (opt == StreamOptimizer::kAdagrad);
+    EXPECT_GT(learner.stats().loss, 0.0);
+  }
+}
+
+TEST(StreamingLearnerTest, ResumedRunIsBitIdenticalToOneRun) {
+  const std::vector<std::string> a = PlantedLines(400, 1), b = PlantedLines(400, 2);
+  for (StreamOptimizer opt : {StreamOptimizer::kAdagrad, StreamOptimizer::kConstant}) {
+    StreamingOptions o = Small();
+    o.optimizer = opt;
+    o.vocab_capacity = 16;  // below the 20 words: evictions happen in both parts
+    o.count_half_life = 500;
+    o.sample = 0.05;
+    StreamingLearner one_run(o);
+    ASSERT_TRUE(Train(one_run, a).ok());
+    ASSERT_TRUE(Train(one_run, b).ok());
+
+    StreamingLearner first(o);
+    ASSERT_TRUE(Train(first, a).ok());
+    const State state = Save(first);
+    auto resumed = Load(state);
+    ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+    ASSERT_TRUE(Train(**resumed, b, 5).ok());  // another batch cut: same sentences
+
+    std::vector<std::string> w1, w2;
+    std::vector<float> v1, v2;
+    one_run.ExportVectors(&w1, &v1);
+    (*resumed)->ExportVectors(&w2, &v2);
+    ASSERT_FALSE(w1.empty());
+    EXPECT_EQ(w1, w2);
+    ASSERT_EQ(v1.size(), v2.size());
+    EXPECT_EQ(std::memcmp(v1.data(), v2.data(), v1.size() * sizeof(float)), 0);
+    EXPECT_GT(one_run.stats().evictions, 0u);
+    EXPECT_EQ(one_run.stats().words_seen, (*resumed)->stats().words_seen);
+    // The saved state of both is the same too (counts, noise table, RNG, optimizer).
+    EXPECT_EQ(Save(one_run), Save(**resumed));
+  }
+}
+
+TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
+  StreamingLearner learner(Small());
+  ASSERT_TRUE(Train(learner, PlantedLines(50, 1)).ok());
+  State state = Save(learner);
+  State no_vocab = state;
+  no_vocab.erase("vocab");
+  auto r1 = Load(no_vocab);
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r1.status().message().find("vocab"), std::string::npos);
+  State bad_rows = state;
+  bad_rows["input/00000000"].resize(10);
+  EXPECT_EQ(Load(bad_rows).status().code(), StatusCode::kCorruption);
+  State foreign = state;
+  foreign["config"] = "hello=world\n";
+  EXPECT_EQ(Load(foreign).status().code(), StatusCode::kCorruption);
+}
+
+TEST(StreamingLearnerTest, InvalidUtf8AndBinaryGarbageAreSkippedAndCounted) {
+  StreamingOptions o = Small();
+  o.min_count = 1;
+  StreamingLearner learner(o);
+  // Invalid: "\xff\xfe", "bad\xc3" (truncated sequence), "\0\x01\x02" (NUL), "\x80\x81".
+  std::string garbage = "good \xff\xfe bad\xc3 word ";
+  garbage += std::string("\0\x01\x02 ok", 6);
+  ASSERT_TRUE(learner.TrainChunk(garbage).ok());
+  ASSERT_TRUE(learner.TrainChunk(" \x80\x81\n more words\n").ok());
+  ASSERT_TRUE(learner.FinishStream().ok());
+  const StreamingStats st = learner.stats();
+  EXPECT_EQ(st.invalid_tokens, 4u);
+  EXPECT_TRUE(learner.Admitted("good"));
+  EXPECT_TRUE(learner.Admitted("word"));
+  EXPECT_TRUE(learner.Admitted("ok"));
+  EXPECT_TRUE(learner.Admitted("words"));
+  EXPECT_EQ(st.words_seen, 5u);
+}
+
+TEST(StreamingLearnerTest, DriftingStreamAdmitsNewWordsAndEvictsOldOnes) {
+  StreamingOptions o = Small();
+  o.vocab_capacity = 1000;  // each part holds about 4000 distinct words
+  o.min_count = 5;
+  o.count_half_life = 5000;
+  StreamingLearner learner(o);
+  const std::string dir = std::string(STREAMVEC_TEST_DATA) + "/streaming/";
+  ASSERT_TRUE(Train(learner, Lines(ReadFile(dir + "shakespeare-80k.txt")), 64).ok());
+  EXPECT_TRUE(learner.Admitted("thy"));
+  EXPECT_TRUE(learner.Admitted("Marcius"));
+  EXPECT_FALSE(learner.Admitted("anarchism"));
+  ASSERT_TRUE(Train(learner, Lines(ReadFile(dir + "wiki-80k.txt")), 64).ok());
+  // Words of the second part are admitted; words only of the first are gone.
+  for (const char* w : {"anarchism", "political", "state", "autism"}) {
+    EXPECT_TRUE(learner.Admitted(w)) << w;
+  }
+  for (const char* w : {"thou", "thy", "Marcius"}) {
+    EXPECT_EQ(learner.Count(w), 0.0) << w;
+  }
+  EXPECT_LE(learner.stats().vocab_size, 1000u);
+}
+
+}  // namespace
+}  // namespace streamvec

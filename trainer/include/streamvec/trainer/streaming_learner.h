@@ -1,0 +1,145 @@
+// The streaming learner: skip-gram with negative sampling over an unbounded stream, one pass,
+// bounded memory, no corpus size (docs/streaming.md has the semantics and the sources).
+//
+// - Vocabulary: at most `vocab_capacity` words, kept with the space-saving algorithm (Metwally
+//   et al. 2005; used for word embeddings by May et al. 2017): a new word arriving at a full table
+//   takes the slot of the word with the smallest count and inherits that count as its error
+//   bound. A word is admitted to training once its guaranteed count (count - error) reaches
+//   `min_count`. A word that takes over a slot gets fresh rows (input uniform in
+//   [-0.5/dim, 0.5/dim), output zero) and a fresh optimizer state.
+// - Optional exponential count decay with half-life `count_half_life` words, so the vocabulary
+//   follows a drifting stream.
+// - Noise: the adaptive unigram table of Kaji & Kobayashi 2017 ("Incremental Skip-gram Model
+//   with Negative Sampling", Algorithm 2), count^ns_exponent, updated per token.
+// - Subsampling: word2vec's keep probability min(1, sqrt(t/f) + t/f) with f from the running
+//   (decayed) counts.
+// - Learning rate: per-row Adagrad (Duchi et al. 2011) by default, or a constant rate.
+//
+// Rows are preallocated for the capacity (64-byte aligned, PaddedStride(dim) floats a row); row r
+// belongs to vocabulary slot r. Training is single-threaded and, for a fixed seed, deterministic:
+// the same input in any micro-batch cut (at sentence boundaries) gives bit-identical rows, and
+// SaveState / LoadState continue the run exactly.
+//
+// Not thread-safe: one thread drives an instance.
+#ifndef STREAMVEC_TRAINER_STREAMING_LEARNER_H_
+#define STREAMVEC_TRAINER_STREAMING_LEARNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/base/status.h"
+#include "streamvec/tokenizer/whitespace_tokenizer.h"
+
+namespace streamvec {
+
+enum class StreamOptimizer {
+  kAdagrad,   // per-row Adagrad: lr_r = eta / sqrt(G_r + epsilon), G_r += mean square gradient
+  kConstant,  // plain SGD with learning rate `alpha` (the SIMD kernel)
+};
+
+struct StreamingOptions {
+  int dim = 100;                     // vector size
+  int window = 5;                    // maximum context radius; each position draws [1, window]
+  int negative = 5;                  // noise words per centre, < kMaxTargets
+  double sample = 1e-3;              // subsampling threshold t on running counts (0 disables)
+  uint32_t vocab_capacity = 1000000; // words held at most (rows preallocated for them)
+  uint64_t min_count = 5;            // guaranteed count at which a word is admitted to training
+  uint64_t count_half_life = 0;      // words after which counts halve; 0: no decay
+  double ns_exponent = 0.75;         // noise distribution exponent
+  uint32_t noise_table_size = 1u << 22;  // entries of the adaptive unigram table (4 bytes each)
+  StreamOptimizer optimizer = StreamOptimizer::kAdagrad;
+  float eta = 0.2f;                  // Adagrad base rate
+  float epsilon = 1e-6f;             // Adagrad: added to G under the square root
+  float alpha = 0.025f;              // constant learning rate (kConstant)
+  uint64_t seed = 1;                 // RNG seed
+  int max_sentence_length = 1000;    // longer lines are cut (word2vec.c MAX_SENTENCE_LENGTH)
+  Isa isa = Isa::kPortable;          // kernel of the constant-rate path (DetectBestIsa())
+  TokenizerOptions tokenizer;
+};
+
+// Checks ranges; InvalidArgument names the flag (--dim, --vocab-capacity, ...).
+Status ValidateStreamingOptions(const StreamingOptions& options);
+
+struct StreamingStats {
+  uint64_t words_seen = 0;        // valid tokens counted into the vocabulary
+  uint64_t words_trained = 0;     // tokens trained on (admitted and kept by subsampling)
+  uint64_t sentences = 0;         // sentences completed
+  uint64_t evictions = 0;         // words that lost their slot to a new word
+  uint64_t admitted = 0;          // words currently admitted (guaranteed count >= min_count)
+  uint64_t vocab_size = 0;        // words currently held (<= capacity)
+  uint64_t invalid_tokens = 0;    // skipped: invalid UTF-8, NUL byte, or too long
+  uint64_t bytes = 0;             // input bytes read
+  double loss = 0.0;              // mean loss per positive pair since the last TakeLoss, nats
+};
+
+// One entry of a saved state: a key and its bytes.
+using StateSink = std::function<Status(const std::string& key, std::string_view value)>;
+// Reads a saved entry: the bytes, NotFound, or an I/O error.
+using StateSource = std::function<StatusOr<std::string>(const std::string& key)>;
+
+class StreamingLearner {
+ public:
+  // Options must be valid (ValidateStreamingOptions). Allocates the rows for the capacity.
+  explicit StreamingLearner(const StreamingOptions& options);
+  ~StreamingLearner();
+  StreamingLearner(const StreamingLearner&) = delete;
+  StreamingLearner& operator=(const StreamingLearner&) = delete;
+
+  // The micro-batch entry point (what a Kafka consumer calls per batch of documents): each
+  // element is text that ends a sentence (newlines inside it end sentences too). Invalid tokens
+  // are skipped and counted. Any text pending from TrainChunk is completed first.
+  Status TrainMicroBatch(const std::vector<std::string_view>& sentences);
+
+  // Byte-stream entry point: a chunk of any size; a word or a sentence may continue in the next
+  // chunk. Sentences end at newlines and every max_sentence_length words.
+  Status TrainChunk(std::string_view chunk);
+  // Ends the stream's current word and sentence (at EOF, or before a snapshot at shutdown).
+  Status FinishStream();
+
+  StreamingStats stats() const;
+  // The mean loss per positive pair since the last call (0 if none), then resets it.
+  double TakeLoss();
+  const StreamingOptions& options() const;
+
+  // Admitted words, most frequent first (ties: slot order), and their input rows copied densely
+  // (words.size() x dim).
+  void ExportVectors(std::vector<std::string>* words, std::vector<float>* vectors) const;
+  // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
+  double Count(std::string_view word) const;
+  bool Admitted(std::string_view word) const;
+  // Input row of an admitted word, nullptr otherwise (PaddedStride(dim) floats).
+  const float* InputRow(std::string_view word) const;
+  // Probability that the noise table draws `word` (for tests): entries / table size.
+  double NoiseProbability(std::string_view word) const;
+  // Bytes held for rows, optimizer state, noise table and vocabulary (bounded by the capacity).
+  size_t MemoryBytes() const;
+
+  // Writes the whole learner (options, vocabulary with counts, rows, optimizer state, noise
+  // table, RNG state, words seen) as entries to `sink`; rows go in chunks of at most 4 MiB.
+  // Call at a sentence boundary (FinishStream) to keep the partial sentence: text pending inside
+  // a sentence is not saved.
+  Status SaveState(const StateSink& sink) const;
+  // Rebuilds a learner from saved entries; its options are the saved ones except `isa` (a
+  // property of the machine, not of the model). Corruption names the entry that is missing or
+  // malformed.
+  static StatusOr<std::unique_ptr<StreamingLearner>> LoadState(const StateSource& source,
+                                                               Isa isa = Isa::kPortable);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The per-row Adagrad update used by the learner, exposed for tests: G += mean(g_j^2) over the
+// dim components of the ascent direction g, then row += eta / sqrt(G + epsilon) * g.
+void AdagradRowUpdate(float* row, const float* gradient, int dim, float* accumulator, float eta,
+                      float epsilon);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_STREAMING_LEARNER_H_

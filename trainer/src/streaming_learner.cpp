@@ -1,0 +1,765 @@
+#include "streamvec/trainer/streaming_learner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <unordered_map>
+
+#include "streamvec/base/rng.h"
+#include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_kernel.h"
+#include "streamvec/kernels/sgns_math.h"
+
+namespace streamvec {
+
+Status ValidateStreamingOptions(const StreamingOptions& o) {
+  auto bad = [](const std::string& flag, const std::string& what) {
+    return Status::InvalidArgument(flag + " " + what);
+  };
+  if (o.dim <= 0 || o.dim > 10000) return bad("--dim", "must be in [1, 10000]");
+  if (o.window <= 0 || o.window > 255) return bad("--window", "must be in [1, 255]");
+  if (o.negative < 0 || o.negative >= kMaxTargets) {
+    return bad("--negative", "must be in [0, " + std::to_string(kMaxTargets - 1) + "]");
+  }
+  if (!(o.sample >= 0.0)) return bad("--sample", "must be >= 0");
+  if (o.vocab_capacity < 2 || o.vocab_capacity > (1u << 30)) {
+    return bad("--vocab-capacity", "must be in [2, 2^30]");
+  }
+  if (o.min_count < 1) return bad("--min-count", "must be >= 1");
+  if (!(o.ns_exponent >= 0.0)) return bad("--ns-exponent", "must be >= 0");
+  if (o.noise_table_size < 1 || o.noise_table_size > (1u << 30)) {
+    return bad("--noise-table-size", "must be in [1, 2^30]");
+  }
+  if (!(o.eta > 0.0f)) return bad("--eta", "must be > 0");
+  if (!(o.epsilon > 0.0f)) return bad("--epsilon", "must be > 0");
+  if (!(o.alpha > 0.0f)) return bad("--alpha", "must be > 0");
+  if (o.max_sentence_length < 2) return bad("max_sentence_length", "must be >= 2");
+  return Status::Ok();
+}
+
+void AdagradRowUpdate(float* row, const float* gradient, int dim, float* accumulator, float eta,
+                      float epsilon) {
+  float sq = 0.0f;
+  for (int j = 0; j < dim; ++j) sq += gradient[j] * gradient[j];
+  *accumulator += sq / static_cast<float>(dim);
+  const float lr = eta / std::sqrt(*accumulator + epsilon);
+  for (int j = 0; j < dim; ++j) row[j] += lr * gradient[j];
+}
+
+namespace {
+
+// Counts double every `half_life` words; stored counts grow instead of old ones shrinking
+// (stored = count * 2^(n / half_life)), and everything is rescaled by exactly 2^-kRescaleBits
+// (a power of two: the order of counts is kept bit for bit) once n reaches kRescaleBits
+// half-lives.
+constexpr int kRescaleBits = 64;
+// Loss is computed on one sentence in this many (it costs a log per pair).
+constexpr uint64_t kLossSampleEvery = 16;
+constexpr char kStateMagic[] = "streamvec-streaming-learner-v1";
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Little-endian POD serialisation with bounds-checked reads.
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void PutBytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& data, std::string name) : data_(data), name_(std::move(name)) {}
+  template <typename T>
+  bool Get(T* v) {
+    return GetBytes(v, sizeof *v);
+  }
+  bool GetBytes(void* p, size_t n) {
+    if (data_.size() - pos_ < n) return false;
+    std::memcpy(p, data_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool done() const { return pos_ == data_.size(); }
+  Status Bad() const { return Status::Corruption("state entry '" + name_ + "' is malformed"); }
+
+ private:
+  const std::string& data_;
+  std::string name_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+struct StreamingLearner::Impl {
+  explicit Impl(const StreamingOptions& o)
+      : opt(o), stride(PaddedStride(o.dim)), rng(o.seed), tokenizer(o.tokenizer) {
+    SV_CHECK(ValidateStreamingOptions(o).ok());
+    input.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
+    output.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
+    acc_in.assign(o.vocab_capacity, 0.0f);
+    acc_out.assign(o.vocab_capacity, 0.0f);
+    // Everything that grows with the vocabulary or the table is reserved up front: memory does
+    // not grow with the stream.
+    words.reserve(o.vocab_capacity);
+    counts.reserve(o.vocab_capacity);
+    errors.reserve(o.vocab_capacity);
+    generations.reserve(o.vocab_capacity);
+    heap.reserve(o.vocab_capacity);
+    index.reserve(o.vocab_capacity);
+    noise.reserve(o.noise_table_size);
+    FillSigmoidTable(sigmoid);
+    if (o.optimizer == StreamOptimizer::kConstant) {
+      kernel = MakeCpuKernel(o.isa);
+      SV_CHECK(kernel != nullptr);
+    }
+    scratch.resize(static_cast<size_t>(kMaxTargets + 1) * o.dim);
+  }
+
+  // ---- state (all of it is saved) ----
+  StreamingOptions opt;
+  size_t stride;
+  AlignedFloats input, output;          // capacity x stride
+  std::vector<float> acc_in, acc_out;   // Adagrad accumulators, one per row
+  std::vector<std::string> words;       // slot -> word
+  std::vector<double> counts;           // slot -> stored (scaled) count
+  std::vector<double> errors;           // slot -> space-saving error (count inherited)
+  std::vector<uint32_t> generations;    // slot -> times the slot changed word
+  std::vector<uint32_t> noise;          // adaptive unigram table (slot ids)
+  double noise_mass = 0.0;              // z: sum of stored count^power added to the table
+  double total = 0.0;                   // stored (scaled) words seen
+  uint64_t decay_words = 0;             // words since the last rescale (decay on)
+  Rng rng;
+  uint64_t words_seen = 0, words_trained = 0, sentences = 0, evictions = 0;
+  uint64_t prior_bytes = 0, prior_invalid = 0;  // tokenizer figures before this process
+
+  // ---- derived or transient ----
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> index;
+  std::vector<uint32_t> heap;      // min-heap of slots by (count, slot)
+  std::vector<uint32_t> heap_pos;  // slot -> position in heap
+  WhitespaceTokenizer tokenizer;
+  std::string pending_arena;                          // words of the current sentence
+  std::vector<std::pair<uint32_t, uint32_t>> pending;  // (offset, length) in pending_arena
+  float sigmoid[kSigmoidTableSize];
+  std::unique_ptr<SgnsKernel> kernel;
+  std::vector<float> scratch;
+  std::vector<uint32_t> sent_slots, sent_gens, tokens, offsets, negatives;
+  std::vector<uint8_t> windows;
+  double loss_sum = 0.0;
+  uint64_t loss_pairs = 0;
+
+  double Scale() const {
+    return opt.count_half_life == 0
+               ? 1.0
+               : std::exp2(static_cast<double>(decay_words) / opt.count_half_life);
+  }
+  bool AdmittedSlot(uint32_t s, double scale) const {
+    return counts[s] - errors[s] >= static_cast<double>(opt.min_count) * scale;
+  }
+  bool Less(uint32_t a, uint32_t b) const {
+    return counts[a] < counts[b] || (counts[a] == counts[b] && a < b);
+  }
+  void HeapSwap(size_t i, size_t j) {
+    std::swap(heap[i], heap[j]);
+    heap_pos[heap[i]] = static_cast<uint32_t>(i);
+    heap_pos[heap[j]] = static_cast<uint32_t>(j);
+  }
+  void SiftUp(size_t i) {
+    while (i > 0) {
+      const size_t p = (i - 1) / 2;
+      if (!Less(heap[i], heap[p])) break;
+      HeapSwap(i, p);
+      i = p;
+    }
+  }
+  void SiftDown(size_t i) {
+    const size_t n = heap.size();
+    for (;;) {
+      size_t m = i;
+      const size_t l = 2 * i + 1, r = l + 1;
+      if (l < n && Less(heap[l], heap[m])) m = l;
+      if (r < n && Less(heap[r], heap[m])) m = r;
+      if (m == i) return;
+      HeapSwap(i, m);
+      i = m;
+    }
+  }
+  void RebuildDerived() {
+    index.clear();
+    heap.clear();
+    heap_pos.assign(opt.vocab_capacity, 0);
+    for (uint32_t s = 0; s < words.size(); ++s) {
+      index.emplace(words[s], s);
+      heap.push_back(s);
+      heap_pos[s] = s;
+      SiftUp(s);
+    }
+  }
+
+  // word2vec.c's initialisation: input uniform in [-0.5/dim, 0.5/dim), output zero.
+  void InitRows(uint32_t s) {
+    float* in = input.data() + static_cast<size_t>(s) * stride;
+    float* out = output.data() + static_cast<size_t>(s) * stride;
+    const float scale = 1.0f / static_cast<float>(opt.dim);
+    for (int j = 0; j < opt.dim; ++j) in[j] = (rng.Uniform() - 0.5f) * scale;
+    std::fill(out, out + opt.dim, 0.0f);
+    acc_in[s] = 0.0f;
+    acc_out[s] = 0.0f;
+  }
+
+  uint64_t ProbRound(double x) {
+    const double f = std::floor(x);
+    return static_cast<uint64_t>(f) + (rng.Uniform() < x - f ? 1 : 0);
+  }
+
+  void Rescale() {
+    const double factor = std::ldexp(1.0, -kRescaleBits);
+    for (double& c : counts) c *= factor;
+    for (double& e : errors) e *= factor;
+    total *= factor;
+    noise_mass *= std::pow(factor, opt.ns_exponent);
+    decay_words -= static_cast<uint64_t>(kRescaleBits) * opt.count_half_life;
+  }
+
+  // Counts one occurrence of `word` (space-saving), updates the noise table; returns the slot.
+  uint32_t CountWord(std::string_view word) {
+    ++words_seen;
+    if (opt.count_half_life != 0) {
+      ++decay_words;
+      if (decay_words >= static_cast<uint64_t>(kRescaleBits) * opt.count_half_life) Rescale();
+    }
+    const double inc = Scale();
+    total += inc;
+    uint32_t s;
+    double before;
+    auto it = index.find(word);
+    if (it != index.end()) {
+      s = it->second;
+      before = counts[s];
+      counts[s] += inc;
+      SiftDown(heap_pos[s]);
+    } else if (words.size() < opt.vocab_capacity) {
+      s = static_cast<uint32_t>(words.size());
+      words.emplace_back(word);
+      counts.push_back(inc);
+      errors.push_back(0.0);
+      generations.push_back(0);
+      index.emplace(words.back(), s);
+      heap.push_back(s);
+      heap_pos[s] = static_cast<uint32_t>(heap.size() - 1);
+      SiftUp(heap.size() - 1);
+      InitRows(s);
+      before = 0.0;
+    } else {
+      // Space-saving: the word with the smallest count gives its slot to the new word, which
+      // inherits that count as its error bound (Metwally et al. 2005, May et al. 2017).
+      s = heap[0];
+      index.erase(index.find(words[s]));
+      words[s].assign(word);
+      index.emplace(words[s], s);
+      before = counts[s];
+      errors[s] = counts[s];
+      counts[s] += inc;
+      ++generations[s];
+      ++evictions;
+      SiftDown(0);
+      InitRows(s);
+    }
+    UpdateNoise(s, before, counts[s], inc);
+    return s;
+  }
+
+  // Kaji & Kobayashi 2017, Algorithm 2: the word's share of count^power grows by
+  // F = after^p - before^p; while the table is not full, F copies are appended (in unscaled
+  // units); once full, each of M*F/z random entries becomes the word, z the total mass.
+  void UpdateNoise(uint32_t s, double before, double after, double scale) {
+    const double p = opt.ns_exponent;
+    const double f = std::pow(after, p) - (before > 0.0 ? std::pow(before, p) : 0.0);
+    noise_mass += f;
+    if (noise.size() < opt.noise_table_size) {
+      uint64_t copies = ProbRound(f / std::pow(scale, p));
+      while (copies-- > 0 && noise.size() < opt.noise_table_size) noise.push_back(s);
+    } else if (noise_mass > 0.0) {
+      uint64_t k = ProbRound(static_cast<double>(opt.noise_table_size) * f / noise_mass);
+      while (k-- > 0) noise[rng.Below(opt.noise_table_size)] = s;
+    }
+  }
+
+  uint32_t DrawNegative(uint32_t centre, double scale) {
+    if (noise.empty()) return centre;  // the kernels skip a negative equal to the centre
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const uint32_t s = noise[rng.Below(static_cast<uint32_t>(noise.size()))];
+      if (AdmittedSlot(s, scale)) return s;
+    }
+    return centre;
+  }
+
+  void OnToken(std::string_view word) {
+    pending.emplace_back(static_cast<uint32_t>(pending_arena.size()),
+                         static_cast<uint32_t>(word.size()));
+    pending_arena.append(word);
+    if (pending.size() >= static_cast<size_t>(opt.max_sentence_length)) EndSentence();
+  }
+
+  void EndSentence() {
+    if (pending.empty()) return;
+    ++sentences;
+    sent_slots.clear();
+    sent_gens.clear();
+    for (const auto& [off, len] : pending) {
+      const uint32_t s = CountWord(std::string_view(pending_arena.data() + off, len));
+      sent_slots.push_back(s);
+      sent_gens.push_back(generations[s]);
+    }
+    pending.clear();
+    pending_arena.clear();
+    // A slot that changed word after its token was counted no longer holds that word: drop it.
+    const double scale = Scale();
+    tokens.clear();
+    for (size_t i = 0; i < sent_slots.size(); ++i) {
+      const uint32_t s = sent_slots[i];
+      if (generations[s] != sent_gens[i] || !AdmittedSlot(s, scale)) continue;
+      if (opt.sample > 0.0) {
+        const double ratio = opt.sample * total / counts[s];  // t / f
+        const double keep = std::sqrt(ratio) + ratio;
+        if (keep < 1.0 && rng.Uniform() >= keep) continue;
+      }
+      tokens.push_back(s);
+    }
+    if (tokens.size() < 2) return;
+    words_trained += tokens.size();
+    const size_t n = tokens.size();
+    windows.resize(n);
+    negatives.resize(n * opt.negative);
+    for (size_t i = 0; i < n; ++i) {
+      windows[i] = static_cast<uint8_t>(opt.window - rng.Below(opt.window));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < opt.negative; ++k) {
+        negatives[i * opt.negative + k] = DrawNegative(tokens[i], scale);
+      }
+    }
+    const bool want_loss = sentences % kLossSampleEvery == 0;
+    if (opt.optimizer == StreamOptimizer::kConstant) {
+      offsets.assign({0, static_cast<uint32_t>(n)});
+      MicroBatch batch;
+      batch.tokens = tokens.data();
+      batch.sentence_offsets = offsets.data();
+      batch.num_sentences = 1;
+      batch.windows = windows.data();
+      batch.negatives = negatives.data();
+      batch.negative = opt.negative;
+      StepStats stats;
+      kernel->SkipGram(ModelRows{input.data(), output.data(), stride, opt.dim}, batch, opt.alpha,
+                       want_loss ? &stats : nullptr);
+      loss_sum += stats.loss;
+      loss_pairs += stats.pairs;
+    } else {
+      AdagradSentence(want_loss);
+    }
+  }
+
+  // Skip-gram over tokens[] with per-row Adagrad, in the HogBatch shape of the kernels
+  // (kernels/sgns_kernel.h): per centre, the window's context rows each predict [centre, K
+  // negatives]; the targets' gradients are summed over the window from the old target rows and
+  // applied once after it; context rows are updated in order. Scalar code: a SIMD variant is
+  // future work (docs/streaming.md).
+  void AdagradSentence(bool want_loss) {
+    const int dim = opt.dim;
+    const int K = opt.negative;
+    const int n = static_cast<int>(tokens.size());
+    float* grad_t = scratch.data();  // (K + 1) x dim
+    std::vector<float>& grad_x = grad_x_;
+    grad_x.resize(dim);
+    uint32_t targets[kMaxTargets];
+    for (int i = 0; i < n; ++i) {
+      const uint32_t centre = tokens[i];
+      int nt = 0;
+      targets[nt++] = centre;
+      for (int k = 0; k < K; ++k) {
+        const uint32_t neg = negatives[static_cast<size_t>(i) * K + k];
+        if (neg != centre) targets[nt++] = neg;
+      }
+      std::fill(grad_t, grad_t + static_cast<size_t>(nt) * dim, 0.0f);
+      const int r = windows[i];
+      bool any = false;
+      for (int c = std::max(0, i - r); c <= std::min(n - 1, i + r); ++c) {
+        if (c == i) continue;
+        any = true;
+        float* x = input.data() + static_cast<size_t>(tokens[c]) * stride;
+        std::fill(grad_x.begin(), grad_x.end(), 0.0f);
+        for (int t = 0; t < nt; ++t) {
+          const float* y = output.data() + static_cast<size_t>(targets[t]) * stride;
+          float logit = 0.0f;
+          for (int j = 0; j < dim; ++j) logit += x[j] * y[j];
+          const float label = t == 0 ? 1.0f : 0.0f;
+          const float g = label - TableSigmoid(sigmoid, logit);
+          if (want_loss) {
+            const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(logit)));
+            loss_sum -= std::log(std::max(t == 0 ? sig : 1.0 - sig, 1e-30));
+          }
+          float* gt = grad_t + static_cast<size_t>(t) * dim;
+          for (int j = 0; j < dim; ++j) {
+            grad_x[j] += g * y[j];
+            gt[j] += g * x[j];
+          }
+        }
+        if (want_loss) ++loss_pairs;
+        AdagradRowUpdate(x, grad_x.data(), dim, &acc_in[tokens[c]], opt.eta, opt.epsilon);
+      }
+      if (!any) continue;
+      for (int t = 0; t < nt; ++t) {
+        AdagradRowUpdate(output.data() + static_cast<size_t>(targets[t]) * stride,
+                         grad_t + static_cast<size_t>(t) * dim, dim, &acc_out[targets[t]],
+                         opt.eta, opt.epsilon);
+      }
+    }
+  }
+  std::vector<float> grad_x_;
+
+  StreamingStats Stats() const {
+    StreamingStats st;
+    st.words_seen = words_seen;
+    st.words_trained = words_trained;
+    st.sentences = sentences;
+    st.evictions = evictions;
+    const double scale = Scale();
+    for (uint32_t s = 0; s < words.size(); ++s) st.admitted += AdmittedSlot(s, scale) ? 1 : 0;
+    st.vocab_size = words.size();
+    const TokenizerStats& ts = tokenizer.stats();
+    st.invalid_tokens = prior_invalid + ts.invalid_utf8_tokens + ts.overlong_tokens;
+    st.bytes = prior_bytes + ts.bytes;
+    st.loss = loss_pairs ? loss_sum / static_cast<double>(loss_pairs) : 0.0;
+    return st;
+  }
+
+  uint32_t Find(std::string_view word) const {
+    auto it = index.find(word);
+    return it == index.end() ? 0xFFFFFFFFu : it->second;
+  }
+};
+
+StreamingLearner::StreamingLearner(const StreamingOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {
+  impl_->heap_pos.assign(options.vocab_capacity, 0);
+}
+
+StreamingLearner::~StreamingLearner() = default;
+
+Status StreamingLearner::TrainMicroBatch(const std::vector<std::string_view>& sentences) {
+  SV_RETURN_IF_ERROR(FinishStream());
+  Impl& m = *impl_;
+  auto on_token = [&m](std::string_view w) { m.OnToken(w); };
+  auto on_line = [&m] { m.EndSentence(); };
+  for (std::string_view s : sentences) {
+    m.tokenizer.Feed(s, on_token, on_line);
+    m.tokenizer.Finish(on_token);
+    m.EndSentence();
+  }
+  return Status::Ok();
+}
+
+Status StreamingLearner::TrainChunk(std::string_view chunk) {
+  Impl& m = *impl_;
+  m.tokenizer.Feed(
+      chunk, [&m](std::string_view w) { m.OnToken(w); }, [&m] { m.EndSentence(); });
+  return Status::Ok();
+}
+
+Status StreamingLearner::FinishStream() {
+  Impl& m = *impl_;
+  m.tokenizer.Finish([&m](std::string_view w) { m.OnToken(w); });
+  m.EndSentence();
+  return Status::Ok();
+}
+
+StreamingStats StreamingLearner::stats() const { return impl_->Stats(); }
+
+double StreamingLearner::TakeLoss() {
+  Impl& m = *impl_;
+  const double loss = m.loss_pairs ? m.loss_sum / static_cast<double>(m.loss_pairs) : 0.0;
+  m.loss_sum = 0.0;
+  m.loss_pairs = 0;
+  return loss;
+}
+
+const StreamingOptions& StreamingLearner::options() const { return impl_->opt; }
+
+void StreamingLearner::ExportVectors(std::vector<std::string>* words,
+                                     std::vector<float>* vectors) const {
+  const Impl& m = *impl_;
+  const double scale = m.Scale();
+  std::vector<uint32_t> order;
+  for (uint32_t s = 0; s < m.words.size(); ++s) {
+    if (m.AdmittedSlot(s, scale)) order.push_back(s);
+  }
+  std::sort(order.begin(), order.end(), [&m](uint32_t a, uint32_t b) {
+    return m.counts[a] > m.counts[b] || (m.counts[a] == m.counts[b] && a < b);
+  });
+  words->clear();
+  vectors->assign(order.size() * static_cast<size_t>(m.opt.dim), 0.0f);
+  for (size_t i = 0; i < order.size(); ++i) {
+    words->push_back(m.words[order[i]]);
+    const float* row = m.input.data() + static_cast<size_t>(order[i]) * m.stride;
+    std::copy(row, row + m.opt.dim, vectors->data() + i * m.opt.dim);
+  }
+}
+
+double StreamingLearner::Count(std::string_view word) const {
+  const uint32_t s = impl_->Find(word);
+  return s == 0xFFFFFFFFu ? 0.0 : impl_->counts[s] / impl_->Scale();
+}
+
+bool StreamingLearner::Admitted(std::string_view word) const {
+  const uint32_t s = impl_->Find(word);
+  return s != 0xFFFFFFFFu && impl_->AdmittedSlot(s, impl_->Scale());
+}
+
+const float* StreamingLearner::InputRow(std::string_view word) const {
+  const uint32_t s = impl_->Find(word);
+  if (s == 0xFFFFFFFFu || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
+  return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
+}
+
+double StreamingLearner::NoiseProbability(std::string_view word) const {
+  const uint32_t s = impl_->Find(word);
+  if (s == 0xFFFFFFFFu || impl_->noise.empty()) return 0.0;
+  const auto n = std::count(impl_->noise.begin(), impl_->noise.end(), s);
+  return static_cast<double>(n) / static_cast<double>(impl_->noise.size());
+}
+
+size_t StreamingLearner::MemoryBytes() const {
+  const Impl& m = *impl_;
+  size_t bytes = 2 * m.input.size() * sizeof(float);
+  bytes += (m.acc_in.capacity() + m.acc_out.capacity()) * sizeof(float);
+  bytes += m.noise.capacity() * sizeof(uint32_t);
+  bytes += m.words.capacity() * sizeof(std::string) +
+           (m.counts.capacity() + m.errors.capacity()) * sizeof(double) +
+           (m.generations.capacity() + m.heap.capacity() + m.heap_pos.capacity()) *
+               sizeof(uint32_t);
+  for (const std::string& w : m.words) bytes += w.capacity() > 15 ? w.capacity() + 1 : 0;
+  bytes += m.index.bucket_count() * sizeof(void*) +
+           m.index.size() * (sizeof(std::string) + 2 * sizeof(void*) + sizeof(uint32_t));
+  return bytes;
+}
+
+// ---- state ----
+
+namespace {
+
+std::string ConfigText(const StreamingOptions& o) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "magic=" << kStateMagic << "\n"
+    << "dim=" << o.dim << "\nwindow=" << o.window << "\nnegative=" << o.negative
+    << "\nsample=" << o.sample << "\nvocab_capacity=" << o.vocab_capacity
+    << "\nmin_count=" << o.min_count << "\ncount_half_life=" << o.count_half_life
+    << "\nns_exponent=" << o.ns_exponent << "\nnoise_table_size=" << o.noise_table_size
+    << "\noptimizer=" << (o.optimizer == StreamOptimizer::kAdagrad ? "adagrad" : "constant")
+    << "\neta=" << o.eta << "\nepsilon=" << o.epsilon << "\nalpha=" << o.alpha
+    << "\nseed=" << o.seed << "\nmax_sentence_length=" << o.max_sentence_length
+    << "\nmax_token_bytes=" << o.tokenizer.max_token_bytes << "\n";
+  return s.str();
+}
+
+Status ParseConfig(const std::string& text, StreamingOptions* o) {
+  std::istringstream in(text);
+  std::string line;
+  std::unordered_map<std::string, std::string> kv;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return Status::Corruption("state entry 'config' is malformed");
+    kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  if (kv["magic"] != kStateMagic) {
+    return Status::Corruption("state 'config' is not a " + std::string(kStateMagic) + " state");
+  }
+  try {
+    o->dim = std::stoi(kv.at("dim"));
+    o->window = std::stoi(kv.at("window"));
+    o->negative = std::stoi(kv.at("negative"));
+    o->sample = std::stod(kv.at("sample"));
+    o->vocab_capacity = static_cast<uint32_t>(std::stoul(kv.at("vocab_capacity")));
+    o->min_count = std::stoull(kv.at("min_count"));
+    o->count_half_life = std::stoull(kv.at("count_half_life"));
+    o->ns_exponent = std::stod(kv.at("ns_exponent"));
+    o->noise_table_size = static_cast<uint32_t>(std::stoul(kv.at("noise_table_size")));
+    o->optimizer = kv.at("optimizer") == "constant" ? StreamOptimizer::kConstant
+                                                    : StreamOptimizer::kAdagrad;
+    o->eta = std::stof(kv.at("eta"));
+    o->epsilon = std::stof(kv.at("epsilon"));
+    o->alpha = std::stof(kv.at("alpha"));
+    o->seed = std::stoull(kv.at("seed"));
+    o->max_sentence_length = std::stoi(kv.at("max_sentence_length"));
+    o->tokenizer.max_token_bytes = std::stoull(kv.at("max_token_bytes"));
+  } catch (const std::exception&) {
+    return Status::Corruption("state entry 'config' is malformed");
+  }
+  Status v = ValidateStreamingOptions(*o);
+  if (!v.ok()) return Status::Corruption("state entry 'config' holds bad options: " + v.message());
+  return Status::Ok();
+}
+
+std::string ChunkKey(const char* table, size_t chunk) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s/%08zu", table, chunk);
+  return buf;
+}
+
+size_t RowsPerChunk(size_t stride) {
+  return std::max<size_t>(1, (size_t{4} << 20) / (stride * sizeof(float)));
+}
+
+}  // namespace
+
+Status StreamingLearner::SaveState(const StateSink& sink) const {
+  const Impl& m = *impl_;
+  SV_RETURN_IF_ERROR(sink("config", ConfigText(m.opt)));
+  {
+    Writer w;
+    uint64_t rng_state[4];
+    m.rng.GetState(rng_state);
+    w.PutBytes(rng_state, sizeof rng_state);
+    const TokenizerStats& ts = m.tokenizer.stats();
+    const uint64_t bytes = m.prior_bytes + ts.bytes;
+    const uint64_t invalid = m.prior_invalid + ts.invalid_utf8_tokens + ts.overlong_tokens;
+    for (uint64_t v : {m.words_seen, m.words_trained, m.sentences, m.evictions, bytes, invalid,
+                       m.decay_words}) {
+      w.Put(v);
+    }
+    w.Put(m.total);
+    w.Put(m.noise_mass);
+    SV_RETURN_IF_ERROR(sink("scalars", w.str()));
+  }
+  {
+    Writer w;
+    w.Put(static_cast<uint64_t>(m.words.size()));
+    for (size_t s = 0; s < m.words.size(); ++s) {
+      w.Put(static_cast<uint32_t>(m.words[s].size()));
+      w.PutBytes(m.words[s].data(), m.words[s].size());
+      w.Put(m.counts[s]);
+      w.Put(m.errors[s]);
+      w.Put(m.generations[s]);
+      w.Put(m.acc_in[s]);
+      w.Put(m.acc_out[s]);
+    }
+    SV_RETURN_IF_ERROR(sink("vocab", w.str()));
+  }
+  SV_RETURN_IF_ERROR(sink("noise", std::string_view(reinterpret_cast<const char*>(m.noise.data()),
+                                                    m.noise.size() * sizeof(uint32_t))));
+  const size_t per = RowsPerChunk(m.stride);
+  const size_t rows = m.words.size();
+  for (size_t c = 0; c * per < rows; ++c) {
+    const size_t n = std::min(per, rows - c * per) * m.stride * sizeof(float);
+    const size_t off = c * per * m.stride;
+    SV_RETURN_IF_ERROR(
+        sink(ChunkKey("input", c),
+             std::string_view(reinterpret_cast<const char*>(m.input.data() + off), n)));
+    SV_RETURN_IF_ERROR(
+        sink(ChunkKey("output", c),
+             std::string_view(reinterpret_cast<const char*>(m.output.data() + off), n)));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const StateSource& source,
+                                                                        Isa isa) {
+  auto get = [&source](const std::string& key) -> StatusOr<std::string> {
+    StatusOr<std::string> v = source(key);
+    if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
+      return Status::Corruption("state entry '" + key + "' is missing");
+    }
+    return v;
+  };
+  StatusOr<std::string> config = get("config");
+  if (!config.ok()) return config.status();
+  StreamingOptions o;
+  SV_RETURN_IF_ERROR(ParseConfig(*config, &o));
+  o.isa = isa;
+  auto learner = std::make_unique<StreamingLearner>(o);
+  Impl& m = *learner->impl_;
+  {
+    StatusOr<std::string> data = get("scalars");
+    if (!data.ok()) return data.status();
+    Reader r(*data, "scalars");
+    uint64_t rng_state[4];
+    bool ok = r.GetBytes(rng_state, sizeof rng_state);
+    for (uint64_t* v : {&m.words_seen, &m.words_trained, &m.sentences, &m.evictions,
+                        &m.prior_bytes, &m.prior_invalid, &m.decay_words}) {
+      ok = ok && r.Get(v);
+    }
+    ok = ok && r.Get(&m.total) && r.Get(&m.noise_mass) && r.done();
+    if (!ok) return r.Bad();
+    m.rng.SetState(rng_state);
+  }
+  {
+    StatusOr<std::string> data = get("vocab");
+    if (!data.ok()) return data.status();
+    Reader r(*data, "vocab");
+    uint64_t n = 0;
+    if (!r.Get(&n) || n > o.vocab_capacity) return r.Bad();
+    for (uint64_t s = 0; s < n; ++s) {
+      uint32_t len = 0;
+      if (!r.Get(&len) || len > (1u << 20)) return r.Bad();
+      std::string word(len, '\0');
+      double count = 0, error = 0;
+      uint32_t gen = 0;
+      float ai = 0, ao = 0;
+      if (!r.GetBytes(word.data(), len) || !r.Get(&count) || !r.Get(&error) || !r.Get(&gen) ||
+          !r.Get(&ai) || !r.Get(&ao)) {
+        return r.Bad();
+      }
+      m.words.push_back(std::move(word));
+      m.counts.push_back(count);
+      m.errors.push_back(error);
+      m.generations.push_back(gen);
+      m.acc_in[s] = ai;
+      m.acc_out[s] = ao;
+    }
+    if (!r.done()) return r.Bad();
+    m.RebuildDerived();
+    if (m.index.size() != m.words.size()) {
+      return Status::Corruption("state entry 'vocab' holds a word twice");
+    }
+  }
+  {
+    StatusOr<std::string> data = get("noise");
+    if (!data.ok()) return data.status();
+    if (data->size() % sizeof(uint32_t) != 0 ||
+        data->size() / sizeof(uint32_t) > o.noise_table_size) {
+      return Status::Corruption("state entry 'noise' is malformed");
+    }
+    m.noise.resize(data->size() / sizeof(uint32_t));
+    std::memcpy(m.noise.data(), data->data(), data->size());
+    for (uint32_t s : m.noise) {
+      if (s >= m.words.size()) return Status::Corruption("state entry 'noise' is malformed");
+    }
+  }
+  const size_t per = RowsPerChunk(m.stride);
+  const size_t rows = m.words.size();
+  for (size_t c = 0; c * per < rows; ++c) {
+    const size_t n = std::min(per, rows - c * per) * m.stride * sizeof(float);
+    const size_t off = c * per * m.stride;
+    for (auto [table, dest] : {std::pair{"input", m.input.data()}, {"output", m.output.data()}}) {
+      StatusOr<std::string> data = get(ChunkKey(table, c));
+      if (!data.ok()) return data.status();
+      if (data->size() != n) {
+        return Status::Corruption("state entry '" + ChunkKey(table, c) + "' has the wrong size");
+      }
+      std::memcpy(dest + off, data->data(), n);
+    }
+  }
+  return learner;
+}
+
+}  // namespace streamvec
