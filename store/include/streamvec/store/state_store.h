@@ -1,0 +1,67 @@
+// Durable, versioned snapshots of a learner's state in a RocksDB directory.
+//
+// A snapshot is a set of (key, bytes) entries written by a caller-supplied fill function. The
+// entries of version v live under "snap/<v>/"; a single synced WriteBatch then points
+// "meta/current" at v and drops the previous version. Until that batch commits, readers (and a
+// process restarted after a crash, a full disk or a failed fill) see the previous snapshot
+// unchanged; a half-written version is removed by the next write. Entries are written in batches
+// of about 16 MiB, so a snapshot needs no second copy of the model in memory.
+//
+// A directory is accepted only if it is empty (a new store is created), or a RocksDB database
+// whose "meta/format" entry is kStateFormat. Anything else (a directory of other files, another
+// program's RocksDB, a damaged database) is an error and is never written to.
+//
+// Thread safety: a StateStore is used from one thread at a time. RocksDB types stay out of this
+// header.
+#ifndef STREAMVEC_STORE_STATE_STORE_H_
+#define STREAMVEC_STORE_STATE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+
+// Value of the "meta/format" entry of every streamvec state directory.
+inline constexpr char kStateFormat[] = "streamvec-state v1";
+
+// Receives one entry of a snapshot.
+using SnapshotSink = std::function<Status(const std::string& key, std::string_view value)>;
+
+class StateStore {
+ public:
+  enum class Mode {
+    kCreateOrOpen,  // create the directory (or use an empty one), or open an existing store
+    kReadOnly,      // open an existing store for reading; NotFound if there is none
+  };
+
+  // Errors: NotFound (kReadOnly and no store at dir), FailedPrecondition naming the directory
+  // when it holds something that is not a streamvec state, Corruption / IoError from RocksDB
+  // with its message.
+  static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir, Mode mode);
+  ~StateStore();
+
+  // 0 when no snapshot was committed yet, else the version of the current one.
+  uint64_t version() const;
+
+  // Writes a new snapshot: `fill` passes every entry to the sink it is given. On success the
+  // new snapshot replaces the previous one atomically (synced to disk). If fill or a write fails,
+  // the previous snapshot stays current and intact, and the error is returned.
+  Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill);
+
+  // An entry of the current snapshot. NotFound if there is no snapshot or no such key.
+  StatusOr<std::string> Get(const std::string& key) const;
+
+ private:
+  struct Impl;
+  explicit StateStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_STORE_STATE_STORE_H_

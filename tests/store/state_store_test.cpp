@@ -1,0 +1,132 @@
+#include "streamvec/store/state_store.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <rocksdb/db.h>
+
+#include <gtest/gtest.h>
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("streamvec_state_store_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    dir_ = (root_ / "state").string();
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static Status WriteEntries(StateStore& store, const std::map<std::string, std::string>& e) {
+    return store.WriteSnapshot([&e](const SnapshotSink& sink) {
+      for (const auto& [k, v] : e) SV_RETURN_IF_ERROR(sink(k, v));
+      return Status::Ok();
+    });
+  }
+
+  fs::path root_;
+  std::string dir_;
+};
+
+TEST_F(StateStoreTest, NewSnapshotReplacesThePreviousOneAndSurvivesReopen) {
+  {
+    auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->version(), 0u);
+    EXPECT_EQ((*store)->Get("a").status().code(), StatusCode::kNotFound);
+    ASSERT_TRUE(WriteEntries(**store, {{"a", "one"}, {"b", std::string(5 << 20, 'x')}}).ok());
+    ASSERT_TRUE(WriteEntries(**store, {{"a", "two"}}).ok());
+    EXPECT_EQ((*store)->version(), 2u);
+    EXPECT_EQ(*(*store)->Get("a"), "two");
+    // Entries of the old snapshot are gone with it.
+    EXPECT_EQ((*store)->Get("b").status().code(), StatusCode::kNotFound);
+  }
+  auto reopened = StateStore::Open(dir_, StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ((*reopened)->version(), 2u);
+  EXPECT_EQ(*(*reopened)->Get("a"), "two");
+}
+
+TEST_F(StateStoreTest, FailedWriteLeavesThePreviousSnapshotIntact) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE(WriteEntries(**store, {{"a", "good"}, {"b", "good"}}).ok());
+  // The fill fails half way (as a full disk would fail a RocksDB write).
+  Status failed = (*store)->WriteSnapshot([](const SnapshotSink& sink) {
+    SV_RETURN_IF_ERROR(sink("a", "half"));
+    SV_RETURN_IF_ERROR(sink("big", std::string(20 << 20, 'y')));  // flushed to the DB
+    return Status::IoError("No space left on device");
+  });
+  EXPECT_EQ(failed.code(), StatusCode::kIoError);
+  EXPECT_EQ((*store)->version(), 1u);
+  EXPECT_EQ(*(*store)->Get("a"), "good");
+  EXPECT_EQ((*store)->Get("big").status().code(), StatusCode::kNotFound);
+  store->reset();
+  auto reopened = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->Get("b"), "good");
+  // The next write succeeds and does not see the half-written entries.
+  ASSERT_TRUE(WriteEntries(**reopened, {{"c", "new"}}).ok());
+  EXPECT_EQ((*reopened)->Get("big").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*(*reopened)->Get("c"), "new");
+}
+
+TEST_F(StateStoreTest, DirectoryWithOtherFilesIsRefusedAndUntouched) {
+  fs::create_directories(dir_);
+  std::ofstream(fs::path(dir_) / "notes.txt") << "mine";
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("not empty"), std::string::npos);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(StateStoreTest, ForeignRocksDbIsRefused) {
+  {
+    rocksdb::Options options;
+    options.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(options, dir_, &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "user", "data").ok());
+    delete db;
+  }
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("not a streamvec state"), std::string::npos);
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), dir_, &db).ok());
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "meta/format", &v).IsNotFound());
+  delete db;
+}
+
+TEST_F(StateStoreTest, DamagedDatabaseGivesAnErrorNotACrash) {
+  {
+    auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE(WriteEntries(**store, {{"a", "x"}}).ok());
+  }
+  std::ofstream(fs::path(dir_) / "CURRENT", std::ios::trunc) << "garbage\n";
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(dir_), std::string::npos);
+}
+
+TEST_F(StateStoreTest, ReadOnlyOpenOfMissingStateIsNotFound) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kReadOnly);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+}  // namespace
+}  // namespace streamvec
