@@ -12,6 +12,7 @@ namespace streamvec::app {
 void RegisterTrainCommand(CLI::App& root, int* exit_code);
 void RegisterEvalCommand(CLI::App& root, int* exit_code);
 void RegisterNeighborsCommand(CLI::App& root, int* exit_code);
+void RegisterExportCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

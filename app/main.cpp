@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   streamvec::app::RegisterTrainCommand(root, &exit_code);
   streamvec::app::RegisterEvalCommand(root, &exit_code);
   streamvec::app::RegisterNeighborsCommand(root, &exit_code);
+  streamvec::app::RegisterExportCommand(root, &exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

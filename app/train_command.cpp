@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "stream_train.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/store/word2vec_format.h"
 #include "streamvec/trainer/batch_trainer.h"
@@ -29,6 +30,12 @@ struct TrainFlags {
   std::optional<float> min_alpha;
   uint64_t min_count = 5;
   TrainOptions options;
+  // --stream only (docs/streaming.md).
+  bool stream = false;
+  std::string state;
+  std::string snapshot_every = "300s";
+  std::string optimizer = "adagrad";
+  StreamingOptions stream_options;
 };
 
 std::string Human(double x) {
@@ -62,7 +69,43 @@ int Fail(const Status& status, int code) {
   return code;
 }
 
+int RunStream(TrainFlags& f) {
+  if (f.model == "cbow") {
+    return Fail(Status::InvalidArgument("--model cbow is not supported with --stream (skip-gram "
+                                        "only)"), 2);
+  }
+  StreamTrainFlags s;
+  s.input = f.input;
+  s.state = f.state;
+  s.output = f.output;
+  s.format = f.format;
+  s.snapshot_every = f.snapshot_every;
+  s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
+  StreamingOptions& so = s.options;
+  so = f.stream_options;
+  const TrainOptions& o = f.options;
+  so.dim = o.dim;
+  so.window = o.window;
+  so.negative = o.negative;
+  so.sample = o.sample;
+  so.min_count = f.min_count;
+  so.seed = o.seed;
+  so.optimizer = f.optimizer == "constant" ? StreamOptimizer::kConstant : StreamOptimizer::kAdagrad;
+  so.alpha = f.alpha.value_or(0.025f);
+  so.isa = DetectBestIsa();
+  if (f.kernel != "auto" && f.kernel != "reference") {
+    Isa isa;
+    if (!ParseIsa(f.kernel, &isa) || !IsaSupported(isa)) {
+      return Fail(Status::InvalidArgument("--kernel '" + f.kernel + "' is not usable here"), 2);
+    }
+    so.isa = isa;
+  }
+  return RunStreamTrain(s);
+}
+
 int RunTrain(TrainFlags& f) {
+  if (f.stream) return RunStream(f);
+  if (f.output.empty()) return Fail(Status::InvalidArgument("--output is required"), 2);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   TrainOptions& o = f.options;
@@ -155,7 +198,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cmd->add_option("--input", flags->input, "Text to train on, words separated by whitespace; - for stdin")
       ->required();
-  cmd->add_option("--output", flags->output, "Vectors file to write (word2vec format)")->required();
+  cmd->add_option("--output", flags->output,
+                  "Vectors file to write (word2vec format); required unless --stream");
   cmd->add_option("--model", flags->model, "sgns (skip-gram) or cbow")
       ->check(CLI::IsMember({"sgns", "cbow"}))
       ->capture_default_str();
@@ -185,6 +229,32 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--progress", flags->progress,
                   "auto (a bar on a terminal, else one summary line), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  // The streaming learner (docs/streaming.md).
+  StreamingOptions& so = flags->stream_options;
+  cmd->add_flag("--stream", flags->stream,
+                "One pass over an unbounded stream (stdin until EOF, SIGINT or SIGTERM) with a "
+                "bounded vocabulary; needs --state");
+  cmd->add_option("--state", flags->state,
+                  "--stream: state directory (RocksDB); an existing state is resumed");
+  cmd->add_option("--snapshot-every", flags->snapshot_every,
+                  "--stream: write the state every N words (1000000) or S seconds (300s), and "
+                  "at the end")
+      ->capture_default_str();
+  cmd->add_option("--vocab-capacity", so.vocab_capacity,
+                  "--stream: words held at most (space-saving eviction)")
+      ->capture_default_str();
+  cmd->add_option("--count-half-life", so.count_half_life,
+                  "--stream: counts halve every N words (0: no decay)")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", flags->optimizer,
+                  "--stream: adagrad (per-row, --eta) or constant (--alpha, default 0.025)")
+      ->check(CLI::IsMember({"adagrad", "constant"}))
+      ->capture_default_str();
+  cmd->add_option("--eta", so.eta, "--stream: Adagrad base learning rate")->capture_default_str();
+  cmd->add_option("--epsilon", so.epsilon, "--stream: Adagrad epsilon")->capture_default_str();
+  cmd->add_option("--noise-table-size", so.noise_table_size,
+                  "--stream: entries of the adaptive unigram noise table")
       ->capture_default_str();
   cmd->callback([flags, exit_code] { *exit_code = RunTrain(*flags); });
 }

@@ -1,0 +1,223 @@
+#include "stream_train.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "streamvec/store/state_store.h"
+#include "streamvec/store/word2vec_format.h"
+
+namespace streamvec::app {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+// SIGINT / SIGTERM end the stream like EOF (then the final snapshot is written). No SA_RESTART:
+// a blocked read returns EINTR and the loop sees the flag.
+void InstallSignalHandlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int Fail(const Status& status, int code) {
+  std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
+  return code;
+}
+
+std::string Human(double x) {
+  char buf[32];
+  if (x >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
+  } else if (x >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", x / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  }
+  return buf;
+}
+
+// "<N>" words or "<S>s" seconds.
+bool ParseSnapshotEvery(const std::string& s, uint64_t* words, double* seconds) {
+  if (s.empty()) return false;
+  try {
+    size_t used = 0;
+    if (s.back() == 's') {
+      *seconds = std::stod(s.substr(0, s.size() - 1), &used);
+      return used == s.size() - 1 && *seconds > 0;
+    }
+    *words = std::stoull(s, &used);
+    return used == s.size() && *words > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int RunStreamTrain(const StreamTrainFlags& f) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  if (f.state.empty()) return Fail(Status::InvalidArgument("--stream needs --state DIR"), 2);
+  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return Fail(s, 2);
+  uint64_t every_words = 0;
+  double every_seconds = 0;
+  if (!ParseSnapshotEvery(f.snapshot_every, &every_words, &every_seconds)) {
+    return Fail(Status::InvalidArgument("--snapshot-every must be a word count (1000000) or "
+                                        "seconds (300s), not '" + f.snapshot_every + "'"),
+                2);
+  }
+  VectorFormat format;
+  if (!ParseVectorFormat(f.format, &format)) {
+    return Fail(Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"),
+                2);
+  }
+  if (!f.output.empty()) {
+    if (Status s = CheckWritable(f.output); !s.ok()) {
+      return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
+    }
+  }
+  int fd = 0;
+  if (f.input != "-") {
+    fd = ::open(f.input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return Fail(Status::InvalidArgument("--input: cannot open " + f.input + ": " +
+                                          std::strerror(errno)),
+                  2);
+    }
+  }
+
+  StatusOr<std::unique_ptr<StateStore>> store_or =
+      StateStore::Open(f.state, StateStore::Mode::kCreateOrOpen);
+  if (!store_or.ok()) return Fail(Status::InvalidArgument("--state: " + store_or.status().message()), 2);
+  StateStore& store = **store_or;
+  std::unique_ptr<StreamingLearner> learner;
+  if (store.version() > 0) {
+    auto loaded = StreamingLearner::LoadState(
+        [&store](const std::string& key) { return store.Get(key); }, f.options.isa);
+    if (!loaded.ok()) {
+      return Fail(Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()),
+                  2);
+    }
+    learner = std::move(loaded).value();
+    spdlog::info("resuming from {} (snapshot {}, {} words seen); the state's training options "
+                 "are used",
+                 f.state, store.version(), learner->stats().words_seen);
+  } else {
+    learner = std::make_unique<StreamingLearner>(f.options);
+  }
+
+  auto snapshot = [&]() -> Status {
+    return store.WriteSnapshot([&](const SnapshotSink& sink) { return learner->SaveState(sink); });
+  };
+
+  InstallSignalHandlers();
+  spdlog::info("streaming from {} into {}; SIGINT or SIGTERM stops after a final snapshot",
+               f.input == "-" ? "stdin" : f.input, f.state);
+  std::vector<char> buffer(size_t{1} << 20);
+  auto last_snapshot_time = Clock::now();
+  uint64_t last_snapshot_words = learner->stats().words_seen;
+  const uint64_t start_words = last_snapshot_words;
+  auto last_report = Clock::now();
+  double last_loss = 0.0;
+  Status read_error;
+  while (!g_stop) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      read_error = Status::IoError(std::string("--input: read failed: ") + std::strerror(errno));
+      break;
+    }
+    if (got == 0) break;
+    if (Status s = learner->TrainChunk(std::string_view(buffer.data(), got)); !s.ok()) {
+      read_error = s;
+      break;
+    }
+    const uint64_t words = learner->stats().words_seen;
+    const bool due = every_words > 0 ? words - last_snapshot_words >= every_words
+                                     : since(last_snapshot_time) >= every_seconds;
+    if (due) {
+      if (Status s = snapshot(); !s.ok()) {
+        spdlog::warn("snapshot failed, the previous one is kept: {}", s.message());
+      } else if (!f.progress_bar) {
+        spdlog::info("snapshot {} at {} words", store.version(), words);
+      }
+      last_snapshot_time = Clock::now();
+      last_snapshot_words = words;
+    }
+    if (f.progress_bar && since(last_report) >= 0.2) {
+      last_report = Clock::now();
+      const StreamingStats st = learner->stats();
+      const double loss = learner->TakeLoss();
+      if (loss > 0) last_loss = loss;
+      std::fprintf(stderr,
+                   "\r%s words  %s words/s  vocab %llu (%llu admitted)  evictions %llu  "
+                   "loss %.4f ",
+                   Human(static_cast<double>(st.words_seen)).c_str(),
+                   Human((st.words_seen - start_words) / std::max(since(t0), 1e-9)).c_str(),
+                   static_cast<unsigned long long>(st.vocab_size),
+                   static_cast<unsigned long long>(st.admitted),
+                   static_cast<unsigned long long>(st.evictions), last_loss);
+      std::fflush(stderr);
+    }
+  }
+  if (fd != 0) ::close(fd);
+  if (f.progress_bar) std::fputc('\n', stderr);
+  (void)learner->FinishStream();
+  const double train_s = since(t0);
+  if (Status s = snapshot(); !s.ok()) {
+    return Fail(Status(s.code(), "final snapshot failed (the previous one is kept): " +
+                                     s.message()),
+                1);
+  }
+  const StreamingStats st = learner->stats();
+  if (st.invalid_tokens > 0) {
+    spdlog::warn("--input: skipped {} token(s) with invalid UTF-8, a NUL byte or over {} bytes",
+                 st.invalid_tokens, learner->options().tokenizer.max_token_bytes);
+  }
+  if (!f.output.empty()) {
+    std::vector<std::string> words;
+    std::vector<float> vectors;
+    learner->ExportVectors(&words, &vectors);
+    if (Status s = WriteWord2Vec(f.output, words, vectors.data(), learner->options().dim,
+                                 learner->options().dim, format);
+        !s.ok()) {
+      return Fail(s, 1);
+    }
+  }
+  const uint64_t trained_now = st.words_seen - start_words;
+  std::fprintf(stderr,
+               "streamvec train: stream%s, dim %d, %llu words (%llu in total), vocabulary %llu "
+               "(%llu admitted, %llu evictions), %s words/s, snapshot %llu in %s, loss %.4f, "
+               "total %.2f s\n",
+               g_stop ? " (stopped by signal)" : "", learner->options().dim,
+               static_cast<unsigned long long>(trained_now),
+               static_cast<unsigned long long>(st.words_seen),
+               static_cast<unsigned long long>(st.vocab_size),
+               static_cast<unsigned long long>(st.admitted),
+               static_cast<unsigned long long>(st.evictions),
+               Human(trained_now / std::max(train_s, 1e-9)).c_str(),
+               static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss,
+               since(t0));
+  if (!read_error.ok()) return Fail(read_error, 1);
+  return 0;
+}
+
+}  // namespace streamvec::app
