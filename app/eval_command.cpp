@@ -8,12 +8,16 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "commands.h"
 #include "streamvec/eval/analogy.h"
+#include "streamvec/eval/pip.h"
 #include "streamvec/eval/similarity.h"
 #include "streamvec/store/word2vec_format.h"
+#include "streamvec/trainer/corpus.h"
 
 namespace streamvec::app {
 namespace {
@@ -40,6 +44,14 @@ KeyedVectors.evaluate_word_analogies(restrict_vocab=N).
 pairs / total: pairs scored / valid pair lines; oov: lines with an unknown word; oov_ratio: percent;
 coverage: fraction in 0..1; a correlation that is undefined (fewer than 2 pairs) is null.
 Analogy total: questions answered (all four words known), accuracy = correct / total.
+
+PIP loss (Yin & Shen 2018), a label-free comparison: --pip A B compares two vectors files over
+the words both hold, among the --top most frequent of A; --pip-sppmi CORPUS --vectors PATH
+compares the vectors with the SPPMI-factorisation reference (Levy & Goldberg 2014: window 5,
+shift log 5, rank = the vectors' dim, randomized SVD) of the --top most frequent corpus words.
+Prints the number of words, the loss ||E1 E1^T - E2 E2^T||_F, the loss relative to the first PIP
+norm, and the scale-free normalized loss in [0, sqrt 2] (--json: {"pip": {"words", "loss",
+"relative", "normalized", "norm_a", "norm_b", "seconds"}}).
 Exit status: 0 ok, 2 bad input (missing or malformed vectors or eval file), 1 other failure.)";
 
 struct EvalFlags {
@@ -49,6 +61,9 @@ struct EvalFlags {
   size_t restrict_vocab = 30000;
   int threads = 2;
   bool json = false;
+  std::vector<std::string> pip;  // --pip A B
+  std::string pip_sppmi;         // --pip-sppmi CORPUS
+  size_t top = 10000;            // words compared by --pip / --pip-sppmi
 };
 
 using Clock = std::chrono::steady_clock;
@@ -124,8 +139,70 @@ void PrintTable(const EvalFlags& f, const Embeddings& e, VectorFormat format, do
   }
 }
 
+int PrintPip(const EvalFlags& f, const eval::PipResult& r, double seconds) {
+  if (r.words == 0) return Fail(Status::InvalidArgument("--pip: the embeddings share no word"));
+  if (f.json) {
+    nlohmann::json out;
+    out["pip"] = {{"words", r.words},         {"loss", r.loss},     {"relative", r.relative},
+                  {"normalized", r.normalized}, {"norm_a", r.norm_a}, {"norm_b", r.norm_b},
+                  {"seconds", seconds}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("PIP loss over %zu words: %.6g (relative %.4f, normalized %.4f), %.2f s\n",
+                r.words, r.loss, r.relative, r.normalized, seconds);
+  }
+  return 0;
+}
+
+int RunPip(const EvalFlags& f) {
+  const auto t0 = Clock::now();
+  if (f.top == 0) return Fail(Status::InvalidArgument("--top must be >= 1"));
+  if (!f.pip.empty()) {
+    StatusOr<Embeddings> a = ReadWord2Vec(f.pip[0]);
+    if (!a.ok()) return Fail(a.status());
+    StatusOr<Embeddings> b = ReadWord2Vec(f.pip[1]);
+    if (!b.ok()) return Fail(b.status());
+    return PrintPip(f, eval::PipLoss(*a, *b, f.top), SecondsSince(t0));
+  }
+  if (f.vectors.empty()) {
+    return Fail(Status::InvalidArgument("--pip-sppmi needs --vectors PATH"));
+  }
+  StatusOr<Embeddings> e = ReadWord2Vec(f.vectors);
+  if (!e.ok()) return Fail(e.status());
+  CorpusOptions corpus_options;
+  corpus_options.min_count = 1;
+  corpus_options.threads = f.threads;
+  StatusOr<Corpus> corpus = LoadCorpus(f.pip_sppmi, corpus_options);
+  if (!corpus.ok()) {
+    return Fail(Status(corpus.status().code(), "--pip-sppmi: " + corpus.status().message()));
+  }
+  const uint32_t top = static_cast<uint32_t>(std::min<size_t>(f.top, corpus->vocab.size()));
+  eval::SppmiOptions options;
+  options.dim = e->dim;
+  StatusOr<std::vector<float>> reference =
+      eval::SppmiEmbedding(corpus->tokens, corpus->sentence_offsets, top, options);
+  if (!reference.ok()) return Fail(reference.status());
+  // Rows of the top corpus words that the vectors hold, in corpus frequency order.
+  std::unordered_map<std::string_view, size_t> row_of;
+  for (size_t i = 0; i < e->rows(); ++i) row_of.emplace(e->words[i], i);
+  std::vector<float> mine, ref;
+  size_t n = 0;
+  for (uint32_t w = 0; w < top; ++w) {
+    auto it = row_of.find(corpus->vocab.word(w));
+    if (it == row_of.end()) continue;
+    mine.insert(mine.end(), e->row(it->second), e->row(it->second) + e->dim);
+    ref.insert(ref.end(), reference->begin() + static_cast<size_t>(w) * e->dim,
+               reference->begin() + static_cast<size_t>(w + 1) * e->dim);
+    ++n;
+  }
+  return PrintPip(f, eval::PipLossDense(mine.data(), e->dim, ref.data(), e->dim, n),
+                  SecondsSince(t0));
+}
+
 int RunEval(const EvalFlags& f) {
   const auto t0 = Clock::now();
+  if (!f.pip.empty() || !f.pip_sppmi.empty()) return RunPip(f);
+  if (f.vectors.empty()) return Fail(Status::InvalidArgument("--vectors is required"));
   if (f.similarity.empty() && f.analogy.empty()) {
     return Fail(
         Status::InvalidArgument("nothing to evaluate: give --similarity FILE and/or "
@@ -229,8 +306,7 @@ void RegisterEvalCommand(CLI::App& root, int* exit_code) {
   CLI::App* cmd =
       root.add_subcommand("eval", "Word-similarity and analogy scores of a vectors file");
   cmd->footer(kEvalDescription);
-  cmd->add_option("--vectors", flags->vectors, "Vectors file (word2vec text or binary)")
-      ->required();
+  cmd->add_option("--vectors", flags->vectors, "Vectors file (word2vec text or binary)");
   cmd->add_option("--similarity", flags->similarity,
                   "Word-pair file (w1<TAB>w2<TAB>score); repeat for several");
   cmd->add_option("--analogy", flags->analogy, "Analogy file (questions-words.txt format)");
@@ -241,6 +317,11 @@ void RegisterEvalCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of tables");
+  cmd->add_option("--pip", flags->pip, "PIP loss between two vectors files A B")->expected(2);
+  cmd->add_option("--pip-sppmi", flags->pip_sppmi,
+                  "PIP loss of --vectors against the SPPMI-factorisation reference of CORPUS");
+  cmd->add_option("--top", flags->top, "PIP: the N most frequent words (of A, or of CORPUS)")
+      ->capture_default_str();
   cmd->callback([flags, exit_code] { *exit_code = RunEval(*flags); });
 }
 

@@ -174,6 +174,30 @@ TEST_F(StreamCliTest, StreamNeedsStateAndRejectsBadSnapshotEvery) {
   EXPECT_THAT(run.output, HasSubstr("--vocab-capacity"));
 }
 
+TEST_F(StreamCliTest, EvalPipComparesVectorsWithEachOtherAndWithTheSppmiReference) {
+  ASSERT_EQ(Shell("SV train --input " + a_ + " --stream --state " + Path("s") +
+                  " --dim 8 --min-count 1 --output " + Path("v.txt"))
+                .exit_code,
+            0);
+  ASSERT_EQ(Shell("SV train --input " + a_ + " --output " + Path("b.txt") +
+                  " --dim 6 --min-count 1 --progress never")
+                .exit_code,
+            0);
+  CliRun run = Shell("SV eval --pip " + Path("v.txt") + " " + Path("v.txt") + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("\"words\": 20"));
+  EXPECT_THAT(run.output, HasSubstr("\"loss\": 0.0"));
+  run = Shell("SV eval --pip " + Path("v.txt") + " " + Path("b.txt"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("PIP loss over 20 words"));
+  run = Shell("SV eval --pip-sppmi " + a_ + " --vectors " + Path("v.txt") + " --top 15");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("PIP loss over 15 words"));
+  run = Shell("SV eval --pip-sppmi " + a_ + " --top 15");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--vectors"));
+}
+
 TEST_F(StreamCliTest, SigtermEndsTheStreamWithAFinalSnapshot) {
   int in[2], err[2];
   ASSERT_EQ(pipe(in), 0);
