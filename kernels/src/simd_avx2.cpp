@@ -16,6 +16,8 @@
 namespace streamvec::internal {
 namespace avx2 {
 
+#include "gradients8_avx2.h"
+
 struct Vec {
   using R = __m256;
   static constexpr int kLanes = 8;
@@ -31,6 +33,18 @@ struct Vec {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
     return _mm_cvtss_f32(s);
+  }
+  // out[j] = Sum(a[j]) for j < 8, as one transposing reduction.
+  static constexpr bool kHasSum8 = true;
+  static constexpr bool kHasGradients8 = true;
+  static void Gradients8(const float* table, const float* logits, float lr, float* out) {
+    SgnsGradients8(table, logits, lr, out);
+  }
+  static void Sum8(const R* a, float* out) {
+    const R h0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const R h4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20),
+                                        _mm256_permute2f128_ps(h0123, h4567, 0x31)));
   }
 };
 

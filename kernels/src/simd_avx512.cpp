@@ -16,6 +16,8 @@
 namespace streamvec::internal {
 namespace avx512 {
 
+#include "gradients8_avx2.h"
+
 struct Vec {
   using R = __m512;
   static constexpr int kLanes = 16;
@@ -27,6 +29,28 @@ struct Vec {
   static R Add(R a, R b) { return _mm512_add_ps(a, b); }
   static R Mul(R a, R b) { return _mm512_mul_ps(a, b); }
   static float Sum(R v) { return _mm512_reduce_add_ps(v); }
+  // out[j] = Sum(a[j]) for j < 8, as one transposing reduction (23 instructions, not 8 x 9).
+  static constexpr bool kHasSum8 = true;
+  static constexpr bool kHasGradients8 = true;
+  static void Gradients8(const float* table, const float* logits, float lr, float* out) {
+    SgnsGradients8(table, logits, lr, out);
+  }
+  static void Sum8(const R* a, float* out) {
+    auto pair = [](R x, R y) {  // [x halves, y halves] as 256-bit partial sums
+      return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
+    };
+    const R s01 = pair(a[0], a[1]), s23 = pair(a[2], a[3]);
+    const R s45 = pair(a[4], a[5]), s67 = pair(a[6], a[7]);
+    // 128-bit quad j of t0123 holds a 4-float partial sum of a[j]; of t4567, of a[4 + j].
+    const R t0123 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88),
+                                  _mm512_shuffle_f32x4(s01, s23, 0xDD));
+    const R t4567 = _mm512_add_ps(_mm512_shuffle_f32x4(s45, s67, 0x88),
+                                  _mm512_shuffle_f32x4(s45, s67, 0xDD));
+    const R x = _mm512_add_ps(_mm512_unpacklo_ps(t0123, t4567), _mm512_unpackhi_ps(t0123, t4567));
+    const R y = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4E));  // quad j: [a[j], a[4+j], ...]
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm256_storeu_ps(out, _mm512_castps512_ps256(_mm512_permutexvar_ps(order, y)));
+  }
 };
 
 #include "simd_kernel.h"

@@ -76,7 +76,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
     if (targets_.size() < nt) {
       targets_.resize(nt);
       rows_.resize(nt);
-      g_.resize(nt);
+      g_.resize(std::max<size_t>(nt, 8));  // Gradients8 writes 8
     }
     if (scratch_.size() < (nt + 2) * stride) scratch_.Resize((nt + 2) * stride);
   }
@@ -125,7 +125,15 @@ class SimdKernel final : public streamvec::SgnsKernel {
         const R xv = Vec::Load(x + c * L);
         for (int k = 0; k < kNT; ++k) acc[k] = Vec::Fma(xv, Vec::Load(rows_[k] + c * L), acc[k]);
       }
-      for (int k = 0; k < kNT; ++k) logits[k] = Vec::Sum(acc[k]);
+      if constexpr (Vec::kHasSum8) {
+        R all[8];
+        for (int k = 0; k < 8; ++k) all[k] = k < kNT ? acc[k] : Vec::Zero();
+        float sums[8];
+        Vec::Sum8(all, sums);
+        for (int k = 0; k < kNT; ++k) logits[k] = sums[k];
+      } else {
+        for (int k = 0; k < kNT; ++k) logits[k] = Vec::Sum(acc[k]);
+      }
       return;
     }
     const int nt = TargetCount<kNT>::Get(nt_runtime);
@@ -208,10 +216,16 @@ class SimdKernel final : public streamvec::SgnsKernel {
       x[nb++] = m.input + w * m.stride;
     }
     const size_t chunks = m.stride / L;
-    float g[kMaxBlockedContexts * kNT];
-    float logits[kNT];
+    float g[kMaxBlockedContexts * kNT + 8];  // + 8: Gradients8 writes 8 floats
+    float logits[kNT < 8 ? 8 : kNT];
     for (int q = 0; q < nb; ++q) {
       Dots<kNT>(x[q], chunks, kNT, logits);
+      if constexpr (Vec::kHasGradients8 && kNT <= 8) {
+        if (stats == nullptr) {  // (the loss needs the scalar path)
+          Vec::Gradients8(sigmoid_, logits, lr, g + q * kNT);
+          continue;
+        }
+      }
       for (int k = 0; k < kNT; ++k) g[q * kNT + k] = Gradient(k, logits[k], lr, stats);
     }
     float* const* t = rows_.data();
@@ -339,7 +353,19 @@ class SimdKernel final : public streamvec::SgnsKernel {
           Vec::Store(h + ch * L, Vec::Mul(acc, inv));
         }
         Dots<kNT>(h, chunks, nt, logits);
-        for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
+        bool vectorised = false;
+        if constexpr (Vec::kHasGradients8 && kNT > 0 && kNT <= 8) {
+          if (stats == nullptr) {
+            Vec::Gradients8(sigmoid_, logits, lr, g);
+            for (int k = 1; k < kNT; ++k) {
+              if (targets_[k] == targets_[0]) g[k] = 0.0f;  // as Gradient(): skipped negative
+            }
+            vectorised = true;
+          }
+        }
+        if (!vectorised) {
+          for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
+        }
         // One pass per chunk: e = sum_k g_k t_k and t_k += g_k h (each t_k stored before the next
         // is loaded, so repeated target rows behave as in the reference), then x_c += e.
         for (size_t ch = 0; ch < chunks; ++ch) {

@@ -35,6 +35,10 @@ struct Vec {
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
     return _mm_cvtss_f32(s);
   }
+  static constexpr bool kHasSum8 = false;
+  static constexpr bool kHasGradients8 = false;
+  static void Gradients8(const float*, const float*, float, float*) {}
+  static void Sum8(const R*, float*) {}
 };
 #else
 struct Vec {
@@ -48,6 +52,10 @@ struct Vec {
   static R Add(R a, R b) { return a + b; }
   static R Mul(R a, R b) { return a * b; }
   static float Sum(R v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+  static constexpr bool kHasSum8 = false;
+  static constexpr bool kHasGradients8 = false;
+  static void Gradients8(const float*, const float*, float, float*) {}
+  static void Sum8(const R*, float*) {}
 };
 #endif
 

@@ -1,10 +1,10 @@
 #include "streamvec/kernels/sgns_kernel.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/kernels/aligned.h"
@@ -72,8 +72,14 @@ struct Fixture {
   ModelRows model() { return ModelRows{input.data(), output.data(), stride, dim}; }
   // Copy of the tables (same layout) for a second kernel to run on.
   Fixture(const Fixture& o)
-      : rows(o.rows), dim(o.dim), stride(o.stride), tokens(o.tokens), offsets(o.offsets),
-        negatives(o.negatives), windows(o.windows), batch(o.batch) {
+      : rows(o.rows),
+        dim(o.dim),
+        stride(o.stride),
+        tokens(o.tokens),
+        offsets(o.offsets),
+        negatives(o.negatives),
+        windows(o.windows),
+        batch(o.batch) {
     input.Resize(o.input.size());
     output.Resize(o.output.size());
     std::copy(o.input.data(), o.input.data() + o.input.size(), input.data());
@@ -153,7 +159,8 @@ TEST(ReferenceKernelTest, NegativeEqualToCentreIsSkipped) {
   f.offsets = {0, 2};
   f.windows = {1, 1};
   f.negatives = {0, 1};  // each position's negative is its own centre
-  f.batch = MicroBatch{f.tokens.data(), f.offsets.data(), 1, f.windows.data(), f.negatives.data(), 1};
+  f.batch =
+      MicroBatch{f.tokens.data(), f.offsets.data(), 1, f.windows.data(), f.negatives.data(), 1};
   Fixture g(f);
   g.negatives = {0, 1};
   g.batch.negative = 0;  // no negatives at all
@@ -178,39 +185,48 @@ class SimdKernelTest : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(SimdKernelTest, SkipGramMatchesReferenceOnRandomInputs) {
   if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
-  for (int dim : {1, 7, 16, 50, 100, 130}) {
-    for (int negative : {0, 3, 5, 10, 15}) {
-      Fixture a(30, dim, negative, 1000 + dim * 31 + negative);
-      Fixture b(a);
-      StepStats sa, sb;
-      MakeReferenceKernel()->SkipGram(a.model(), a.batch, 0.025f, &sa);
-      auto k = MakeCpuKernel(GetParam());
-      ASSERT_NE(k, nullptr);
-      k->SkipGram(b.model(), b.batch, 0.025f, &sb);
-      SCOPED_TRACE(testing::Message() << "dim " << dim << " negative " << negative);
-      // Summation order differs, and a logit that moves across a sigmoid-table bucket edge changes
-      // its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are ~lr.
-      ExpectTablesNear(a, b, 2e-4f);
-      EXPECT_EQ(sa.pairs, sb.pairs);
-      EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
+  // Without statistics the fast kernels take their vectorised gradient path; with them, the
+  // scalar one (which also computes the loss). Both must match the reference.
+  for (bool with_stats : {false, true}) {
+    for (int dim : {1, 7, 16, 50, 100, 130}) {
+      for (int negative : {0, 3, 5, 10, 15}) {
+        Fixture a(300, dim, negative, 1000 + dim * 31 + negative);
+        Fixture b(a);
+        StepStats sa, sb;
+        MakeReferenceKernel()->SkipGram(a.model(), a.batch, 0.025f, with_stats ? &sa : nullptr);
+        auto k = MakeCpuKernel(GetParam());
+        ASSERT_NE(k, nullptr);
+        k->SkipGram(b.model(), b.batch, 0.025f, with_stats ? &sb : nullptr);
+        SCOPED_TRACE(testing::Message()
+                     << "dim " << dim << " negative " << negative << " stats " << with_stats);
+        // Summation order differs, and a logit that moves across a sigmoid-table bucket edge
+        // changes its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are
+        // ~lr.
+        ExpectTablesNear(a, b, 2e-4f);
+        EXPECT_EQ(sa.pairs, sb.pairs);
+        EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
+      }
     }
   }
 }
 
 TEST_P(SimdKernelTest, CbowMatchesReferenceOnRandomInputs) {
   if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
-  for (int dim : {1, 16, 100, 130}) {
-    for (int negative : {0, 5, 12}) {
-      Fixture a(30, dim, negative, 2000 + dim * 31 + negative);
-      Fixture b(a);
-      StepStats sa, sb;
-      MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, &sa);
-      MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, &sb);
-      SCOPED_TRACE(testing::Message() << "dim " << dim << " negative " << negative);
-      // Summation order differs, and a logit that moves across a sigmoid-table bucket edge changes
-      // its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are ~lr.
-      ExpectTablesNear(a, b, 2e-4f);
-      EXPECT_EQ(sa.pairs, sb.pairs);
+  for (bool with_stats : {false, true}) {
+    for (int dim : {1, 16, 100, 130}) {
+      for (int negative : {0, 5, 12}) {
+        Fixture a(30, dim, negative, 2000 + dim * 31 + negative);
+        Fixture b(a);
+        StepStats sa, sb;
+        MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, with_stats ? &sa : nullptr);
+        MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, with_stats ? &sb : nullptr);
+        SCOPED_TRACE(testing::Message() << "dim " << dim << " negative " << negative);
+        // Summation order differs, and a logit that moves across a sigmoid-table bucket edge
+        // changes its gradient by up to lr * 0.25 * 16/2048 = 5e-5; errors of a wrong kernel are
+        // ~lr.
+        ExpectTablesNear(a, b, 2e-4f);
+        EXPECT_EQ(sa.pairs, sb.pairs);
+      }
     }
   }
 }
