@@ -58,6 +58,18 @@ constexpr int kRescaleBits = 64;
 constexpr uint64_t kLossSampleEvery = 16;
 constexpr char kStateMagic[] = "streamvec-streaming-learner-v1";
 
+// x . y over n floats, n a multiple of kRowAlignFloats: 16 partial sums (a fixed order, so the
+// result is deterministic) that the compiler keeps in vector registers.
+float Dot(const float* x, const float* y, int n) {
+  float acc[kRowAlignFloats] = {};
+  for (int j = 0; j < n; j += static_cast<int>(kRowAlignFloats)) {
+    for (size_t k = 0; k < kRowAlignFloats; ++k) acc[k] += x[j + k] * y[j + k];
+  }
+  float sum = 0.0f;
+  for (size_t k = 0; k < kRowAlignFloats; ++k) sum += acc[k];
+  return sum;
+}
+
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -123,7 +135,7 @@ struct StreamingLearner::Impl {
       kernel = MakeCpuKernel(o.isa);
       SV_CHECK(kernel != nullptr);
     }
-    scratch.resize(static_cast<size_t>(kMaxTargets + 1) * o.dim);
+    scratch.resize(static_cast<size_t>(kMaxTargets + 1) * stride);
   }
 
   // ---- state (all of it is saved) ----
@@ -378,9 +390,12 @@ struct StreamingLearner::Impl {
     const int dim = opt.dim;
     const int K = opt.negative;
     const int n = static_cast<int>(tokens.size());
-    float* grad_t = scratch.data();  // (K + 1) x dim
+    // Rows are zero-padded to `padded` floats (PaddedStride): the loops run over whole 16-float
+    // blocks, which the compiler vectorises; padding stays zero (gradients of zeros).
+    const int padded = static_cast<int>(stride);
+    float* grad_t = scratch.data();  // (K + 1) x padded
     std::vector<float>& grad_x = grad_x_;
-    grad_x.resize(dim);
+    grad_x.resize(padded);
     uint32_t targets[kMaxTargets];
     for (int i = 0; i < n; ++i) {
       const uint32_t centre = tokens[i];
@@ -390,7 +405,7 @@ struct StreamingLearner::Impl {
         const uint32_t neg = negatives[static_cast<size_t>(i) * K + k];
         if (neg != centre) targets[nt++] = neg;
       }
-      std::fill(grad_t, grad_t + static_cast<size_t>(nt) * dim, 0.0f);
+      std::fill(grad_t, grad_t + static_cast<size_t>(nt) * padded, 0.0f);
       const int r = windows[i];
       bool any = false;
       for (int c = std::max(0, i - r); c <= std::min(n - 1, i + r); ++c) {
@@ -400,16 +415,15 @@ struct StreamingLearner::Impl {
         std::fill(grad_x.begin(), grad_x.end(), 0.0f);
         for (int t = 0; t < nt; ++t) {
           const float* y = output.data() + static_cast<size_t>(targets[t]) * stride;
-          float logit = 0.0f;
-          for (int j = 0; j < dim; ++j) logit += x[j] * y[j];
+          const float logit = Dot(x, y, padded);
           const float label = t == 0 ? 1.0f : 0.0f;
           const float g = label - TableSigmoid(sigmoid, logit);
           if (want_loss) {
             const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(logit)));
             loss_sum -= std::log(std::max(t == 0 ? sig : 1.0 - sig, 1e-30));
           }
-          float* gt = grad_t + static_cast<size_t>(t) * dim;
-          for (int j = 0; j < dim; ++j) {
+          float* gt = grad_t + static_cast<size_t>(t) * padded;
+          for (int j = 0; j < padded; ++j) {
             grad_x[j] += g * y[j];
             gt[j] += g * x[j];
           }
@@ -420,7 +434,7 @@ struct StreamingLearner::Impl {
       if (!any) continue;
       for (int t = 0; t < nt; ++t) {
         AdagradRowUpdate(output.data() + static_cast<size_t>(targets[t]) * stride,
-                         grad_t + static_cast<size_t>(t) * dim, dim, &acc_out[targets[t]],
+                         grad_t + static_cast<size_t>(t) * padded, dim, &acc_out[targets[t]],
                          opt.eta, opt.epsilon);
       }
     }
