@@ -112,10 +112,11 @@ int RunTrain(TrainFlags& f) {
   o.model = f.model == "cbow" ? TrainModel::kCbow : TrainModel::kSkipGram;
   // word2vec.c's defaults: alpha 0.025 for skip-gram, 0.05 for CBOW.
   o.alpha = f.alpha.value_or(o.model == TrainModel::kCbow ? 0.05f : 0.025f);
-  // Linear decay to alpha/4 by default (see docs/training.md): with one or few passes, decaying to
-  // ~0 as word2vec.c does wastes the last part of the data (1 epoch on the 100M benchmark corpus:
-  // WS-353 0.48 / analogy 11.6% decaying to 1e-4, 0.50 / 13.7% decaying to alpha/4).
-  o.min_alpha = f.min_alpha.value_or(o.alpha / 4);
+  // Linear decay to alpha/4 (skip-gram) or alpha/2 (CBOW) by default (docs/training.md): with one
+  // or few passes, decaying to ~0 as word2vec.c does wastes the last part of the data (1 epoch on
+  // the 100M benchmark corpus, skip-gram: WS-353 0.48 / analogy 11.6% decaying to 1e-4, 0.50 /
+  // 13.7% decaying to alpha/4; CBOW at alpha 0.05: 0.49 at alpha/4, 0.51 at alpha/2).
+  o.min_alpha = f.min_alpha.value_or(o.model == TrainModel::kCbow ? o.alpha / 2 : o.alpha / 4);
   if (f.kernel == "reference") {
     o.reference_kernel = true;
   } else {
@@ -219,7 +220,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--alpha", flags->alpha,
                   "Initial learning rate (default 0.025 for sgns, 0.05 for cbow)");
   cmd->add_option("--min-alpha", flags->min_alpha,
-                  "Final learning rate; decays linearly from --alpha (default alpha / 4)");
+                  "Final learning rate; decays linearly from --alpha (default alpha/4 for sgns, alpha/2 for cbow)");
   cmd->add_option("--seed", o.seed, "Random seed (thread t uses seed + t)")->capture_default_str();
   cmd->add_option("--format", flags->format, "Output format: text or binary")
       ->capture_default_str();
