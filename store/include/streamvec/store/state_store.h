@@ -5,7 +5,7 @@
 // "meta/current" at v and drops the previous version. Until that batch commits, readers (and a
 // process restarted after a crash, a full disk or a failed fill) see the previous snapshot
 // unchanged; a half-written version is removed by the next write. Entries are written in batches
-// of about 16 MiB, so a snapshot needs no second copy of the model in memory.
+// of about 4 MiB, so a snapshot needs no second copy of the model in memory.
 //
 // A directory is accepted only if it is empty (a new store is created), or a RocksDB database
 // whose "meta/format" entry is kStateFormat. Anything else (a directory of other files, another
