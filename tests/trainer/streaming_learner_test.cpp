@@ -229,6 +229,30 @@ TEST(StreamingLearnerTest, LearnsPlantedGroupsWithAdagradAndConstantRate) {
   }
 }
 
+TEST(StreamingLearnerTest, Avx2AdagradStepMatchesThePortableStep) {
+  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  StreamingOptions o = Small();
+  o.isa = Isa::kPortable;
+  StreamingLearner portable(o);
+  o.isa = Isa::kAvx2;
+  StreamingLearner avx2(o);
+  const std::vector<std::string> lines = PlantedLines(60, 9);
+  ASSERT_TRUE(Train(portable, lines).ok());
+  ASSERT_TRUE(Train(avx2, lines).ok());
+  std::vector<std::string> w1, w2;
+  std::vector<float> v1, v2;
+  portable.ExportVectors(&w1, &v1);
+  avx2.ExportVectors(&w2, &v2);
+  ASSERT_EQ(w1, w2);
+  ASSERT_FALSE(v1.empty());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < v1.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(v1[i] - v2[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(v1[i])));
+  }
+  EXPECT_LT(max_diff, 1e-3 * max_abs) << "rounding differences only (FMA, summation order)";
+}
+
 TEST(StreamingLearnerTest, ResumedRunIsBitIdenticalToOneRun) {
   const std::vector<std::string> a = PlantedLines(400, 1), b = PlantedLines(400, 2);
   for (StreamOptimizer opt : {StreamOptimizer::kAdagrad, StreamOptimizer::kConstant}) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "adagrad_step.h"
 #include "streamvec/base/rng.h"
 #include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/sgns_kernel.h"
@@ -57,18 +58,6 @@ constexpr int kRescaleBits = 64;
 // Loss is computed on one sentence in this many (it costs a log per pair).
 constexpr uint64_t kLossSampleEvery = 16;
 constexpr char kStateMagic[] = "streamvec-streaming-learner-v1";
-
-// x . y over n floats, n a multiple of kRowAlignFloats: 16 partial sums (a fixed order, so the
-// result is deterministic) that the compiler keeps in vector registers.
-float Dot(const float* x, const float* y, int n) {
-  float acc[kRowAlignFloats] = {};
-  for (int j = 0; j < n; j += static_cast<int>(kRowAlignFloats)) {
-    for (size_t k = 0; k < kRowAlignFloats; ++k) acc[k] += x[j + k] * y[j + k];
-  }
-  float sum = 0.0f;
-  for (size_t k = 0; k < kRowAlignFloats; ++k) sum += acc[k];
-  return sum;
-}
 
 struct StringHash {
   using is_transparent = void;
@@ -135,7 +124,7 @@ struct StreamingLearner::Impl {
       kernel = MakeCpuKernel(o.isa);
       SV_CHECK(kernel != nullptr);
     }
-    scratch.resize(static_cast<size_t>(kMaxTargets + 1) * stride);
+    scratch.resize(static_cast<size_t>(kMaxTargets + 2) * stride);
   }
 
   // ---- state (all of it is saved) ----
@@ -381,65 +370,35 @@ struct StreamingLearner::Impl {
     }
   }
 
-  // Skip-gram over tokens[] with per-row Adagrad, in the HogBatch shape of the kernels
-  // (kernels/sgns_kernel.h): per centre, the window's context rows each predict [centre, K
-  // negatives]; the targets' gradients are summed over the window from the old target rows and
-  // applied once after it; context rows are updated in order. Scalar code: a SIMD variant is
-  // future work (docs/streaming.md).
+  // Skip-gram over tokens[] with per-row Adagrad (adagrad_step.inc), AVX2 when opt.isa has it.
   void AdagradSentence(bool want_loss) {
-    const int dim = opt.dim;
-    const int K = opt.negative;
-    const int n = static_cast<int>(tokens.size());
-    // Rows are zero-padded to `padded` floats (PaddedStride): the loops run over whole 16-float
-    // blocks, which the compiler vectorises; padding stays zero (gradients of zeros).
-    const int padded = static_cast<int>(stride);
-    float* grad_t = scratch.data();  // (K + 1) x padded
-    std::vector<float>& grad_x = grad_x_;
-    grad_x.resize(padded);
-    uint32_t targets[kMaxTargets];
-    for (int i = 0; i < n; ++i) {
-      const uint32_t centre = tokens[i];
-      int nt = 0;
-      targets[nt++] = centre;
-      for (int k = 0; k < K; ++k) {
-        const uint32_t neg = negatives[static_cast<size_t>(i) * K + k];
-        if (neg != centre) targets[nt++] = neg;
-      }
-      std::fill(grad_t, grad_t + static_cast<size_t>(nt) * padded, 0.0f);
-      const int r = windows[i];
-      bool any = false;
-      for (int c = std::max(0, i - r); c <= std::min(n - 1, i + r); ++c) {
-        if (c == i) continue;
-        any = true;
-        float* x = input.data() + static_cast<size_t>(tokens[c]) * stride;
-        std::fill(grad_x.begin(), grad_x.end(), 0.0f);
-        for (int t = 0; t < nt; ++t) {
-          const float* y = output.data() + static_cast<size_t>(targets[t]) * stride;
-          const float logit = Dot(x, y, padded);
-          const float label = t == 0 ? 1.0f : 0.0f;
-          const float g = label - TableSigmoid(sigmoid, logit);
-          if (want_loss) {
-            const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(logit)));
-            loss_sum -= std::log(std::max(t == 0 ? sig : 1.0 - sig, 1e-30));
-          }
-          float* gt = grad_t + static_cast<size_t>(t) * padded;
-          for (int j = 0; j < padded; ++j) {
-            grad_x[j] += g * y[j];
-            gt[j] += g * x[j];
-          }
-        }
-        if (want_loss) ++loss_pairs;
-        AdagradRowUpdate(x, grad_x.data(), dim, &acc_in[tokens[c]], opt.eta, opt.epsilon);
-      }
-      if (!any) continue;
-      for (int t = 0; t < nt; ++t) {
-        AdagradRowUpdate(output.data() + static_cast<size_t>(targets[t]) * stride,
-                         grad_t + static_cast<size_t>(t) * padded, dim, &acc_out[targets[t]],
-                         opt.eta, opt.epsilon);
-      }
+    AdagradSentenceArgs a;
+    a.input = input.data();
+    a.output = output.data();
+    a.acc_in = acc_in.data();
+    a.acc_out = acc_out.data();
+    a.stride = stride;
+    a.dim = opt.dim;
+    a.tokens = tokens.data();
+    a.n = static_cast<int>(tokens.size());
+    a.windows = windows.data();
+    a.negatives = negatives.data();
+    a.negative = opt.negative;
+    a.eta = opt.eta;
+    a.epsilon = opt.epsilon;
+    a.sigmoid = sigmoid;
+    a.scratch = scratch.data();
+    a.want_loss = want_loss;
+    a.loss_sum = &loss_sum;
+    a.loss_pairs = &loss_pairs;
+#if defined(STREAMVEC_X86_TRAINER)
+    if (opt.isa != Isa::kPortable) {
+      AdagradSentenceAvx2(a);
+      return;
     }
+#endif
+    AdagradSentencePortable(a);
   }
-  std::vector<float> grad_x_;
 
   StreamingStats Stats() const {
     StreamingStats st;

@@ -58,7 +58,9 @@ struct StreamingOptions {
   float alpha = 0.025f;              // constant learning rate (kConstant)
   uint64_t seed = 1;                 // RNG seed
   int max_sentence_length = 1000;    // longer lines are cut (word2vec.c MAX_SENTENCE_LENGTH)
-  Isa isa = Isa::kPortable;          // kernel of the constant-rate path (DetectBestIsa())
+  Isa isa = Isa::kPortable;          // SIMD level (DetectBestIsa(); must be supported): the
+                                     // Adagrad step uses AVX2+FMA above kPortable, the
+                                     // constant rate the kernel of this Isa
   TokenizerOptions tokenizer;
 };
 
