@@ -117,6 +117,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                   2);
     }
     learner = std::move(loaded).value();
+    if (!f.explicit_flags.empty()) {
+      std::string given;
+      for (const std::string& flag : f.explicit_flags) given += " " + flag;
+      spdlog::warn("ignored on resume:{} (a state keeps the options it was created with)", given);
+    }
     spdlog::info("resuming from {} (snapshot {}, {} words seen); the state's training options "
                  "are used",
                  f.state, store.version(), learner->stats().words_seen);

@@ -4,6 +4,7 @@
 #define STREAMVEC_APP_STREAM_TRAIN_H_
 
 #include <string>
+#include <vector>
 
 #include "streamvec/trainer/streaming_learner.h"
 
@@ -17,6 +18,8 @@ struct StreamTrainFlags {
   std::string snapshot_every = "300s";  // "<N>" words or "<S>s" seconds
   bool progress_bar = false;
   StreamingOptions options;
+  // Training flags given on the command line: ignored (with a warning) when a state is resumed.
+  std::vector<std::string> explicit_flags;
 };
 
 // Runs until EOF, SIGINT or SIGTERM; returns the exit status (0 ok, 1 runtime failure, 2 bad

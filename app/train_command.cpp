@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -36,6 +37,7 @@ struct TrainFlags {
   std::string snapshot_every = "300s";
   std::string optimizer = "adagrad";
   StreamingOptions stream_options;
+  std::vector<std::string> explicit_flags;
 };
 
 std::string Human(double x) {
@@ -80,6 +82,7 @@ int RunStream(TrainFlags& f) {
   s.output = f.output;
   s.format = f.format;
   s.snapshot_every = f.snapshot_every;
+  s.explicit_flags = f.explicit_flags;
   s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
   StreamingOptions& so = s.options;
   so = f.stream_options;
@@ -257,7 +260,14 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--noise-table-size", so.noise_table_size,
                   "--stream: entries of the adaptive unigram noise table")
       ->capture_default_str();
-  cmd->callback([flags, exit_code] { *exit_code = RunTrain(*flags); });
+  cmd->callback([flags, exit_code, cmd] {
+    for (const char* flag : {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed",
+                             "--alpha", "--vocab-capacity", "--count-half-life", "--optimizer",
+                             "--eta", "--epsilon", "--noise-table-size"}) {
+      if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
+    }
+    *exit_code = RunTrain(*flags);
+  });
 }
 
 }  // namespace streamvec::app

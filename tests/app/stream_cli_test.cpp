@@ -99,6 +99,7 @@ TEST_F(StreamCliTest, StopResumeGivesBitIdenticalVectorsToOneRun) {
   run = Shell("SV train --input - --stream --state " + s1 + kSmall + " < " + b_);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("resuming from"));
+  EXPECT_THAT(run.output, HasSubstr("ignored on resume: --dim --min-count --seed --vocab-capacity"));
   run = Shell("cat " + a_ + " " + b_ + " | SV train --input - --stream --state " + s2 + kSmall);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_EQ(Shell("SV export --state " + s1 + " --output " + Path("v1.bin") + " --format binary")
