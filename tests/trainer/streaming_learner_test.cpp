@@ -158,6 +158,24 @@ TEST(StreamingLearnerTest, EvictionKeepsHeavyHittersAndBoundsMemory) {
   EXPECT_FALSE(learner.Admitted("rare5"));
 }
 
+TEST(StreamingLearnerTest, DecayedCountsConvergeAcrossRescales) {
+  StreamingOptions o = Small();
+  o.count_half_life = 10;  // rescaled every 640 words
+  o.min_count = 5;
+  StreamingLearner learner(o);
+  std::vector<std::string> lines(500, "a a a a a a a a a a");  // 5000 words, only "a"
+  ASSERT_TRUE(Train(learner, lines).ok());
+  // A word seen at every step converges to sum_k 2^(-k/10) = 1 / (1 - 2^(-1/10)) = 14.93.
+  EXPECT_NEAR(learner.Count("a"), 1.0 / (1.0 - std::exp2(-0.1)), 1e-6);
+  EXPECT_TRUE(learner.Admitted("a"));
+  // 100 other words later "a" has decayed to 2^-10 of that: below --min-count, not trained.
+  std::string bs;
+  for (int i = 0; i < 100; ++i) bs += "b ";
+  ASSERT_TRUE(learner.TrainMicroBatch({bs}).ok());
+  EXPECT_NEAR(learner.Count("a"), 14.93 / 1024, 1e-3);
+  EXPECT_FALSE(learner.Admitted("a"));
+}
+
 TEST(StreamingLearnerTest, EvictedWordGetsFreshRows) {
   StreamingOptions o = Small();
   o.vocab_capacity = 4;
@@ -259,7 +277,7 @@ TEST(StreamingLearnerTest, ResumedRunIsBitIdenticalToOneRun) {
     StreamingOptions o = Small();
     o.optimizer = opt;
     o.vocab_capacity = 16;  // below the 20 words: evictions happen in both parts
-    o.count_half_life = 500;
+    o.count_half_life = 100;  // counts are rescaled every 6400 words: within both parts
     o.sample = 0.05;
     StreamingLearner one_run(o);
     ASSERT_TRUE(Train(one_run, a).ok());
