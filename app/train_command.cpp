@@ -108,6 +108,10 @@ int RunStream(TrainFlags& f) {
 
 int RunTrain(TrainFlags& f) {
   if (f.stream) return RunStream(f);
+  if (!f.state.empty()) {
+    return Fail(Status::InvalidArgument("--state needs --stream (batch training keeps no state)"),
+                2);
+  }
   if (f.output.empty()) return Fail(Status::InvalidArgument("--output is required"), 2);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();

@@ -170,6 +170,9 @@ TEST_F(StreamCliTest, StreamNeedsStateAndRejectsBadSnapshotEvery) {
   run = Shell("SV train --input - --stream --state " + Path("s") + " --snapshot-every 5x < " + a_);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--snapshot-every"));
+  run = Shell("SV train --input " + a_ + " --state " + Path("s") + " --output " + Path("v.txt"));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--state needs --stream"));
   run = Shell("SV train --input - --stream --state " + Path("s") + " --vocab-capacity 1 < " + a_);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--vocab-capacity"));
