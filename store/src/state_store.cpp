@@ -1,9 +1,12 @@
 #include "streamvec/store/state_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -29,10 +32,66 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return Status::IoError(m);
 }
 
+// A file system whose appends fail with NoSpace once a byte budget is spent
+// (StateStoreOptions::fail_after_bytes): a full disk, as RocksDB sees one.
+class BudgetFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  BudgetFile(std::unique_ptr<rocksdb::FSWritableFile>&& file, std::atomic<int64_t>* budget)
+      : FSWritableFileOwnerWrapper(std::move(file)), budget_(budget) {}
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    if (!Spend(data.size())) return rocksdb::IOStatus::NoSpace("No space left on device");
+    return target()->Append(data, options, dbg);
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    if (!Spend(data.size())) return rocksdb::IOStatus::NoSpace("No space left on device");
+    return target()->Append(data, options, info, dbg);
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     rocksdb::IODebugContext* dbg) override {
+    if (!Spend(data.size())) return rocksdb::IOStatus::NoSpace("No space left on device");
+    return target()->PositionedAppend(data, offset, options, dbg);
+  }
+
+ private:
+  bool Spend(size_t n) {
+    return budget_->fetch_sub(static_cast<int64_t>(n)) >= static_cast<int64_t>(n);
+  }
+  std::atomic<int64_t>* budget_;
+};
+
+class BudgetFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  explicit BudgetFileSystem(int64_t budget)
+      : FileSystemWrapper(rocksdb::FileSystem::Default()), budget_(budget) {}
+  const char* Name() const override { return "StreamvecBudgetFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
+    if (s.ok()) *r = std::make_unique<BudgetFile>(std::move(*r), &budget_);
+    return s;
+  }
+  rocksdb::IOStatus ReopenWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                       rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->ReopenWritableFile(f, o, r, dbg);
+    if (s.ok()) *r = std::make_unique<BudgetFile>(std::move(*r), &budget_);
+    return s;
+  }
+
+ private:
+  std::atomic<int64_t> budget_;
+};
+
 }  // namespace
 
 struct StateStore::Impl {
   std::string dir;
+  std::unique_ptr<rocksdb::Env> env;  // only with a test budget; outlives db
   std::unique_ptr<rocksdb::DB> db;
   uint64_t version = 0;
   bool read_only = false;
@@ -41,7 +100,8 @@ struct StateStore::Impl {
 StateStore::StateStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StateStore::~StateStore() = default;
 
-StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, Mode mode) {
+StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, Mode mode,
+                                                       const StateStoreOptions& store_options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool exists = fs::exists(dir, ec);
@@ -66,12 +126,17 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
   // 64 MiB default x 2 memtables showed up as RSS steps at each snapshot).
   options.write_buffer_size = size_t{8} << 20;
   options.max_write_buffer_number = 2;
+  auto impl = std::make_unique<Impl>();
+  if (store_options.fail_after_bytes > 0) {
+    impl->env = rocksdb::NewCompositeEnv(std::make_shared<BudgetFileSystem>(
+        static_cast<int64_t>(store_options.fail_after_bytes)));
+    options.env = impl->env.get();
+  }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = mode == Mode::kReadOnly
                           ? rocksdb::DB::OpenForReadOnly(options, dir, &raw)
                           : rocksdb::DB::Open(options, dir, &raw);
   if (!s.ok()) return FromRocks(s, "cannot open state directory " + dir);
-  auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->db.reset(raw);
   impl->read_only = mode == Mode::kReadOnly;

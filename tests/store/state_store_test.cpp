@@ -80,6 +80,30 @@ TEST_F(StateStoreTest, FailedWriteLeavesThePreviousSnapshotIntact) {
   EXPECT_EQ(*(*reopened)->Get("c"), "new");
 }
 
+TEST_F(StateStoreTest, FullDiskDuringAWriteLeavesThePreviousSnapshotIntact) {
+  {
+    StateStoreOptions full_soon;
+    full_soon.fail_after_bytes = 2 << 20;  // RocksDB's own files fail with ENOSPC after 2 MiB
+    auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen, full_soon);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(WriteEntries(**store, {{"a", "good"}}).ok());
+    Status failed = WriteEntries(**store, {{"a", "new"}, {"big", std::string(8 << 20, 'z')}});
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.code(), StatusCode::kIoError);
+    EXPECT_NE(failed.message().find("No space"), std::string::npos) << failed.message();
+    EXPECT_EQ((*store)->version(), 1u);
+    EXPECT_EQ(*(*store)->Get("a"), "good");
+  }
+  // Space freed: the directory opens with the previous snapshot and takes new ones.
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->version(), 1u);
+  EXPECT_EQ(*(*store)->Get("a"), "good");
+  EXPECT_EQ((*store)->Get("big").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(WriteEntries(**store, {{"a", "after"}}).ok());
+  EXPECT_EQ(*(*store)->Get("a"), "after");
+}
+
 TEST_F(StateStoreTest, DirectoryWithOtherFilesIsRefusedAndUntouched) {
   fs::create_directories(dir_);
   std::ofstream(fs::path(dir_) / "notes.txt") << "mine";

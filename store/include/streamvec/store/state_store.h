@@ -32,6 +32,12 @@ inline constexpr char kStateFormat[] = "streamvec-state v1";
 // Receives one entry of a snapshot.
 using SnapshotSink = std::function<Status(const std::string& key, std::string_view value)>;
 
+struct StateStoreOptions {
+  // For tests: once this many bytes have been appended to files of the store (since Open), every
+  // further append fails as on a full disk (ENOSPC), inside RocksDB. 0: no limit.
+  uint64_t fail_after_bytes = 0;
+};
+
 class StateStore {
  public:
   enum class Mode {
@@ -42,7 +48,8 @@ class StateStore {
   // Errors: NotFound (kReadOnly and no store at dir), FailedPrecondition naming the directory
   // when it holds something that is not a streamvec state, Corruption / IoError from RocksDB
   // with its message.
-  static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir, Mode mode);
+  static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir, Mode mode,
+                                                    const StateStoreOptions& options = {});
   ~StateStore();
 
   // 0 when no snapshot was committed yet, else the version of the current one.
