@@ -111,7 +111,8 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   std::unique_ptr<StreamingLearner> learner;
   if (store.version() > 0) {
     auto loaded = StreamingLearner::LoadState(
-        [&store](const std::string& key) { return store.Get(key); }, f.options.isa);
+        [&store](const std::string& key) { return store.Get(key); }, f.options.isa,
+        f.options.threads);
     if (!loaded.ok()) {
       return Fail(Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()),
                   2);

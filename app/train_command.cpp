@@ -93,6 +93,7 @@ int RunStream(TrainFlags& f) {
   so.sample = o.sample;
   so.min_count = f.min_count;
   so.seed = o.seed;
+  so.threads = o.threads;
   so.optimizer = f.optimizer == "constant" ? StreamOptimizer::kConstant : StreamOptimizer::kAdagrad;
   so.alpha = f.alpha.value_or(0.025f);
   so.isa = DetectBestIsa();

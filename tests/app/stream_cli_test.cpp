@@ -90,7 +90,7 @@ class StreamCliTest : public ::testing::Test {
 
 constexpr char kSmall[] =
     " --dim 12 --vocab-capacity 16 --min-count 2 --noise-table-size 4096 --count-half-life 1000"
-    " --seed 7 --snapshot-every 700 ";
+    " --seed 7 --snapshot-every 700 --threads 1 ";  // 1 thread: deterministic
 
 TEST_F(StreamCliTest, StopResumeGivesBitIdenticalVectorsToOneRun) {
   const std::string s1 = Path("s1"), s2 = Path("s2");

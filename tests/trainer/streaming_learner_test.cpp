@@ -220,10 +220,12 @@ TEST(StreamingLearnerTest, SubsamplingUsesRunningCounts) {
   EXPECT_LT(st.words_trained, 2000u);
 }
 
-TEST(StreamingLearnerTest, LearnsPlantedGroupsWithAdagradAndConstantRate) {
-  for (StreamOptimizer opt : {StreamOptimizer::kAdagrad, StreamOptimizer::kConstant}) {
+TEST(StreamingLearnerTest, LearnsPlantedGroupsWithAdagradAndConstantRateOnOneOrTwoThreads) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const StreamOptimizer opt = variant % 2 ? StreamOptimizer::kConstant : StreamOptimizer::kAdagrad;
     StreamingOptions o = Small();
     o.optimizer = opt;
+    o.threads = variant < 2 ? 1 : 2;
     StreamingLearner learner(o);
     ASSERT_TRUE(Train(learner, PlantedLines(3000, 3)).ok());
     double within = 0, across = 0;
@@ -242,7 +244,8 @@ TEST(StreamingLearnerTest, LearnsPlantedGroupsWithAdagradAndConstantRate) {
         ++na;
       }
     }
-    EXPECT_GT(within / nw - across / na, 0.3) << (opt == StreamOptimizer::kAdagrad);
+    EXPECT_GT(within / nw - across / na, 0.3) << "variant " << variant;
+    EXPECT_EQ(learner.stats().words_seen, 3000u * 20u);
     EXPECT_GT(learner.stats().loss, 0.0);
   }
 }
@@ -303,6 +306,24 @@ TEST(StreamingLearnerTest, ResumedRunIsBitIdenticalToOneRun) {
     // The saved state of both is the same too (counts, noise table, RNG, optimizer).
     EXPECT_EQ(Save(one_run), Save(**resumed));
   }
+}
+
+TEST(StreamingLearnerTest, WorkerThreadsAreDrainedBeforeSaving) {
+  StreamingOptions o = Small();
+  o.threads = 2;
+  StreamingLearner learner(o);
+  ASSERT_TRUE(Train(learner, PlantedLines(500, 4)).ok());
+  const State state = Save(learner);
+  auto loaded = Load(state);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  // The saved rows are the learner's rows: no update was still in flight.
+  std::vector<std::string> w1, w2;
+  std::vector<float> v1, v2;
+  learner.ExportVectors(&w1, &v1);
+  (*loaded)->ExportVectors(&w2, &v2);
+  EXPECT_EQ(w1, w2);
+  EXPECT_EQ(v1, v2);
+  EXPECT_EQ((*loaded)->options().threads, 1);  // a runtime choice, not saved
 }
 
 TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
@@ -36,6 +40,7 @@ Status ValidateStreamingOptions(const StreamingOptions& o) {
   if (!(o.epsilon > 0.0f)) return bad("--epsilon", "must be > 0");
   if (!(o.alpha > 0.0f)) return bad("--alpha", "must be > 0");
   if (o.max_sentence_length < 2) return bad("max_sentence_length", "must be >= 2");
+  if (o.threads < 1 || o.threads > 256) return bad("--threads", "must be in [1, 256]");
   return Status::Ok();
 }
 
@@ -125,7 +130,11 @@ struct StreamingLearner::Impl {
       SV_CHECK(kernel != nullptr);
     }
     scratch.resize(static_cast<size_t>(kMaxTargets + 2) * stride);
+    if (o.threads > 1) {
+      for (int t = 0; t < o.threads; ++t) workers.emplace_back([this] { WorkerLoop(); });
+    }
   }
+  ~Impl() { StopWorkers(); }
 
   // ---- state (all of it is saved) ----
   StreamingOptions opt;
@@ -351,27 +360,119 @@ struct StreamingLearner::Impl {
       }
     }
     const bool want_loss = sentences % kLossSampleEvery == 0;
-    if (opt.optimizer == StreamOptimizer::kConstant) {
-      offsets.assign({0, static_cast<uint32_t>(n)});
-      MicroBatch batch;
-      batch.tokens = tokens.data();
-      batch.sentence_offsets = offsets.data();
-      batch.num_sentences = 1;
-      batch.windows = windows.data();
-      batch.negatives = negatives.data();
-      batch.negative = opt.negative;
-      StepStats stats;
-      kernel->SkipGram(ModelRows{input.data(), output.data(), stride, opt.dim}, batch, opt.alpha,
-                       want_loss ? &stats : nullptr);
-      loss_sum += stats.loss;
-      loss_pairs += stats.pairs;
-    } else {
-      AdagradSentence(want_loss);
+    if (workers.empty()) {
+      TrainSentence(tokens.data(), static_cast<int>(n), windows.data(), negatives.data(),
+                    want_loss, kernel.get(), scratch.data(), &loss_sum, &loss_pairs);
+      return;
+    }
+    // Hand the sentence to the workers, in jobs of about kJobTokens words.
+    job.tokens.insert(job.tokens.end(), tokens.begin(), tokens.end());
+    job.windows.insert(job.windows.end(), windows.begin(), windows.end());
+    job.negatives.insert(job.negatives.end(), negatives.begin(), negatives.end());
+    job.offsets.push_back(static_cast<uint32_t>(job.tokens.size()));
+    job.want_loss.push_back(want_loss);
+    if (job.tokens.size() >= kJobTokens) PushJob();
+  }
+
+  // ---- worker threads (opt.threads > 1): Hogwild over the shared rows ----
+  struct Job {
+    std::vector<uint32_t> tokens, negatives, offsets{0};
+    std::vector<uint8_t> windows;
+    std::vector<bool> want_loss;
+  };
+  static constexpr size_t kJobTokens = 4096;
+  Job job;                                 // being filled by the counting thread
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::condition_variable cv_work, cv_done;
+  std::deque<Job> queue;                   // GUARDED_BY(mu)
+  int busy = 0;                            // GUARDED_BY(mu): jobs being trained
+  bool stopping = false;                   // GUARDED_BY(mu)
+
+  void PushJob() {
+    if (job.tokens.empty()) return;
+    std::unique_lock<std::mutex> lock(mu);
+    // Bounded: the counting thread runs at most two jobs per worker ahead.
+    cv_done.wait(lock, [this] { return queue.size() < 2 * workers.size(); });
+    queue.push_back(std::move(job));
+    job = Job();
+    cv_work.notify_one();
+  }
+
+  // Trains everything handed over so far; afterwards the rows are quiescent.
+  void Drain() {
+    if (workers.empty()) return;
+    PushJob();
+    std::unique_lock<std::mutex> lock(mu);
+    cv_done.wait(lock, [this] { return queue.empty() && busy == 0; });
+  }
+
+  void WorkerLoop() {
+    std::unique_ptr<SgnsKernel> k =
+        opt.optimizer == StreamOptimizer::kConstant ? MakeCpuKernel(opt.isa) : nullptr;
+    std::vector<float> local_scratch(static_cast<size_t>(kMaxTargets + 2) * stride);
+    for (;;) {
+      Job j;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv_work.wait(lock, [this] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping
+        j = std::move(queue.front());
+        queue.pop_front();
+        ++busy;
+        cv_done.notify_all();  // room in the queue
+      }
+      double local_loss = 0.0;
+      uint64_t local_pairs = 0;
+      for (size_t s = 0; s + 1 < j.offsets.size(); ++s) {
+        const uint32_t b = j.offsets[s], e = j.offsets[s + 1];
+        TrainSentence(j.tokens.data() + b, static_cast<int>(e - b), j.windows.data() + b,
+                      j.negatives.data() + static_cast<size_t>(b) * opt.negative,
+                      j.want_loss[s], k.get(), local_scratch.data(), &local_loss,
+                      &local_pairs);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      loss_sum += local_loss;
+      loss_pairs += local_pairs;
+      --busy;
+      cv_done.notify_all();
     }
   }
 
-  // Skip-gram over tokens[] with per-row Adagrad (adagrad_step.inc), AVX2 when opt.isa has it.
-  void AdagradSentence(bool want_loss) {
+  void StopWorkers() {
+    if (workers.empty()) return;
+    Drain();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    cv_work.notify_all();
+    for (std::thread& t : workers) t.join();
+    workers.clear();
+  }
+
+  // One sentence of kept tokens with its window radii and negatives: the constant-rate kernel
+  // or the Adagrad step. Reads and writes the shared rows only (safe to run on several threads
+  // at once, racily, as Hogwild).
+  void TrainSentence(const uint32_t* toks, int n, const uint8_t* wins, const uint32_t* negs,
+                     bool want_loss, SgnsKernel* k, float* scratch_buf, double* loss_out,
+                     uint64_t* pairs_out) {
+    if (opt.optimizer == StreamOptimizer::kConstant) {
+      const uint32_t offs[2] = {0, static_cast<uint32_t>(n)};
+      MicroBatch batch;
+      batch.tokens = toks;
+      batch.sentence_offsets = offs;
+      batch.num_sentences = 1;
+      batch.windows = wins;
+      batch.negatives = negs;
+      batch.negative = opt.negative;
+      StepStats stats;
+      k->SkipGram(ModelRows{input.data(), output.data(), stride, opt.dim}, batch, opt.alpha,
+                  want_loss ? &stats : nullptr);
+      *loss_out += stats.loss;
+      *pairs_out += stats.pairs;
+      return;
+    }
     AdagradSentenceArgs a;
     a.input = input.data();
     a.output = output.data();
@@ -379,18 +480,18 @@ struct StreamingLearner::Impl {
     a.acc_out = acc_out.data();
     a.stride = stride;
     a.dim = opt.dim;
-    a.tokens = tokens.data();
-    a.n = static_cast<int>(tokens.size());
-    a.windows = windows.data();
-    a.negatives = negatives.data();
+    a.tokens = toks;
+    a.n = n;
+    a.windows = wins;
+    a.negatives = negs;
     a.negative = opt.negative;
     a.eta = opt.eta;
     a.epsilon = opt.epsilon;
     a.sigmoid = sigmoid;
-    a.scratch = scratch.data();
+    a.scratch = scratch_buf;
     a.want_loss = want_loss;
-    a.loss_sum = &loss_sum;
-    a.loss_pairs = &loss_pairs;
+    a.loss_sum = loss_out;
+    a.loss_pairs = pairs_out;
 #if defined(STREAMVEC_X86_TRAINER)
     if (opt.isa != Isa::kPortable) {
       AdagradSentenceAvx2(a);
@@ -453,13 +554,18 @@ Status StreamingLearner::FinishStream() {
   Impl& m = *impl_;
   m.tokenizer.Finish([&m](std::string_view w) { m.OnToken(w); });
   m.EndSentence();
+  m.Drain();
   return Status::Ok();
 }
 
-StreamingStats StreamingLearner::stats() const { return impl_->Stats(); }
+StreamingStats StreamingLearner::stats() const {
+  impl_->Drain();
+  return impl_->Stats();
+}
 
 double StreamingLearner::TakeLoss() {
   Impl& m = *impl_;
+  m.Drain();
   const double loss = m.loss_pairs ? m.loss_sum / static_cast<double>(m.loss_pairs) : 0.0;
   m.loss_sum = 0.0;
   m.loss_pairs = 0;
@@ -470,6 +576,7 @@ const StreamingOptions& StreamingLearner::options() const { return impl_->opt; }
 
 void StreamingLearner::ExportVectors(std::vector<std::string>* words,
                                      std::vector<float>* vectors) const {
+  impl_->Drain();
   const Impl& m = *impl_;
   const double scale = m.Scale();
   std::vector<uint32_t> order;
@@ -499,6 +606,7 @@ bool StreamingLearner::Admitted(std::string_view word) const {
 }
 
 const float* StreamingLearner::InputRow(std::string_view word) const {
+  impl_->Drain();
   const uint32_t s = impl_->Find(word);
   if (s == 0xFFFFFFFFu || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
@@ -596,6 +704,7 @@ size_t RowsPerChunk(size_t stride) {
 }  // namespace
 
 Status StreamingLearner::SaveState(const StateSink& sink) const {
+  impl_->Drain();  // the rows must be quiescent
   const Impl& m = *impl_;
   SV_RETURN_IF_ERROR(sink("config", ConfigText(m.opt)));
   {
@@ -646,7 +755,7 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
 }
 
 StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const StateSource& source,
-                                                                        Isa isa) {
+                                                                        Isa isa, int threads) {
   auto get = [&source](const std::string& key) -> StatusOr<std::string> {
     StatusOr<std::string> v = source(key);
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
@@ -659,6 +768,7 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
   StreamingOptions o;
   SV_RETURN_IF_ERROR(ParseConfig(*config, &o));
   o.isa = isa;
+  o.threads = threads;
   auto learner = std::make_unique<StreamingLearner>(o);
   Impl& m = *learner->impl_;
   {

@@ -16,11 +16,16 @@
 // - Learning rate: per-row Adagrad (Duchi et al. 2011) by default, or a constant rate.
 //
 // Rows are preallocated for the capacity (64-byte aligned, PaddedStride(dim) floats a row); row r
-// belongs to vocabulary slot r. Training is single-threaded and, for a fixed seed, deterministic:
-// the same input in any micro-batch cut (at sentence boundaries) gives bit-identical rows, and
-// SaveState / LoadState continue the run exactly.
+// belongs to vocabulary slot r. With threads = 1 training runs on the calling thread and, for a
+// fixed seed, is deterministic: the same input in any micro-batch cut (at sentence boundaries)
+// gives bit-identical rows, and SaveState / LoadState continue the run exactly. With threads > 1
+// the calling thread counts, samples and draws negatives (still deterministic) and worker threads
+// train on the shared rows without locks (Hogwild; Recht et al. 2011: races on rows are
+// intended, and a row re-initialised by an eviction may still receive an update queued for its
+// previous word). Every method that reads rows or saves the state first waits for the queued
+// training (Drain).
 //
-// Not thread-safe: one thread drives an instance.
+// Not thread-safe: one thread drives an instance (the workers are internal).
 #ifndef STREAMVEC_TRAINER_STREAMING_LEARNER_H_
 #define STREAMVEC_TRAINER_STREAMING_LEARNER_H_
 
@@ -61,6 +66,9 @@ struct StreamingOptions {
   Isa isa = Isa::kPortable;          // SIMD level (DetectBestIsa(); must be supported): the
                                      // Adagrad step uses AVX2+FMA above kPortable, the
                                      // constant rate the kernel of this Isa
+  int threads = 1;                   // 1: train on the calling thread (deterministic); N > 1:
+                                     // N worker threads train micro-batches of ~4096 words
+                                     // while the caller counts (Hogwild, not deterministic)
   TokenizerOptions tokenizer;
 };
 
@@ -126,11 +134,12 @@ class StreamingLearner {
   // Call at a sentence boundary (FinishStream) to keep the partial sentence: text pending inside
   // a sentence is not saved.
   Status SaveState(const StateSink& sink) const;
-  // Rebuilds a learner from saved entries; its options are the saved ones except `isa` (a
-  // property of the machine, not of the model). Corruption names the entry that is missing or
-  // malformed.
+  // Rebuilds a learner from saved entries; its options are the saved ones except `isa` and
+  // `threads` (properties of the machine, not of the model). Corruption names the entry that is
+  // missing or malformed.
   static StatusOr<std::unique_ptr<StreamingLearner>> LoadState(const StateSource& source,
-                                                               Isa isa = Isa::kPortable);
+                                                               Isa isa = Isa::kPortable,
+                                                               int threads = 1);
 
  private:
   struct Impl;
