@@ -13,6 +13,10 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code);
 void RegisterEvalCommand(CLI::App& root, int* exit_code);
 void RegisterNeighborsCommand(CLI::App& root, int* exit_code);
 void RegisterExportCommand(CLI::App& root, int* exit_code);
+void RegisterBrokerCommand(CLI::App& root, int* exit_code);
+void RegisterIngestCommand(CLI::App& root, int* exit_code);
+void RegisterServeCommand(CLI::App& root, int* exit_code);
+void RegisterRunCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
   streamvec::app::RegisterEvalCommand(root, &exit_code);
   streamvec::app::RegisterNeighborsCommand(root, &exit_code);
   streamvec::app::RegisterExportCommand(root, &exit_code);
+  streamvec::app::RegisterBrokerCommand(root, &exit_code);
+  streamvec::app::RegisterIngestCommand(root, &exit_code);
+  streamvec::app::RegisterServeCommand(root, &exit_code);
+  streamvec::app::RegisterRunCommand(root, &exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

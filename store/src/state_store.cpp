@@ -170,7 +170,9 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
 
 uint64_t StateStore::version() const { return impl_->version; }
 
-Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill) {
+Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
+                                 const std::string& metadata_json) {
+  (void)metadata_json;  // TODO(store): stored and published with the checkpoint
   Impl& m = *impl_;
   if (m.read_only) return Status::FailedPrecondition("state store opened read-only");
   const uint64_t next = m.version + 1;
@@ -218,6 +220,10 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   // loses nothing (the WAL holds the data), so it is not an error of the snapshot.
   (void)db->Flush(rocksdb::FlushOptions());
   return Status::Ok();
+}
+
+StatusOr<std::string> StateStore::CurrentMetadata() const {
+  return Status::NotFound("snapshot metadata: not implemented yet");
 }
 
 StatusOr<std::string> StateStore::Get(const std::string& key) const {

@@ -33,6 +33,8 @@ inline constexpr char kStateFormat[] = "streamvec-state v1";
 using SnapshotSink = std::function<Status(const std::string& key, std::string_view value)>;
 
 struct StateStoreOptions {
+  // Published checkpoints kept for readers (the newest `retain`); >= 1. See SnapshotReader.
+  int retain = 3;
   // For tests: once this many bytes have been appended to files of the store (since Open), every
   // further append fails as on a full disk (ENOSPC), inside RocksDB. 0: no limit.
   uint64_t fail_after_bytes = 0;
@@ -58,7 +60,15 @@ class StateStore {
   // Writes a new snapshot: `fill` passes every entry to the sink it is given. On success the
   // new snapshot replaces the previous one atomically (synced to disk). If fill or a write fails,
   // the previous snapshot stays current and intact, and the error is returned.
-  Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill);
+  // `metadata_json` (a JSON object: offsets, words trained, vocabulary size, model settings) is
+  // stored with the snapshot; version and created_at are added by the store. After the commit
+  // the snapshot is published as a RocksDB checkpoint for SnapshotReader (see snapshot_reader.h)
+  // and checkpoints beyond StateStoreOptions::retain are removed, oldest first.
+  Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
+                       const std::string& metadata_json = "{}");
+
+  // The metadata of the current snapshot (NotFound if none), as SnapshotReader reports it.
+  StatusOr<std::string> CurrentMetadata() const;
 
   // An entry of the current snapshot. NotFound if there is no snapshot or no such key.
   StatusOr<std::string> Get(const std::string& key) const;

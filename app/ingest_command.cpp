@@ -1,0 +1,16 @@
+// streamvec ingest: placeholder until its owner fills it in.
+#include <cstdio>
+
+#include "commands.h"
+
+namespace streamvec::app {
+
+void RegisterIngestCommand(CLI::App& root, int* exit_code) {
+  CLI::App* cmd = root.add_subcommand("ingest", "(not implemented yet)");
+  cmd->callback([exit_code]() {
+    std::fprintf(stderr, "streamvec ingest: not implemented yet\n");
+    *exit_code = 1;
+  });
+}
+
+}  // namespace streamvec::app

@@ -1,0 +1,1 @@
+namespace streamvec {}  // replaced by the connectors

@@ -1,0 +1,64 @@
+// The wire format of topic `<prefix>.docs`: one document per message, JSON, keyed by source id.
+//
+//   {"id": "...", "source": "...", "url": "...", "title": "...", "text": "...", "lang": "en",
+//    "published_at": "2026-11-22T10:00:00Z", "fetched_at": "2026-11-22T10:00:05Z",
+//    "offset": 12345}
+//
+// "id" and "text" are required non-empty strings; "source" is required (the key of the message:
+// all documents of one source go to one partition, in order). The other fields are optional
+// strings (absent, null or a string). "offset" is optional: a non-negative integer, the byte
+// position in the source just past this document, which the trainer records in its snapshot so
+// that a restarted connector resumes there (at least once). Unknown fields are ignored.
+#ifndef STREAMVEC_KAFKA_DOCUMENT_H_
+#define STREAMVEC_KAFKA_DOCUMENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+
+// Longest "text" a document may carry, in bytes. Longer input is cut at whitespace into several
+// documents (SplitText). 256 KiB keeps a message well under the mock broker's 5 MiB ring per
+// partition and under Kafka's default 1 MB message size.
+inline constexpr size_t kMaxDocumentTextBytes = size_t{256} << 10;
+// Longest serialized message accepted from the topic (text plus fields and JSON escaping).
+inline constexpr size_t kMaxDocumentMessageBytes = size_t{1} << 20;
+
+struct Document {
+  std::string id;            // unique within the source (feed GUID, "<path>:<offset>", ...)
+  std::string source;        // source id: a file path, a feed URL, "stdin"
+  std::string url;           // optional
+  std::string title;         // optional
+  std::string text;          // the body to train on, UTF-8
+  std::string lang;          // optional, BCP 47 ("en")
+  std::string published_at;  // optional, RFC 3339
+  std::string fetched_at;    // optional, RFC 3339
+  int64_t offset = -1;       // byte position in the source past this document; -1: none
+};
+
+// Serializes to one JSON object (empty optional fields and offset -1 are left out).
+std::string DocumentToJson(const Document& doc);
+
+// Parses and validates one message. InvalidArgument names what is wrong: "not JSON (...)",
+// "not a JSON object", "field 'text' is missing", "field 'id' must be a string", "message is
+// 1048577 bytes, over the limit of 1048576", ... (JSON strings must be valid UTF-8)
+StatusOr<Document> ParseDocument(std::string_view json);
+
+// Cuts `text` into pieces of at most `max_bytes` bytes, at whitespace where possible (a single
+// word longer than max_bytes is cut at a UTF-8 character boundary). Pieces carry no leading or
+// trailing whitespace; empty pieces are dropped. Returns {start, length} byte ranges into text.
+std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text,
+                                                 size_t max_bytes = kMaxDocumentTextBytes);
+
+// Topic names for a prefix ("streamvec" -> "streamvec.docs", "streamvec.rejected").
+std::string DocsTopic(const std::string& prefix);
+std::string RejectedTopic(const std::string& prefix);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_KAFKA_DOCUMENT_H_
