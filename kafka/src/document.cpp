@@ -113,6 +113,15 @@ std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text, size_t m
   return pieces;
 }
 
+std::string RejectionToJson(const std::string& reason, const std::string& origin,
+                            std::string_view payload) {
+  nlohmann::json j;
+  j["reason"] = reason;
+  j["origin"] = origin;
+  j["payload"] = std::string(payload.substr(0, 4096));
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string DocsTopic(const std::string& prefix) { return prefix + ".docs"; }
 std::string RejectedTopic(const std::string& prefix) { return prefix + ".rejected"; }
 

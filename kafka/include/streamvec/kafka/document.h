@@ -55,6 +55,12 @@ StatusOr<Document> ParseDocument(std::string_view json);
 std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text,
                                                  size_t max_bytes = kMaxDocumentTextBytes);
 
+// A message for `<prefix>.rejected`: {"reason": ..., "origin": ..., "payload": ...}. `origin` says
+// where the input was ("streamvec.docs/3@1234" for a message, "/data/a.txt:5678" for a line);
+// `payload` is the start of the rejected bytes (at most 4 KiB, invalid UTF-8 replaced).
+std::string RejectionToJson(const std::string& reason, const std::string& origin,
+                            std::string_view payload);
+
 // Topic names for a prefix ("streamvec" -> "streamvec.docs", "streamvec.rejected").
 std::string DocsTopic(const std::string& prefix);
 std::string RejectedTopic(const std::string& prefix);
