@@ -1,0 +1,24 @@
+// Text normalisation for natural text (feeds, articles, paragraphs) before whitespace
+// tokenisation, so that "The", "the" and "the," are one word.
+//
+// Per Unicode code point (utf8proc, Unicode 15 tables): letters are lowercased (simple case
+// mapping, utf8proc_tolower); punctuation (categories Pc Pd Ps Pe Pi Pf Po) and symbols (Sm Sc Sk
+// So) become a space, except an apostrophe or hyphen between two letters or digits ("don't",
+// "state-of-the-art" stay one word); control characters other than '\n' become a space; letters,
+// marks and digits are kept. Invalid UTF-8 bytes become a space. Newlines are kept (they end
+// sentences). This is the spirit of word2vec's demo preprocessing (text8: lowercase, no
+// punctuation) for any script; no-space scripts (Chinese, Thai, Japanese) are not segmented.
+#ifndef STREAMVEC_TOKENIZER_NORMALIZE_H_
+#define STREAMVEC_TOKENIZER_NORMALIZE_H_
+
+#include <string>
+#include <string_view>
+
+namespace streamvec {
+
+// Returns the normalised text (UTF-8). Never fails; O(n).
+std::string NormalizeText(std::string_view text);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TOKENIZER_NORMALIZE_H_
