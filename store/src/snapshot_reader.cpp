@@ -1,27 +1,153 @@
 #include "streamvec/store/snapshot_reader.h"
 
-// Placeholder until checkpoints are published (store/ owner replaces this file).
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "snapshot_layout.h"
+#include "streamvec/store/state_store.h"
+
 namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How many times OpenNewest lists again when the checkpoints it tried were all removed by the
+// writer while it opened them (each round already falls back to older ones).
+constexpr int kOpenRounds = 3;
+
+// A reader must not write into a published checkpoint (RocksDB would put its LOG there).
+class NullLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+StatusOr<SnapshotInfo> ParseInfo(const std::string& json, const std::string& path) {
+  nlohmann::json meta = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("version") ||
+      !meta["version"].is_number_unsigned() || !meta.contains("created_at") ||
+      !meta["created_at"].is_number()) {
+    return Status::Corruption("snapshot metadata " + path +
+                              " is not a JSON object with version and created_at");
+  }
+  SnapshotInfo info;
+  info.version = meta["version"].get<uint64_t>();
+  info.created_at = meta["created_at"].get<double>();
+  info.metadata_json = json;
+  return info;
+}
+
+}  // namespace
 
 struct SnapshotReader::Impl {
   SnapshotInfo info;
+  std::string path;  // the checkpoint's database directory
+  std::string prefix;
+  std::unique_ptr<rocksdb::DB> db;
 };
 
 SnapshotReader::SnapshotReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SnapshotReader::~SnapshotReader() = default;
 
 StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& state_dir) {
-  return Status::NotFound("no published snapshots in " + state_dir);
+  std::error_code ec;
+  const fs::path root = fs::path(state_dir) / internal::kCheckpointsDir;
+  if (!fs::is_directory(root, ec)) {
+    if (fs::exists(fs::path(state_dir) / "CURRENT", ec)) return std::vector<SnapshotInfo>{};
+    return Status::NotFound("no streamvec state in " + state_dir);
+  }
+  std::vector<SnapshotInfo> out;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    uint64_t version = 0;
+    if (!internal::ParseCheckpointName(it->path().filename().string(), &version)) continue;
+    const std::string meta_path = (it->path() / internal::kMetadataFile).string();
+    StatusOr<std::string> json = internal::ReadWholeFile(meta_path);
+    // NotFound: retired by the writer since the directory was listed.
+    if (!json.ok() && json.status().code() == StatusCode::kNotFound) continue;
+    if (!json.ok()) return json.status();
+    StatusOr<SnapshotInfo> info = ParseInfo(*json, meta_path);
+    if (!info.ok()) return info.status();
+    if (info->version != version) {
+      return Status::Corruption("snapshot metadata " + meta_path + " says version " +
+                                std::to_string(info->version));
+    }
+    out.push_back(std::move(*info));
+  }
+  if (ec) return Status::IoError("cannot list " + root.string() + ": " + ec.message());
+  std::sort(out.begin(), out.end(),
+            [](const SnapshotInfo& a, const SnapshotInfo& b) { return a.version < b.version; });
+  return out;
 }
 
 StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::string& state_dir) {
-  return Status::NotFound("no published snapshot in " + state_dir);
+  Status last = Status::NotFound("no published snapshot in " + state_dir);
+  for (int round = 0; round < kOpenRounds; ++round) {
+    StatusOr<std::vector<SnapshotInfo>> list = List(state_dir);
+    if (!list.ok()) return list.status();
+    if (list->empty()) return Status::NotFound("no published snapshot in " + state_dir);
+    for (auto it = list->rbegin(); it != list->rend(); ++it) {
+      const fs::path ckpt =
+          fs::path(state_dir) / internal::kCheckpointsDir / internal::CheckpointName(it->version);
+      auto impl = std::make_unique<Impl>();
+      impl->info = *it;
+      impl->path = (ckpt / internal::kCheckpointDb).string();
+      impl->prefix = internal::SnapshotPrefix(it->version);
+      rocksdb::Options options;
+      options.create_if_missing = false;
+      options.paranoid_checks = true;
+      // Every table file is opened now: the writer may retire this checkpoint at any time
+      // after, and open files stay readable (POSIX unlink semantics).
+      options.max_open_files = -1;
+      options.info_log = std::make_shared<NullLogger>();
+      rocksdb::DB* raw = nullptr;
+      rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, impl->path, &raw);
+      impl->db.reset(raw);
+      Status st = internal::FromRocks(s, "cannot open snapshot " + impl->path);
+      std::string value;
+      if (st.ok()) {
+        st =
+            internal::FromRocks(impl->db->Get(rocksdb::ReadOptions(), internal::kFormatKey, &value),
+                                "cannot read snapshot " + impl->path);
+        if (st.ok() && value != kStateFormat) {
+          st = Status::Corruption("snapshot " + impl->path + " is not a streamvec state");
+        }
+      }
+      if (st.ok()) {
+        st = internal::FromRocks(
+            impl->db->Get(rocksdb::ReadOptions(), internal::kCurrentKey, &value),
+            "cannot read snapshot " + impl->path);
+        if (st.ok() && value != std::to_string(it->version)) {
+          st = Status::Corruption("snapshot " + impl->path + " holds version " + value);
+        }
+      }
+      if (st.ok()) return std::unique_ptr<SnapshotReader>(new SnapshotReader(std::move(impl)));
+      // Retired by the writer while we opened it: try the next newest. Otherwise it is broken.
+      std::error_code ec;
+      if (fs::exists(ckpt / internal::kMetadataFile, ec)) return st;
+      last = st;
+    }
+  }
+  return last;
 }
 
 const SnapshotInfo& SnapshotReader::info() const { return impl_->info; }
 
 StatusOr<std::string> SnapshotReader::Get(const std::string& key) const {
-  return Status::NotFound(key);
+  std::string value;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->prefix + key, &value);
+  if (s.IsNotFound()) {
+    return Status::NotFound("snapshot entry '" + key + "' not found in version " +
+                            std::to_string(impl_->info.version));
+  }
+  if (!s.ok()) return internal::FromRocks(s, "snapshot read from " + impl_->path);
+  return value;
 }
 
 }  // namespace streamvec

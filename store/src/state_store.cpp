@@ -4,32 +4,44 @@
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 #include <rocksdb/options.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <system_error>
+#include <vector>
+
+#include "snapshot_layout.h"
 
 namespace streamvec {
 namespace {
 
-constexpr char kFormatKey[] = "meta/format";
-constexpr char kCurrentKey[] = "meta/current";
+using internal::CheckpointName;
+using internal::FromRocks;
+using internal::kCurrentKey;
+using internal::kFormatKey;
+using internal::kMetadataKey;
 constexpr size_t kBatchBytes = size_t{4} << 20;
 
-std::string Prefix(uint64_t version) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "snap/%016llx/", static_cast<unsigned long long>(version));
-  return buf;
+std::string Prefix(uint64_t version) { return internal::SnapshotPrefix(version); }
+
+// RocksDB refuses a second writer with an IOError on <dir>/LOCK: "lock hold by current process"
+// (another DB object in this process) or "While lock file" (fcntl: another process).
+bool IsLockConflict(const rocksdb::Status& s) {
+  if (!s.IsIOError()) return false;
+  const std::string m = s.ToString();
+  return m.find("LOCK") != std::string::npos &&
+         (m.find("lock hold by current process") != std::string::npos ||
+          m.find("While lock file") != std::string::npos);
 }
 
-Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return Status::Ok();
-  const std::string m = what + ": " + s.ToString();
-  if (s.IsCorruption()) return Status::Corruption(m);
-  if (s.IsNotFound()) return Status::NotFound(m);
-  return Status::IoError(m);
+Status FsError(const std::string& what, const std::string& path, const std::error_code& ec) {
+  return Status::IoError(what + " " + path + ": " + ec.message());
 }
 
 // A file system whose appends fail with NoSpace once a byte budget is spent
@@ -87,6 +99,56 @@ class BudgetFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int64_t> budget_;
 };
 
+// Removes published checkpoints beyond the newest `retain` and any newer than `current` (a live
+// directory restored from an older copy), and leftovers of interrupted publishes or removals.
+// A checkpoint is first renamed to "<name>.deleting", so it leaves the published set in one
+// step; a reader that already opened it keeps its open files (SnapshotReader opens every table
+// file up front).
+Status PruneCheckpoints(const std::filesystem::path& root, uint64_t current, int retain) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<uint64_t> published;
+  std::vector<fs::path> leftovers;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    uint64_t v = 0;
+    if (internal::ParseCheckpointName(name, &v)) {
+      published.push_back(v);
+    } else if (name.ends_with(internal::kPartialSuffix) ||
+               name.ends_with(internal::kDeletingSuffix)) {
+      leftovers.push_back(it->path());
+    }
+  }
+  if (ec) return FsError("cannot list", root.string(), ec);
+  std::sort(published.begin(), published.end());
+  std::vector<uint64_t> drop;
+  size_t kept = 0;
+  for (auto it = published.rbegin(); it != published.rend(); ++it) {
+    if (*it > current || kept >= static_cast<size_t>(retain)) {
+      drop.push_back(*it);
+    } else {
+      ++kept;
+    }
+  }
+  Status result;
+  for (uint64_t v : drop) {
+    const fs::path from = root / CheckpointName(v);
+    const fs::path to = root / (CheckpointName(v) + internal::kDeletingSuffix);
+    fs::remove_all(to, ec);
+    fs::rename(from, to, ec);
+    if (ec) {
+      if (result.ok()) result = FsError("cannot retire checkpoint", from.string(), ec);
+      continue;
+    }
+    leftovers.push_back(to);
+  }
+  for (const fs::path& p : leftovers) {
+    fs::remove_all(p, ec);
+    if (ec && result.ok()) result = FsError("cannot remove", p.string(), ec);
+  }
+  return result;
+}
+
 }  // namespace
 
 struct StateStore::Impl {
@@ -94,8 +156,60 @@ struct StateStore::Impl {
   std::unique_ptr<rocksdb::Env> env;  // only with a test budget; outlives db
   std::unique_ptr<rocksdb::DB> db;
   uint64_t version = 0;
+  std::string metadata;  // of `version`; empty when version == 0
   bool read_only = false;
+  int retain = 3;
+  Status publish_error;
+
+  // Publishes `version` (already committed) as checkpoints/<version>: metadata.json and a
+  // RocksDB checkpoint are built in "<name>.partial/", synced, and renamed into place, so a
+  // reader sees the whole checkpoint or none. Then prunes old checkpoints.
+  Status Publish();
 };
+
+Status StateStore::Impl::Publish() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path root = fs::path(dir) / internal::kCheckpointsDir;
+  const std::string name = CheckpointName(version);
+  const fs::path final_dir = root / name;
+  const fs::path partial = root / (name + internal::kPartialSuffix);
+  if (!fs::exists(final_dir / internal::kMetadataFile, ec)) {
+    const bool root_existed = fs::is_directory(root, ec);
+    fs::create_directories(root, ec);
+    if (ec) return FsError("cannot create checkpoint directory", root.string(), ec);
+    if (!root_existed) SV_RETURN_IF_ERROR(internal::SyncDir(dir));
+    // Not a published checkpoint (no metadata): whatever sits under its name is debris.
+    fs::remove_all(final_dir, ec);
+    fs::remove_all(partial, ec);
+    fs::create_directory(partial, ec);
+    if (ec) return FsError("cannot create checkpoint directory", partial.string(), ec);
+    Status st = internal::WriteFileSynced((partial / internal::kMetadataFile).string(), metadata);
+    if (st.ok()) {
+      rocksdb::Checkpoint* raw = nullptr;
+      st = FromRocks(rocksdb::Checkpoint::Create(db.get(), &raw),
+                     "cannot checkpoint " + partial.string());
+      std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+      // Flushes the memtables first (log_size_for_flush 0), links the table files, copies the
+      // MANIFEST, and renames its own staging directory into place.
+      if (st.ok()) {
+        st = FromRocks(checkpoint->CreateCheckpoint((partial / internal::kCheckpointDb).string()),
+                       "cannot checkpoint " + partial.string());
+      }
+    }
+    if (st.ok()) st = internal::SyncDir(partial.string());
+    if (st.ok()) {
+      fs::rename(partial, final_dir, ec);
+      if (ec) st = FsError("cannot publish checkpoint", final_dir.string(), ec);
+    }
+    if (st.ok()) st = internal::SyncDir(root.string());
+    if (!st.ok()) {
+      fs::remove_all(partial, ec);  // best effort; the next publish removes it too
+      return st;
+    }
+  }
+  return PruneCheckpoints(root, version, retain);
+}
 
 StateStore::StateStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StateStore::~StateStore() = default;
@@ -103,6 +217,10 @@ StateStore::~StateStore() = default;
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, Mode mode,
                                                        const StateStoreOptions& store_options) {
   namespace fs = std::filesystem;
+  if (store_options.retain < 1) {
+    return Status::InvalidArgument("StateStoreOptions::retain must be >= 1, got " +
+                                   std::to_string(store_options.retain));
+  }
   std::error_code ec;
   const bool exists = fs::exists(dir, ec);
   if (exists && !fs::is_directory(dir, ec)) {
@@ -127,15 +245,19 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
   options.write_buffer_size = size_t{8} << 20;
   options.max_write_buffer_number = 2;
   auto impl = std::make_unique<Impl>();
+  impl->retain = store_options.retain;
   if (store_options.fail_after_bytes > 0) {
-    impl->env = rocksdb::NewCompositeEnv(std::make_shared<BudgetFileSystem>(
-        static_cast<int64_t>(store_options.fail_after_bytes)));
+    impl->env = rocksdb::NewCompositeEnv(
+        std::make_shared<BudgetFileSystem>(static_cast<int64_t>(store_options.fail_after_bytes)));
     options.env = impl->env.get();
   }
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = mode == Mode::kReadOnly
-                          ? rocksdb::DB::OpenForReadOnly(options, dir, &raw)
-                          : rocksdb::DB::Open(options, dir, &raw);
+  rocksdb::Status s = mode == Mode::kReadOnly ? rocksdb::DB::OpenForReadOnly(options, dir, &raw)
+                                              : rocksdb::DB::Open(options, dir, &raw);
+  if (IsLockConflict(s)) {
+    return Status::FailedPrecondition("state directory " + dir + " is in use by another process (" +
+                                      s.ToString() + ")");
+  }
   if (!s.ok()) return FromRocks(s, "cannot open state directory " + dir);
   impl->dir = dir;
   impl->db.reset(raw);
@@ -165,6 +287,17 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "cannot read state directory " + dir);
   }
+  if (impl->version > 0) {
+    s = impl->db->Get(rocksdb::ReadOptions(), kMetadataKey, &impl->metadata);
+    if (s.IsNotFound()) {
+      // A state written before snapshots carried metadata.
+      impl->metadata = nlohmann::json{{"version", impl->version}, {"created_at", 0.0}}.dump();
+    } else if (!s.ok()) {
+      return FromRocks(s, "cannot read state directory " + dir);
+    }
+    // A crash (or a failed publish) between a commit and its publish: publish it now.
+    if (!impl->read_only) impl->publish_error = impl->Publish();
+  }
   return std::unique_ptr<StateStore>(new StateStore(std::move(impl)));
 }
 
@@ -172,17 +305,28 @@ uint64_t StateStore::version() const { return impl_->version; }
 
 Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
                                  const std::string& metadata_json) {
-  (void)metadata_json;  // TODO(store): stored and published with the checkpoint
   Impl& m = *impl_;
   if (m.read_only) return Status::FailedPrecondition("state store opened read-only");
   const uint64_t next = m.version + 1;
+  std::string metadata;
+  {
+    nlohmann::json meta = nlohmann::json::parse(metadata_json, nullptr, /*allow_exceptions=*/false);
+    if (meta.is_discarded() || !meta.is_object()) {
+      return Status::InvalidArgument("snapshot metadata must be a JSON object, got '" +
+                                     metadata_json.substr(0, 80) + "'");
+    }
+    meta["version"] = next;
+    meta["created_at"] =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    metadata = meta.dump();  // parse() accepted only valid UTF-8, so dump() cannot throw
+  }
   const std::string prefix = Prefix(next);
   const std::string end = Prefix(next + 1);
   rocksdb::DB* db = m.db.get();
   // Remove what a failed earlier attempt may have left under this version.
-  SV_RETURN_IF_ERROR(FromRocks(
-      db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end),
-      "state write to " + m.dir));
+  SV_RETURN_IF_ERROR(
+      FromRocks(db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end),
+                "state write to " + m.dir));
   rocksdb::WriteBatch batch;
   auto flush = [&]() -> Status {
     if (batch.Count() == 0) return Status::Ok();
@@ -191,19 +335,22 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     return st;
   };
   SnapshotSink sink = [&](const std::string& key, std::string_view value) -> Status {
-    SV_RETURN_IF_ERROR(FromRocks(batch.Put(prefix + key, rocksdb::Slice(value.data(), value.size())),
-                                 "state write to " + m.dir));
+    SV_RETURN_IF_ERROR(
+        FromRocks(batch.Put(prefix + key, rocksdb::Slice(value.data(), value.size())),
+                  "state write to " + m.dir));
     if (batch.GetDataSize() >= kBatchBytes) return flush();
     return Status::Ok();
   };
   Status st = fill(sink);
   if (st.ok()) st = flush();
   if (st.ok()) {
-    // The commit point: one synced batch switches to the new version and drops the old one.
+    // The commit point: one synced batch switches to the new version (with its metadata) and
+    // drops the old one.
     rocksdb::WriteBatch commit;
     rocksdb::WriteOptions wo;
     wo.sync = true;
     st = FromRocks(commit.Put(kCurrentKey, std::to_string(next)), "state write to " + m.dir);
+    if (st.ok()) st = FromRocks(commit.Put(kMetadataKey, metadata), "state write to " + m.dir);
     if (st.ok() && m.version > 0) {
       st = FromRocks(commit.DeleteRange(Prefix(m.version), Prefix(m.version + 1)),
                      "state write to " + m.dir);
@@ -216,21 +363,27 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     return st;
   }
   m.version = next;
+  m.metadata = std::move(metadata);
   // Moves the snapshot out of the memtables into table files (and frees them); a failure here
   // loses nothing (the WAL holds the data), so it is not an error of the snapshot.
   (void)db->Flush(rocksdb::FlushOptions());
+  // After the commit point: a failed publish leaves the committed snapshot (what a restart
+  // resumes from) as it is; readers keep the previous checkpoint, and the next publish retries.
+  m.publish_error = m.Publish();
   return Status::Ok();
 }
 
 StatusOr<std::string> StateStore::CurrentMetadata() const {
-  return Status::NotFound("snapshot metadata: not implemented yet");
+  if (impl_->version == 0) return Status::NotFound("no snapshot in " + impl_->dir);
+  return impl_->metadata;
 }
+
+Status StateStore::last_publish_error() const { return impl_->publish_error; }
 
 StatusOr<std::string> StateStore::Get(const std::string& key) const {
   if (impl_->version == 0) return Status::NotFound("no snapshot in " + impl_->dir);
   std::string value;
-  rocksdb::Status s =
-      impl_->db->Get(rocksdb::ReadOptions(), Prefix(impl_->version) + key, &value);
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), Prefix(impl_->version) + key, &value);
   if (s.IsNotFound()) return Status::NotFound("state entry '" + key + "' not found");
   if (!s.ok()) return FromRocks(s, "state read from " + impl_->dir);
   return value;

@@ -7,6 +7,12 @@
 // reader loads what it needs soon after opening (api/ copies the embedding into memory) and
 // reopens the newest one to follow the writer.
 //
+// Layout: <state_dir>/checkpoints/<version as 20 zero-padded digits>/ holds metadata.json (the
+// SnapshotInfo::metadata_json, readable without RocksDB) and db/ (the RocksDB checkpoint). It
+// is built as "<name>.partial/" and renamed into place, so a listed checkpoint is complete. A
+// reader opens every table file up front (and writes nothing into the checkpoint), so one the
+// writer retires after OpenNewest stays readable for as long as the reader lives.
+//
 // Thread safety: a SnapshotReader may be used from several threads for Get (RocksDB reads are
 // thread-safe); List and OpenNewest are safe to call while a writer commits.
 #ifndef STREAMVEC_STORE_SNAPSHOT_READER_H_
@@ -35,8 +41,10 @@ class SnapshotReader {
   // state_dir is not a streamvec state directory.
   static StatusOr<std::vector<SnapshotInfo>> List(const std::string& state_dir);
 
-  // Opens the newest published snapshot. Errors: NotFound if none is published yet (or no state
-  // directory), Corruption / IoError from RocksDB with the checkpoint's path.
+  // Opens the newest published snapshot. If the writer retires it while it is being opened,
+  // falls back to the next newest (listing again up to three times). Errors: NotFound if none
+  // is published yet (or no state directory), Corruption / IoError from RocksDB with the
+  // checkpoint's path (a checkpoint that is still listed but does not open).
   static StatusOr<std::unique_ptr<SnapshotReader>> OpenNewest(const std::string& state_dir);
 
   ~SnapshotReader();

@@ -9,7 +9,9 @@
 //
 // A directory is accepted only if it is empty (a new store is created), or a RocksDB database
 // whose "meta/format" entry is kStateFormat. Anything else (a directory of other files, another
-// program's RocksDB, a damaged database) is an error and is never written to.
+// program's RocksDB, a damaged database) is an error and is never written to. Published
+// checkpoints live in its "checkpoints/" subdirectory (see snapshot_reader.h). One writer at a
+// time: RocksDB's LOCK file refuses a second one, in this process or another.
 //
 // Thread safety: a StateStore is used from one thread at a time. RocksDB types stay out of this
 // header.
@@ -48,8 +50,11 @@ class StateStore {
   };
 
   // Errors: NotFound (kReadOnly and no store at dir), FailedPrecondition naming the directory
-  // when it holds something that is not a streamvec state, Corruption / IoError from RocksDB
-  // with its message.
+  // when it holds something that is not a streamvec state, FailedPrecondition "state directory
+  // <dir> is in use by another process" when another process or another StateStore of this
+  // process has it open for writing (RocksDB's LOCK; kReadOnly never conflicts), Corruption /
+  // IoError from RocksDB with its message. A kCreateOrOpen open whose current snapshot has no
+  // published checkpoint (a crash or a failed publish) publishes it (see last_publish_error()).
   static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir, Mode mode,
                                                     const StateStoreOptions& options = {});
   ~StateStore();
@@ -61,14 +66,26 @@ class StateStore {
   // new snapshot replaces the previous one atomically (synced to disk). If fill or a write fails,
   // the previous snapshot stays current and intact, and the error is returned.
   // `metadata_json` (a JSON object: offsets, words trained, vocabulary size, model settings) is
-  // stored with the snapshot; version and created_at are added by the store. After the commit
-  // the snapshot is published as a RocksDB checkpoint for SnapshotReader (see snapshot_reader.h)
-  // and checkpoints beyond StateStoreOptions::retain are removed, oldest first.
+  // stored with the snapshot in the same commit; the store sets "version" (the new version) and
+  // "created_at" (unix seconds, a double) in it, replacing keys of those names. Anything but a
+  // JSON object is InvalidArgument, and nothing is written.
+  // After the commit the snapshot is published as a RocksDB checkpoint for SnapshotReader (see
+  // snapshot_reader.h) and checkpoints beyond StateStoreOptions::retain are removed, oldest
+  // first. Publishing comes after the commit point: its failure (disk full, permissions) does
+  // not undo the snapshot, WriteSnapshot still returns OK and the failure is reported by
+  // last_publish_error(); readers keep seeing the previous published snapshot.
   Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
                        const std::string& metadata_json = "{}");
 
-  // The metadata of the current snapshot (NotFound if none), as SnapshotReader reports it.
+  // The metadata of the current snapshot (NotFound if none), as SnapshotReader reports it: the
+  // caller's object with "version" and "created_at". A snapshot written before metadata existed
+  // reports {"version": v, "created_at": 0}.
   StatusOr<std::string> CurrentMetadata() const;
+
+  // The outcome of the most recent publish (after a commit, or at Open): OK if it succeeded or
+  // none was attempted, else the error (IoError naming the checkpoint directory). The next
+  // successful publish clears it.
+  Status last_publish_error() const;
 
   // An entry of the current snapshot. NotFound if there is no snapshot or no such key.
   StatusOr<std::string> Get(const std::string& key) const;
