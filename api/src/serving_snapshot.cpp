@@ -1,0 +1,157 @@
+// ServingSnapshot (exact cosine scan over blocked unit rows) and the state-directory source.
+#include "streamvec/api/serving_snapshot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "streamvec/store/embedding_entries.h"
+
+namespace streamvec::api {
+namespace {
+
+bool Better(const ServingSnapshot::Neighbor& x, const ServingSnapshot::Neighbor& y) {
+  return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
+}
+
+}  // namespace
+
+ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
+    : dim_(embeddings.dim),
+      words_(std::move(embeddings.words)),
+      vectors_(std::move(embeddings.vectors)),
+      info_(std::move(info)) {
+  SV_CHECK(dim_ > 0 && vectors_.size() == words_.size() * static_cast<size_t>(dim_));
+  const size_t rows = words_.size();
+  const size_t dim = static_cast<size_t>(dim_);
+  norms_.resize(rows);
+  const size_t blocks = (rows + kBlock - 1) / kBlock;
+  blocks_.assign(blocks * dim * kBlock, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* v = vectors_.data() + r * dim;
+    double sum = 0;
+    for (size_t j = 0; j < dim; ++j) sum += static_cast<double>(v[j]) * v[j];
+    const double norm = std::sqrt(sum);
+    norms_[r] = static_cast<float>(norm);
+    if (!(norm > 0) || !std::isfinite(norm)) continue;  // stays zero: cosine 0 with everything
+    const size_t b = r / kBlock, i = r % kBlock;
+    for (size_t j = 0; j < dim; ++j) {
+      blocks_[(b * dim + j) * kBlock + i] = static_cast<float>(v[j] / norm);
+    }
+  }
+  row_of_.reserve(rows);
+  for (size_t r = 0; r < rows; ++r) row_of_.emplace(words_[r], r);
+}
+
+std::optional<size_t> ServingSnapshot::Find(std::string_view word) const {
+  const auto it = row_of_.find(word);
+  if (it == row_of_.end()) return std::nullopt;
+  return it->second;
+}
+
+float ServingSnapshot::Similarity(size_t a, size_t b) const {
+  const float na = norms_[a], nb = norms_[b];
+  if (!(na > 0) || !(nb > 0) || !std::isfinite(na) || !std::isfinite(nb)) return 0;
+  const float* x = vector(a);
+  const float* y = vector(b);
+  double dot = 0;
+  for (int j = 0; j < dim_; ++j) dot += static_cast<double>(x[j]) * y[j];
+  return static_cast<float>(std::clamp(dot / (static_cast<double>(na) * nb), -1.0, 1.0));
+}
+
+std::vector<ServingSnapshot::Neighbor> ServingSnapshot::Neighbors(size_t row, size_t k) const {
+  std::vector<Neighbor> heap;  // heap.front() is the worst neighbour kept
+  const size_t rows = words_.size();
+  SV_CHECK(row < rows);
+  k = std::min(k, rows > 0 ? rows - 1 : 0);
+  if (k == 0) return heap;
+  const size_t dim = static_cast<size_t>(dim_);
+  // The query as a unit vector, read back from the blocked layout.
+  std::vector<float> query(dim);
+  {
+    const size_t b = row / kBlock, i = row % kBlock;
+    for (size_t j = 0; j < dim; ++j) query[j] = blocks_[(b * dim + j) * kBlock + i];
+  }
+  heap.reserve(k + 1);
+  auto worse_first = [](const Neighbor& x, const Neighbor& y) { return Better(x, y); };
+  alignas(64) float scores[kBlock];
+  const size_t blocks = (rows + kBlock - 1) / kBlock;
+  for (size_t b = 0; b < blocks; ++b) {
+    std::fill(scores, scores + kBlock, 0.0f);
+    const float* block = blocks_.data() + b * dim * kBlock;
+    for (size_t j = 0; j < dim; ++j) {
+      const float q = query[j];
+      const float* column = block + j * kBlock;
+      for (size_t i = 0; i < kBlock; ++i) scores[i] += column[i] * q;
+    }
+    const size_t n = std::min(kBlock, rows - b * kBlock);
+    for (size_t i = 0; i < n; ++i) {
+      const Neighbor candidate{b * kBlock + i, scores[i]};
+      if (candidate.row == row || std::isnan(candidate.similarity)) continue;
+      if (heap.size() < k) {
+        heap.push_back(candidate);
+        std::push_heap(heap.begin(), heap.end(), worse_first);
+      } else if (Better(candidate, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), worse_first);
+        heap.back() = candidate;
+        std::push_heap(heap.begin(), heap.end(), worse_first);
+      }
+    }
+  }
+  std::sort(heap.begin(), heap.end(), Better);
+  for (Neighbor& n : heap) n.similarity = std::clamp(n.similarity, -1.0f, 1.0f);
+  return heap;
+}
+
+namespace {
+
+class StateDirSnapshotSource : public SnapshotSource {
+ public:
+  explicit StateDirSnapshotSource(std::string state_dir) : state_dir_(std::move(state_dir)) {}
+
+  StatusOr<std::vector<SnapshotInfo>> List() override {
+    StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(state_dir_);
+    if (!list.ok() && list.status().code() == StatusCode::kNotFound) {
+      return std::vector<SnapshotInfo>{};  // no state directory yet: nothing published
+    }
+    return list;
+  }
+
+  StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) override {
+    // List first: it is cheap, and opening a checkpoint on every poll is not.
+    StatusOr<std::vector<SnapshotInfo>> list = List();
+    if (!list.ok()) return list.status();
+    if (list->empty() || list->back().version <= version) {
+      return std::shared_ptr<const ServingSnapshot>();
+    }
+    StatusOr<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::OpenNewest(state_dir_);
+    if (!reader.ok()) {
+      if (reader.status().code() == StatusCode::kNotFound) {
+        return std::shared_ptr<const ServingSnapshot>();
+      }
+      return reader.status();
+    }
+    const SnapshotReader& r = **reader;
+    if (r.version() <= version) return std::shared_ptr<const ServingSnapshot>();
+    StatusOr<Embeddings> embeddings =
+        ReadEmbeddingEntries([&r](const std::string& key) { return r.Get(key); });
+    if (!embeddings.ok()) {
+      const Status& s = embeddings.status();
+      return Status(
+          s.code() == StatusCode::kNotFound ? StatusCode::kCorruption : s.code(),
+          "snapshot " + std::to_string(r.version()) + " in " + state_dir_ + ": " + s.message());
+    }
+    return std::shared_ptr<const ServingSnapshot>(
+        std::make_shared<ServingSnapshot>(std::move(*embeddings), r.info()));
+  }
+
+ private:
+  const std::string state_dir_;
+};
+
+}  // namespace
+
+std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir) {
+  return std::make_shared<StateDirSnapshotSource>(std::move(state_dir));
+}
+
+}  // namespace streamvec::api
