@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,13 +16,21 @@
 
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec::app {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+// The same flag for KafkaTrainer::Run (a lock-free atomic store is async-signal-safe).
+std::atomic<bool> g_stop_flag{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
-void OnSignal(int) { g_stop = 1; }
+void OnSignal(int) {
+  g_stop = 1;
+  g_stop_flag.store(true);
+}
 
 // SIGINT / SIGTERM end the stream like EOF (then the final snapshot is written). No SA_RESTART:
 // a blocked read returns EINTR and the loop sees the flag.
@@ -130,8 +139,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     learner = std::make_unique<StreamingLearner>(f.options);
   }
 
+  // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads.
   auto snapshot = [&]() -> Status {
-    return store.WriteSnapshot([&](const SnapshotSink& sink) { return learner->SaveState(sink); });
+    return store.WriteSnapshot(
+        [&](const SnapshotSink& sink) { return WriteLearnerSnapshot(*learner, sink); },
+        LearnerMetadataJson(*learner));
   };
 
   InstallSignalHandlers();
@@ -223,6 +235,71 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss,
                since(t0));
   if (!read_error.ok()) return Fail(read_error, 1);
+  return 0;
+}
+
+int RunKafkaTrain(const KafkaTrainFlags& f) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  if (f.state.empty()) return Fail(Status::InvalidArgument("--brokers needs --state DIR"), 2);
+  if (f.kafka.topic_prefix.empty()) return Fail(Status::InvalidArgument("--prefix is empty"), 2);
+  if (!(f.max_idle_s >= 0)) return Fail(Status::InvalidArgument("--max-idle must be >= 0"), 2);
+  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return Fail(s, 2);
+  KafkaTrainerOptions o;
+  o.kafka = f.kafka;
+  o.group = f.group;
+  o.state_dir = f.state;
+  o.learner = f.options;
+  o.max_idle_s = f.max_idle_s;
+  uint64_t every_bytes = 0;
+  double every_seconds = 0;
+  if (!ParseSnapshotEvery(f.snapshot_every, &every_bytes, &every_seconds)) {
+    return Fail(Status::InvalidArgument("--snapshot-every must be seconds (5s) or message bytes "
+                                        "(100000000), not '" + f.snapshot_every + "'"),
+                2);
+  }
+  if (every_seconds > 0) {
+    o.snapshot_every_s = every_seconds;
+  } else {
+    o.snapshot_every_s = 0;
+    o.snapshot_every_bytes = every_bytes;
+  }
+  StatusOr<std::unique_ptr<KafkaTrainer>> trainer_or = KafkaTrainer::Create(o);
+  if (!trainer_or.ok()) {
+    const Status& s = trainer_or.status();
+    const bool state_error = s.code() == StatusCode::kFailedPrecondition ||
+                             s.code() == StatusCode::kCorruption ||
+                             s.code() == StatusCode::kIoError;
+    return Fail(Status(s.code(), (state_error ? "--state: " : "") + s.message()), 2);
+  }
+  KafkaTrainer& trainer = **trainer_or;
+  const bool resumed = trainer.stats().snapshot_version > 0;
+  if (resumed && !f.explicit_flags.empty()) {
+    std::string given;
+    for (const std::string& flag : f.explicit_flags) given += " " + flag;
+    spdlog::warn("ignored on resume:{} (a state keeps the options it was created with)", given);
+  }
+  InstallSignalHandlers();
+  spdlog::info("training from Kafka {} (group {}) into {}; SIGINT or SIGTERM stops after a final "
+               "snapshot",
+               DocsTopic(f.kafka.topic_prefix), trainer.group(), f.state);
+  const Status run = trainer.Run(g_stop_flag);
+  const KafkaTrainerStats st = trainer.stats();
+  const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::fprintf(stderr,
+               "streamvec train: kafka %s%s, group %s, %llu documents (%llu rejected), %llu words "
+               "(%llu trained), %llu micro-batches, %s words/s (from the first message), snapshot %llu in %s, lag %lld, "
+               "total %.2f s\n",
+               DocsTopic(f.kafka.topic_prefix).c_str(), g_stop ? " (stopped by signal)" : "",
+               trainer.group().c_str(), static_cast<unsigned long long>(st.documents),
+               static_cast<unsigned long long>(st.rejected),
+               static_cast<unsigned long long>(st.words),
+               static_cast<unsigned long long>(st.words_trained),
+               static_cast<unsigned long long>(st.micro_batches),
+               Human(st.words / std::max(st.active_seconds, 1e-9)).c_str(),
+               static_cast<unsigned long long>(st.snapshot_version), f.state.c_str(),
+               static_cast<long long>(st.lag), total);
+  if (!run.ok()) return Fail(run, 1);
   return 0;
 }
 

@@ -1,11 +1,13 @@
 // `streamvec train --stream`: the streaming learner driven from standard input (or a file read
-// sequentially), with state snapshots in a RocksDB directory. See docs/streaming.md.
+// sequentially), with state snapshots in a RocksDB directory (docs/streaming.md); and
+// `streamvec train --brokers ...`: the same learner fed by the Kafka trainer (docs/pipeline.md).
 #ifndef STREAMVEC_APP_STREAM_TRAIN_H_
 #define STREAMVEC_APP_STREAM_TRAIN_H_
 
 #include <string>
 #include <vector>
 
+#include "streamvec/kafka/client_config.h"
 #include "streamvec/trainer/streaming_learner.h"
 
 namespace streamvec::app {
@@ -25,6 +27,21 @@ struct StreamTrainFlags {
 // Runs until EOF, SIGINT or SIGTERM; returns the exit status (0 ok, 1 runtime failure, 2 bad
 // input or usage), messages on stderr.
 int RunStreamTrain(const StreamTrainFlags& flags);
+
+struct KafkaTrainFlags {
+  KafkaOptions kafka;           // brokers (from --brokers or --bootstrap-file), prefix, properties
+  std::string group;            // "" = <prefix>.trainers
+  std::string state;            // state directory (required)
+  std::string snapshot_every = "5s";  // "<S>s" seconds or "<N>" message bytes
+  double max_idle_s = 0;        // > 0: stop after this many seconds without a message
+  StreamingOptions options;
+  std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
+};
+
+// Consumes <prefix>.docs until SIGINT / SIGTERM (or --max-idle), then writes a final snapshot
+// and commits. Returns the exit status: 0 ok, 1 runtime failure (final snapshot, fatal Kafka
+// error), 2 usage or a state that cannot be used (in use by another process, not a state).
+int RunKafkaTrain(const KafkaTrainFlags& flags);
 
 }  // namespace streamvec::app
 

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "stream_train.h"
+#include "streamvec/kafka/client_config.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/store/word2vec_format.h"
 #include "streamvec/trainer/batch_trainer.h"
@@ -38,6 +39,14 @@ struct TrainFlags {
   std::string optimizer = "adagrad";
   StreamingOptions stream_options;
   std::vector<std::string> explicit_flags;
+  // Kafka (docs/pipeline.md): consume <prefix>.docs instead of --input.
+  std::string brokers;
+  std::string bootstrap_file;
+  std::string group;
+  std::string prefix = "streamvec";
+  std::vector<std::string> kafka_config;
+  double max_idle = 0;
+  bool snapshot_every_given = false;
 };
 
 std::string Human(double x) {
@@ -71,20 +80,14 @@ int Fail(const Status& status, int code) {
   return code;
 }
 
-int RunStream(TrainFlags& f) {
+// The streaming learner's options from the flags (--stream and --brokers). Returns 0, or the
+// exit status of a usage error (message printed).
+int StreamOptionsFromFlags(const TrainFlags& f, const char* mode, StreamingOptions* out) {
   if (f.model == "cbow") {
-    return Fail(Status::InvalidArgument("--model cbow is not supported with --stream (skip-gram "
-                                        "only)"), 2);
+    return Fail(Status::InvalidArgument(std::string("--model cbow is not supported with ") +
+                                        mode + " (skip-gram only)"), 2);
   }
-  StreamTrainFlags s;
-  s.input = f.input;
-  s.state = f.state;
-  s.output = f.output;
-  s.format = f.format;
-  s.snapshot_every = f.snapshot_every;
-  s.explicit_flags = f.explicit_flags;
-  s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
-  StreamingOptions& so = s.options;
+  StreamingOptions& so = *out;
   so = f.stream_options;
   const TrainOptions& o = f.options;
   so.dim = o.dim;
@@ -104,10 +107,66 @@ int RunStream(TrainFlags& f) {
     }
     so.isa = isa;
   }
+  return 0;
+}
+
+int RunStream(TrainFlags& f) {
+  StreamTrainFlags s;
+  s.input = f.input;
+  s.state = f.state;
+  s.output = f.output;
+  s.format = f.format;
+  s.snapshot_every = f.snapshot_every;
+  s.explicit_flags = f.explicit_flags;
+  s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
+  if (int code = StreamOptionsFromFlags(f, "--stream", &s.options); code != 0) return code;
   return RunStreamTrain(s);
 }
 
+int RunKafka(TrainFlags& f) {
+  if (!f.brokers.empty() && !f.bootstrap_file.empty()) {
+    return Fail(Status::InvalidArgument("give --brokers or --bootstrap-file, not both"), 2);
+  }
+  if (f.stream || !f.input.empty()) {
+    return Fail(Status::InvalidArgument("--brokers/--bootstrap-file read Kafka: drop --stream "
+                                        "and --input"), 2);
+  }
+  if (!f.output.empty()) {
+    return Fail(Status::InvalidArgument("--output is not supported with --brokers (use "
+                                        "streamvec export --state DIR)"), 2);
+  }
+  KafkaTrainFlags k;
+  k.kafka.brokers = f.brokers;
+  if (!f.bootstrap_file.empty()) {
+    StatusOr<std::string> b = ReadBootstrapFile(f.bootstrap_file);
+    if (!b.ok()) return Fail(Status::InvalidArgument("--bootstrap-file: " + b.status().message()), 2);
+    k.kafka.brokers = *b;
+  }
+  k.kafka.topic_prefix = f.prefix;
+  for (const std::string& text : f.kafka_config) {
+    StatusOr<std::pair<std::string, std::string>> p = ParseKafkaProperty(text);
+    if (!p.ok()) return Fail(p.status(), 2);
+    k.kafka.properties.push_back(*p);
+  }
+  k.group = f.group;
+  k.state = f.state;
+  if (f.snapshot_every_given) k.snapshot_every = f.snapshot_every;
+  k.max_idle_s = f.max_idle;
+  k.explicit_flags = f.explicit_flags;
+  if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
+  return RunKafkaTrain(k);
+}
+
 int RunTrain(TrainFlags& f) {
+  if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
+  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0) {
+    return Fail(Status::InvalidArgument("--group, --kafka-config and --max-idle need --brokers "
+                                        "or --bootstrap-file"), 2);
+  }
+  if (f.input.empty()) {
+    return Fail(Status::InvalidArgument("--input is required (or --brokers to train from "
+                                        "Kafka)"), 2);
+  }
   if (f.stream) return RunStream(f);
   if (!f.state.empty()) {
     return Fail(Status::InvalidArgument("--state needs --stream (batch training keeps no state)"),
@@ -205,8 +264,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       "train", "Train word vectors (word2vec SGNS or CBOW) on a text file or stdin");
   TrainOptions& o = flags->options;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cmd->add_option("--input", flags->input, "Text to train on, words separated by whitespace; - for stdin")
-      ->required();
+  cmd->add_option("--input", flags->input,
+                  "Text to train on, words separated by whitespace; - for stdin (required unless "
+                  "--brokers or --bootstrap-file)");
   cmd->add_option("--output", flags->output,
                   "Vectors file to write (word2vec format); required unless --stream");
   cmd->add_option("--model", flags->model, "sgns (skip-gram) or cbow")
@@ -248,7 +308,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "--stream: state directory (RocksDB); an existing state is resumed");
   cmd->add_option("--snapshot-every", flags->snapshot_every,
                   "--stream: write the state every N words (1000000) or S seconds (300s), and "
-                  "at the end")
+                  "at the end; with --brokers: every S seconds (default 5s) or N message bytes")
       ->capture_default_str();
   cmd->add_option("--vocab-capacity", so.vocab_capacity,
                   "--stream: words held at most (space-saving eviction)")
@@ -265,7 +325,26 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--noise-table-size", so.noise_table_size,
                   "--stream: entries of the adaptive unigram noise table")
       ->capture_default_str();
+  // Training from Kafka (docs/pipeline.md, "Trainer").
+  cmd->add_option("--brokers", flags->brokers,
+                  "Train from Kafka: bootstrap servers HOST:PORT[,HOST:PORT...]; consumes "
+                  "<prefix>.docs until SIGINT/SIGTERM; needs --state");
+  cmd->add_option("--bootstrap-file", flags->bootstrap_file,
+                  "Train from Kafka: read the bootstrap servers from this file (written by "
+                  "streamvec broker)");
+  cmd->add_option("--group", flags->group,
+                  "Kafka: consumer group (default <prefix>.trainers)");
+  cmd->add_option("--prefix", flags->prefix, "Kafka: topic prefix (<prefix>.docs, "
+                  "<prefix>.rejected)")
+      ->capture_default_str();
+  cmd->add_option("--kafka-config", flags->kafka_config,
+                  "Kafka: librdkafka property name=value (repeatable), applied last");
+  cmd->add_option("--max-idle", flags->max_idle,
+                  "Kafka: stop (after a final snapshot) once no message arrived for this many "
+                  "seconds since the partitions were assigned (0: run until a signal)")
+      ->capture_default_str();
   cmd->callback([flags, exit_code, cmd] {
+    flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
     for (const char* flag : {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed",
                              "--alpha", "--vocab-capacity", "--count-half-life", "--optimizer",
                              "--eta", "--epsilon", "--noise-table-size"}) {

@@ -1,0 +1,180 @@
+// Runs the built `streamvec train --brokers ...` against an embedded broker started in this test
+// process, and checks that `train --stream` snapshots hold the serving embedding too.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/state_store.h"
+
+namespace streamvec {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command line, the streamvec binary substituted for "SV".
+CliRun Shell(const std::string& line) {
+  std::string command;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line.compare(i, 2, "SV") == 0) {
+      command += std::string("'") + STREAMVEC_BINARY + "'";
+      ++i;
+    } else {
+      command += line[i];
+    }
+  }
+  CliRun run;
+  std::FILE* pipe = popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, got);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class TrainKafkaCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("streamvec_train_kafka_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+constexpr char kKafkaFlags[] =
+    " --kafka-config session.timeout.ms=6000 --kafka-config heartbeat.interval.ms=500"
+    " --dim 8 --min-count 1 --vocab-capacity 64 --noise-table-size 4096 --threads 1 ";
+
+TEST_F(TrainKafkaCliTest, TrainsEveryDocumentOfTheTopicAndExitsWhenIdle) {
+  auto broker = EmbeddedBroker::Start({});
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  ASSERT_TRUE((*broker)->CreateTopic("cli.docs", 4).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("cli.rejected", 1).ok());
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  ASSERT_EQ(conf->set("bootstrap.servers", (*broker)->bootstrap(), err), RdKafka::Conf::CONF_OK);
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+  ASSERT_TRUE(producer) << err;
+  std::vector<std::string> messages;
+  for (int i = 0; i < 60; ++i) {
+    Document d;
+    d.source = "file" + std::to_string(i % 3);
+    d.id = d.source + ":" + std::to_string(i);
+    d.text = "alpha beta gamma delta " + std::to_string(i % 5);
+    d.offset = 10 * (i + 1);
+    messages.push_back(DocumentToJson(d));
+  }
+  messages.push_back("garbage");
+  for (const std::string& m : messages) {
+    ASSERT_EQ(
+        producer->produce("cli.docs", RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                          const_cast<char*>(m.data()), m.size(), nullptr, 0, 0, nullptr),
+        RdKafka::ERR_NO_ERROR);
+  }
+  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+
+  const std::string state = Path("state");
+  CliRun run =
+      Shell("SV train --brokers " + (*broker)->bootstrap() +
+            " --prefix cli --group cli-trainers --state " + state + " --max-idle 1" + kKafkaFlags);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("60 documents (1 rejected), 300 words"));
+  EXPECT_THAT(run.output, HasSubstr("group cli-trainers"));
+
+  auto store = StateStore::Open(state, StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  StateStore& s = **store;
+  auto offsets = s.Get("kafka/offsets");
+  ASSERT_TRUE(offsets.ok());
+  EXPECT_THAT(*offsets, HasSubstr("\"topic\":\"cli.docs\""));
+  auto positions = s.Get("ingest/positions");
+  ASSERT_TRUE(positions.ok());
+  EXPECT_EQ(*positions, R"({"file0":580,"file1":590,"file2":600})");
+  auto embedding = ReadEmbeddingEntries([&s](const std::string& k) { return s.Get(k); });
+  ASSERT_TRUE(embedding.ok()) << embedding.status().ToString();
+  EXPECT_EQ(embedding->rows(), 9u);  // alpha beta gamma delta 0..4
+
+  // While a process holds the state, a second trainer is refused with exit 2.
+  auto holder = StateStore::Open(Path("held"), StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(holder.ok());
+  store->reset();
+  run = Shell("SV train --brokers " + (*broker)->bootstrap() + " --prefix cli --state " +
+              Path("held") + " --max-idle 1" + kKafkaFlags);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--state"));
+}
+
+TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
+  CliRun run = Shell("SV train --brokers 127.0.0.1:1 --group g");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--state"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") + " --input - --stream");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--stream"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --kafka-config no-equals-sign");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--kafka-config"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --kafka-config no.such.property=1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("no.such.property"));
+  run = Shell("SV train --bootstrap-file " + Path("missing") + " --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--bootstrap-file"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") + " --snapshot-every 5x");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--snapshot-every"));
+  run = Shell("SV train --group g --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--brokers"));
+}
+
+TEST_F(TrainKafkaCliTest, StdinStreamSnapshotsHoldTheServingEmbeddingAndMetadata) {
+  { std::ofstream(Path("in.txt")) << "one two three four\none two three five\n"; }
+  const CliRun run = Shell("SV train --input - --stream --state " + Path("s") +
+                           " --dim 4 --min-count 1 --threads 1 < " + Path("in.txt"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto store = StateStore::Open(Path("s"), StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  StateStore& s = **store;
+  auto embedding = ReadEmbeddingEntries([&s](const std::string& k) { return s.Get(k); });
+  ASSERT_TRUE(embedding.ok()) << embedding.status().ToString();
+  EXPECT_EQ(embedding->dim, 4);
+  EXPECT_EQ(embedding->rows(), 5u);
+  EXPECT_EQ(embedding->words[0], "one");
+  // The metadata, once the store keeps it (store/ is adding it): words and model settings.
+  auto meta = s.CurrentMetadata();
+  if (meta.ok()) {
+    EXPECT_THAT(*meta, HasSubstr("\"words_seen\":8"));
+    EXPECT_THAT(*meta, HasSubstr("\"dim\":4"));
+  }
+}
+
+}  // namespace
+}  // namespace streamvec

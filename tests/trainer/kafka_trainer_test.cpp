@@ -1,0 +1,350 @@
+// KafkaTrainer against the embedded broker (librdkafka's mock cluster on 127.0.0.1): documents
+// produced by a plain librdkafka producer are trained, snapshotted with their offsets and source
+// positions, bad messages go to <prefix>.rejected, and a restarted trainer resumes.
+#include "streamvec/trainer/kafka_trainer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/state_store.h"
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+constexpr char kPrefix[] = "kt";
+constexpr int kPartitions = 3;
+
+class KafkaTrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("streamvec_kafka_trainer_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    broker_ = StartBroker();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::unique_ptr<EmbeddedBroker> StartBroker() {
+    EmbeddedBrokerOptions bo;
+    bo.partitions = kPartitions;
+    auto broker = EmbeddedBroker::Start(bo);
+    EXPECT_TRUE(broker.ok()) << broker.status().ToString();
+    EXPECT_TRUE((*broker)->CreateTopic(DocsTopic(kPrefix)).ok());
+    EXPECT_TRUE((*broker)->CreateTopic(RejectedTopic(kPrefix), 1).ok());
+    return std::move(broker).value();
+  }
+
+  // Document i of a source: 8 words from a small vocabulary; "offset" = (i + 1) * 100.
+  static Document Doc(const std::string& source, int i) {
+    Document d;
+    d.source = source;
+    d.id = source + ":" + std::to_string(i);
+    for (int w = 0; w < 8; ++w) d.text += "w" + std::to_string((i * 3 + w) % 17) + " ";
+    d.offset = (i + 1) * 100;
+    return d;
+  }
+
+  // Produces raw messages (key, value) and waits until the broker acknowledged all of them.
+  static void Produce(const EmbeddedBroker& broker,
+                      const std::vector<std::pair<std::string, std::string>>& messages) {
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    ASSERT_EQ(conf->set("bootstrap.servers", broker.bootstrap(), err), RdKafka::Conf::CONF_OK);
+    std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+    ASSERT_TRUE(producer) << err;
+    for (const auto& [key, value] : messages) {
+      ASSERT_EQ(producer->produce(DocsTopic(kPrefix), RdKafka::Topic::PARTITION_UA,
+                                  RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+                                  value.size(), key.data(), key.size(), 0, nullptr),
+                RdKafka::ERR_NO_ERROR);
+    }
+    ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+  }
+
+  // n documents per source over sources s0..s3, documents numbered from `first`; returns the
+  // number of words they hold.
+  static uint64_t ProduceDocs(const EmbeddedBroker& broker, int first, int n) {
+    std::vector<std::pair<std::string, std::string>> messages;
+    uint64_t words = 0;
+    for (int i = first; i < first + n; ++i) {
+      for (int s = 0; s < 4; ++s) {
+        const Document d = Doc("s" + std::to_string(s), i);
+        messages.emplace_back(d.source, DocumentToJson(d));
+        words += 8;
+      }
+    }
+    Produce(broker, messages);
+    return words;
+  }
+
+  KafkaTrainerOptions Options(const EmbeddedBroker& broker, const std::string& group = "g") {
+    KafkaTrainerOptions o;
+    o.kafka.brokers = broker.bootstrap();
+    o.kafka.topic_prefix = kPrefix;
+    o.kafka.properties = {{"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "500"}};
+    o.group = group;
+    o.state_dir = (dir_ / "state").string();
+    o.learner.dim = 8;
+    o.learner.vocab_capacity = 64;
+    o.learner.min_count = 1;
+    o.learner.noise_table_size = 4096;
+    o.micro_batch_max_docs = 16;
+    o.max_idle_s = 1.0;  // Run returns once the topic is drained
+    return o;
+  }
+
+  // Runs a trainer until the topic is idle; returns its stats.
+  static KafkaTrainerStats RunToIdle(const KafkaTrainerOptions& o) {
+    auto trainer = KafkaTrainer::Create(o);
+    EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
+    if (!trainer.ok()) return {};
+    std::atomic<bool> stop{false};
+    const Status s = (*trainer)->Run(stop);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return (*trainer)->stats();
+  }
+
+  json Entry(const std::string& key) {
+    auto store = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kReadOnly);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return {};
+    auto value = (*store)->Get(key);
+    EXPECT_TRUE(value.ok()) << value.status().ToString();
+    return value.ok() ? json::parse(*value) : json();
+  }
+
+  static int64_t SumOffsets(const json& offsets) {
+    int64_t sum = 0;
+    for (const auto& [p, o] : offsets.at("partitions").items()) sum += o.get<int64_t>();
+    return sum;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<EmbeddedBroker> broker_;
+};
+
+TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbedding) {
+  const uint64_t words = ProduceDocs(*broker_, 0, 50);  // 200 documents
+  const KafkaTrainerStats st = RunToIdle(Options(*broker_));
+  EXPECT_EQ(st.documents, 200u);
+  EXPECT_EQ(st.words, words);
+  EXPECT_EQ(st.rejected, 0u);
+  EXPECT_GE(st.micro_batches, 200u / 16);
+  EXPECT_GE(st.snapshots, 1u);
+  EXPECT_EQ(st.lag, 0);
+
+  const json offsets = Entry(kKafkaOffsetsEntry);
+  EXPECT_EQ(offsets.at("topic"), DocsTopic(kPrefix));
+  EXPECT_EQ(offsets.at("group"), "g");
+  EXPECT_FALSE(offsets.at("cluster_id").get<std::string>().empty());
+  EXPECT_EQ(SumOffsets(offsets), 200);  // next offset per partition = messages in it
+  const json positions = Entry(kSourcePositionsEntry);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(positions.at("s" + std::to_string(s)), 5000);
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), 200);
+
+  auto read = KafkaTrainer::ReadSourcePositions((dir_ / "state").string());
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->size(), 4u);
+  EXPECT_EQ(read->at("s2"), 5000);
+
+  auto store = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok());
+  StateStore& state = **store;
+  auto embedding = ReadEmbeddingEntries([&state](const std::string& k) { return state.Get(k); });
+  ASSERT_TRUE(embedding.ok()) << embedding.status().ToString();
+  EXPECT_EQ(embedding->dim, 8);
+  EXPECT_EQ(embedding->rows(), 17u);  // w0..w16, all admitted at min_count 1
+  auto learner =
+      StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
+  ASSERT_TRUE(learner.ok()) << learner.status().ToString();
+  EXPECT_EQ((*learner)->stats().words_seen, words);
+}
+
+TEST_F(KafkaTrainerTest, MalformedMessagesGoToRejectedTopicAndTrainingContinues) {
+  const Document good = Doc("s0", 0);
+  Produce(*broker_, {{"s0", DocumentToJson(good)},
+                     {"x", "this is { not json"},
+                     {"s0", R"({"id": "a", "source": "s0"})"},
+                     {"s0", DocumentToJson(Doc("s0", 1))}});
+  const KafkaTrainerStats st = RunToIdle(Options(*broker_));
+  EXPECT_EQ(st.documents, 2u);
+  EXPECT_EQ(st.rejected, 2u);
+  EXPECT_EQ(st.words, 16u);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 4);  // rejected messages are passed too
+
+  // Read <prefix>.rejected back with a plain consumer.
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  ASSERT_EQ(conf->set("bootstrap.servers", broker_->bootstrap(), err), RdKafka::Conf::CONF_OK);
+  ASSERT_EQ(conf->set("group.id", "reader", err), RdKafka::Conf::CONF_OK);
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
+  ASSERT_TRUE(consumer) << err;
+  std::vector<RdKafka::TopicPartition*> parts = {
+      RdKafka::TopicPartition::create(RejectedTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+  ASSERT_EQ(consumer->assign(parts), RdKafka::ERR_NO_ERROR);
+  RdKafka::TopicPartition::destroy(parts);
+  std::vector<json> rejections;
+  for (int i = 0; i < 100 && rejections.size() < 2; ++i) {
+    std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
+    if (m->err() == RdKafka::ERR_NO_ERROR) {
+      rejections.push_back(
+          json::parse(std::string(static_cast<const char*>(m->payload()), m->len())));
+    }
+  }
+  consumer->close();
+  ASSERT_EQ(rejections.size(), 2u);
+  std::string reasons, origins;
+  for (const json& r : rejections) {
+    reasons += r.at("reason").get<std::string>() + "|";
+    origins += r.at("origin").get<std::string>() + "|";
+  }
+  EXPECT_THAT(reasons, HasSubstr("not JSON"));
+  EXPECT_THAT(reasons, HasSubstr("'text'"));
+  EXPECT_THAT(origins, HasSubstr(DocsTopic(kPrefix) + "/"));
+  EXPECT_THAT(origins, HasSubstr("@"));
+}
+
+TEST_F(KafkaTrainerTest, CleanRestartResumesFromTheSnapshotWithoutTrainingTwice) {
+  const uint64_t words1 = ProduceDocs(*broker_, 0, 10);
+  EXPECT_EQ(RunToIdle(Options(*broker_)).documents, 40u);
+  const uint64_t words2 = ProduceDocs(*broker_, 10, 5);
+  // Another group: nothing committed for it, so only the snapshot's offsets prevent retraining.
+  const KafkaTrainerStats st = RunToIdle(Options(*broker_, "other-group"));
+  EXPECT_EQ(st.documents, 20u);
+  EXPECT_EQ(st.words, words2);
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), 60);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 60);
+  EXPECT_EQ(Entry(kSourcePositionsEntry).at("s1"), 1500);
+  auto store = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok());
+  StateStore& state = **store;
+  auto learner =
+      StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
+  ASSERT_TRUE(learner.ok());
+  EXPECT_EQ((*learner)->stats().words_seen, words1 + words2);
+}
+
+TEST_F(KafkaTrainerTest, UncleanStopRetrainsOnlyWhatFollowsTheLastSnapshot) {
+  const uint64_t words = ProduceDocs(*broker_, 5, 25);  // 100 documents
+  // Periodic snapshots by bytes, then a "crash": no final snapshot, no commit.
+  KafkaTrainerOptions o = Options(*broker_);
+  o.micro_batch_max_docs = 10;
+  o.snapshot_every_s = 0;
+  o.snapshot_every_bytes = 35 * DocumentToJson(Doc("s0", 5)).size();
+  o.final_snapshot = false;
+  const KafkaTrainerStats crashed = RunToIdle(o);
+  EXPECT_EQ(crashed.documents, 100u);
+  EXPECT_GE(crashed.snapshots, 1u);
+  const uint64_t covered = Entry(kTrainerCountersEntry).at("documents").get<uint64_t>();
+  EXPECT_LT(covered, 100u);  // the last documents were not in a snapshot
+
+  const KafkaTrainerStats resumed = RunToIdle(Options(*broker_));
+  EXPECT_EQ(resumed.documents, 100u - covered);                  // exactly those are trained again
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), 100);  // none lost, none twice
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 100);
+  auto store = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok());
+  StateStore& state = **store;
+  auto learner =
+      StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
+  ASSERT_TRUE(learner.ok());
+  EXPECT_EQ((*learner)->stats().words_seen, words);
+}
+
+TEST_F(KafkaTrainerTest, SnapshotFromAnotherClusterStartsFromTheBeginning) {
+  ProduceDocs(*broker_, 0, 5);  // 20 documents on the first cluster
+  EXPECT_EQ(RunToIdle(Options(*broker_)).documents, 20u);
+  const std::string first_cluster = Entry(kKafkaOffsetsEntry).at("cluster_id");
+  // A fresh broker (as after `streamvec run` restarted) with more messages than the offsets:
+  // only the cluster id tells that the offsets do not apply.
+  std::unique_ptr<EmbeddedBroker> fresh = StartBroker();
+  ProduceDocs(*fresh, 100, 10);  // 40 documents
+  const KafkaTrainerStats st = RunToIdle(Options(*fresh));
+  EXPECT_EQ(st.documents, 40u);
+  const json offsets = Entry(kKafkaOffsetsEntry);
+  EXPECT_NE(offsets.at("cluster_id"), first_cluster);
+  EXPECT_EQ(SumOffsets(offsets), 40);
+}
+
+TEST_F(KafkaTrainerTest, OffsetBeyondTheHighWatermarkStartsFromTheBeginning) {
+  ProduceDocs(*broker_, 0, 10);  // 40 documents
+  EXPECT_EQ(RunToIdle(Options(*broker_)).documents, 40u);
+  // Rewrite the snapshot's offsets far beyond the end of the partitions.
+  {
+    auto store = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kCreateOrOpen);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    StateStore& state = **store;
+    auto learner =
+        StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
+    ASSERT_TRUE(learner.ok());
+    json offsets = json::parse(*state.Get(kKafkaOffsetsEntry));
+    for (auto& [p, o] : offsets["partitions"].items()) o = 1000000;
+    ASSERT_TRUE(state
+                    .WriteSnapshot([&](const SnapshotSink& sink) -> Status {
+                      SV_RETURN_IF_ERROR(WriteLearnerSnapshot(**learner, sink));
+                      return sink(kKafkaOffsetsEntry, offsets.dump());
+                    })
+                    .ok());
+  }
+  EXPECT_EQ(RunToIdle(Options(*broker_, "fresh-group")).documents, 40u);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 40);
+}
+
+TEST_F(KafkaTrainerTest, StateInUseIsRefused) {
+  auto holder = StateStore::Open((dir_ / "state").string(), StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(holder.ok());
+  auto trainer = KafkaTrainer::Create(Options(*broker_));
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_THAT(trainer.status().message(), HasSubstr("state"));
+}
+
+TEST_F(KafkaTrainerTest, BadKafkaPropertyIsInvalidArgument) {
+  KafkaTrainerOptions o = Options(*broker_);
+  o.kafka.properties.emplace_back("no.such.property", "1");
+  auto trainer = KafkaTrainer::Create(o);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_EQ(trainer.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(trainer.status().message(), HasSubstr("no.such.property"));
+  EXPECT_FALSE(fs::exists(dir_ / "state"));  // the state is not touched
+}
+
+TEST_F(KafkaTrainerTest, UnreachableBrokerIsNotFatal) {
+  KafkaTrainerOptions o = Options(*broker_);
+  o.kafka.brokers = "127.0.0.1:1";  // nothing listens there
+  o.kafka.properties.emplace_back("reconnect.backoff.max.ms", "200");
+  auto trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop{false};
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    stop = true;
+  });
+  const Status s = (*trainer)->Run(stop);
+  stopper.join();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ((*trainer)->stats().documents, 0u);
+}
+
+}  // namespace
+}  // namespace streamvec

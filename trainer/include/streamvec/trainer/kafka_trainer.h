@@ -1,0 +1,137 @@
+// The Kafka trainer: a consumer-group member on `<prefix>.docs` that feeds documents to a
+// StreamingLearner in micro-batches and snapshots the learner, the serving embedding and the
+// Kafka offsets it covers into a StateStore (docs/pipeline.md, "Trainer").
+//
+// Delivery is at least once (DESIGN.md, "Nothing accepted is lost"): offsets are committed to
+// Kafka only after the snapshot that covers them is durable, and a restarted trainer resumes
+// from its snapshot's offsets. After a clean stop nothing is trained twice; after a crash the
+// documents consumed after the last snapshot are trained again, none are lost.
+//
+// Resume rule, applied when partitions are assigned: a partition recorded in the snapshot starts
+// at the snapshot's next offset; any other at the group's committed offset, else the earliest.
+// The snapshot's offsets are ignored (with an info log; the partition starts at its beginning)
+// when the snapshot was taken on another cluster (cluster id differs: a fresh embedded broker
+// after `streamvec run` restarted), for another topic, or when an offset lies beyond the
+// partition's high watermark.
+//
+// Bad input is rejected, not fatal: a message that ParseDocument refuses (not JSON, a missing
+// field, over kMaxDocumentMessageBytes) goes to `<prefix>.rejected` as RejectionToJson(reason,
+// "<topic>/<partition>@<offset>", payload), is counted, and the stream goes on. An unreachable
+// broker is logged (at most one line per error kind every 10 s) while librdkafka retries with
+// backoff; it is never fatal.
+//
+// Thread safety: Run is called from one thread at a time; stats() and source_positions() may be
+// called from any thread while Run runs.
+#ifndef STREAMVEC_TRAINER_KAFKA_TRAINER_H_
+#define STREAMVEC_TRAINER_KAFKA_TRAINER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "streamvec/base/status.h"
+#include "streamvec/kafka/client_config.h"
+#include "streamvec/store/state_store.h"
+#include "streamvec/trainer/streaming_learner.h"
+
+namespace streamvec {
+
+// Entries a trainer writes into every snapshot, next to the learner's own (SaveState) and the
+// serving embedding (WriteEmbeddingEntries):
+//   kKafkaOffsetsEntry    {"cluster_id": "...", "group": "...", "topic": "streamvec.docs",
+//                          "partitions": {"0": 1234, ...}}  (next offset to consume)
+//   kSourcePositionsEntry {"<source>": <largest document "offset" trained>, ...}
+//   kTrainerCountersEntry {"documents": n, "bytes": n, "rejected": n}  (cumulative over runs)
+inline constexpr char kKafkaOffsetsEntry[] = "kafka/offsets";
+inline constexpr char kSourcePositionsEntry[] = "ingest/positions";
+inline constexpr char kTrainerCountersEntry[] = "trainer/counters";
+
+struct KafkaTrainerOptions {
+  KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
+  std::string group;                  // consumer group; "" = "<prefix>.trainers"
+  std::string state_dir;              // StateStore directory; an existing state is resumed
+  StreamingOptions learner;           // options of a new learner (a resumed one keeps its own,
+                                      // except isa and threads)
+  size_t micro_batch_max_docs = 512;  // documents per TrainMicroBatch call, at most
+  size_t micro_batch_max_bytes = size_t{4} << 20;  // message bytes per micro-batch, at most
+  double micro_batch_max_wait_s = 0.2;             // seconds a partial micro-batch waits for more
+  double snapshot_every_s = 5;                     // seconds between snapshots (0: no time trigger)
+  uint64_t snapshot_every_bytes = uint64_t{256} << 20;  // message bytes between snapshots
+                                                        // (0: no byte trigger)
+  double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once no message has
+                               // arrived for this many seconds since the first partition assignment
+  bool final_snapshot = true;  // false: Run returns at stop without the final snapshot and
+                               // commit, as a crash would (for tests of the resume rule)
+};
+
+struct KafkaTrainerStats {
+  uint64_t documents = 0;         // valid documents trained by this process
+  uint64_t bytes = 0;             // message bytes consumed (valid and rejected)
+  uint64_t words = 0;             // words counted by the learner (StreamingStats::words_seen)
+  uint64_t words_trained = 0;     // words trained on (admitted, kept by subsampling)
+  uint64_t rejected = 0;          // messages sent to <prefix>.rejected
+  uint64_t micro_batches = 0;     // TrainMicroBatch calls
+  uint64_t snapshots = 0;         // snapshots written by this process
+  uint64_t snapshot_version = 0;  // StateStore version of the last snapshot (0: none yet)
+  int64_t lag = -1;               // messages behind the high watermarks of the assigned
+                                  // partitions; -1 while unknown
+  double seconds = 0;             // wall seconds in Run
+  double active_seconds = 0;      // wall seconds from the first message to the end of the last
+                                  // micro-batch (rates without the group join and idle time)
+};
+
+class KafkaTrainer {
+ public:
+  // Opens (or creates) the state and resumes its learner (StreamingLearner::LoadState) and its
+  // offsets; creates the consumer and the producer for rejections (no network round trip yet).
+  // Errors: InvalidArgument for bad options or librdkafka properties (naming them);
+  // FailedPrecondition when the state directory is in use by another process or is not a
+  // streamvec state; Corruption / IoError from the store.
+  static StatusOr<std::unique_ptr<KafkaTrainer>> Create(const KafkaTrainerOptions& options);
+  // Leaves the group without a snapshot (what is not in the last snapshot is trained again by
+  // the next trainer).
+  ~KafkaTrainer();
+  KafkaTrainer(const KafkaTrainer&) = delete;
+  KafkaTrainer& operator=(const KafkaTrainer&) = delete;
+
+  // Consumes and trains until `stop` is true (checked at least every 100 ms) or, with
+  // max_idle_s, until the topic is idle; then trains what is pending, writes a final snapshot,
+  // commits its offsets and leaves the group. Call once. Errors: the final snapshot's (a failed
+  // periodic snapshot is a warning and training goes on), Internal for a fatal librdkafka error.
+  Status Run(const std::atomic<bool>& stop);
+
+  KafkaTrainerStats stats() const;
+
+  // Per document source, the largest "offset" trained so far (resumed from the snapshot).
+  std::map<std::string, int64_t> source_positions() const;
+
+  // The positions recorded in the newest snapshot of `state_dir`, without taking the writer's
+  // lock (what `streamvec run` hands its connectors on restart). Empty when the directory holds
+  // no state or no snapshot. Errors: FailedPrecondition (not a streamvec state), Corruption.
+  static StatusOr<std::map<std::string, int64_t>> ReadSourcePositions(const std::string& state_dir);
+
+  // The consumer group in use ("<prefix>.trainers" unless set).
+  const std::string& group() const;
+
+ private:
+  struct Impl;
+  explicit KafkaTrainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes a learner's snapshot entries: its state (SaveState) and the serving embedding of its
+// admitted words (ExportVectors -> WriteEmbeddingEntries; holds a dense copy of the admitted rows
+// while it runs). Shared by the Kafka trainer and `train --stream`.
+Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink);
+
+// The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",
+// "words_trained", "vocab_size", "admitted", "evictions", "dim", "window", "negative", "sample",
+// "min_count", "vocab_capacity", "count_half_life", "optimizer", "eta", "alpha", "seed"}.
+std::string LearnerMetadataJson(const StreamingLearner& learner);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_KAFKA_TRAINER_H_

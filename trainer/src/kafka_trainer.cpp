@@ -1,0 +1,735 @@
+#include "streamvec/trainer/kafka_trainer.h"
+
+#include <librdkafka/rdkafkacpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "streamvec/kafka/document.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/snapshot_reader.h"
+#include "streamvec/store/word2vec_format.h"
+
+namespace streamvec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Owns the TopicPartition pointers librdkafka's C++ API hands around in vectors.
+struct PartitionList {
+  std::vector<RdKafka::TopicPartition*> v;
+  PartitionList() = default;
+  PartitionList(const PartitionList&) = delete;
+  PartitionList& operator=(const PartitionList&) = delete;
+  ~PartitionList() { RdKafka::TopicPartition::destroy(v); }
+};
+
+// librdkafka's errors and logs -> spdlog. Broker connection errors repeat every few hundred ms
+// while a broker is down (librdkafka keeps retrying with backoff), so each error kind is logged
+// at most once every kErrorLogInterval. Called from librdkafka's threads and from poll().
+class EventLogger : public RdKafka::EventCb {
+ public:
+  // quiet_confwarn: the producer gets the consumer's extra properties too, so its warnings about
+  // consumer-only properties are expected and logged at debug level.
+  EventLogger(std::string what, bool quiet_confwarn)
+      : what_(std::move(what)), quiet_confwarn_(quiet_confwarn) {}
+
+  void event_cb(RdKafka::Event& event) override {
+    switch (event.type()) {
+      case RdKafka::Event::EVENT_ERROR:
+        if (event.fatal()) fatal_.store(true);
+        if (ShouldLog(static_cast<int>(event.err()))) {
+          if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN ||
+              event.err() == RdKafka::ERR__TRANSPORT || event.err() == RdKafka::ERR__RESOLVE) {
+            spdlog::error("{}: cannot reach the Kafka brokers: {} (retrying with backoff)", what_,
+                          event.str());
+          } else {
+            spdlog::error("{}: Kafka error: {}: {}", what_, RdKafka::err2str(event.err()),
+                          event.str());
+          }
+        }
+        break;
+      case RdKafka::Event::EVENT_LOG:
+        if (event.severity() <= RdKafka::Event::EVENT_SEVERITY_WARNING &&
+            !(quiet_confwarn_ && event.fac() == "CONFWARN")) {
+          if (ShouldLog(1000 + static_cast<int>(event.severity()))) {
+            spdlog::warn("{}: librdkafka {}: {}", what_, event.fac(), event.str());
+          }
+        } else {
+          spdlog::debug("{}: librdkafka {}: {}", what_, event.fac(), event.str());
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  bool fatal() const { return fatal_.load(); }
+
+ private:
+  static constexpr double kErrorLogInterval = 10.0;  // seconds
+
+  bool ShouldLog(int kind) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = last_.find(kind);
+    const auto now = Clock::now();
+    if (it != last_.end() &&
+        std::chrono::duration<double>(now - it->second).count() < kErrorLogInterval) {
+      return false;
+    }
+    last_[kind] = now;
+    return true;
+  }
+
+  const std::string what_;
+  const bool quiet_confwarn_;
+  std::atomic<bool> fatal_{false};
+  std::mutex mu_;
+  std::map<int, Clock::time_point> last_;  // GUARDED_BY(mu_)
+};
+
+// Forwards librdkafka's rebalance callback (called from inside consume() and close(), on the
+// thread that calls them).
+class RebalanceHandler : public RdKafka::RebalanceCb {
+ public:
+  using Fn = std::function<void(RdKafka::KafkaConsumer*, RdKafka::ErrorCode,
+                                std::vector<RdKafka::TopicPartition*>&)>;
+  explicit RebalanceHandler(Fn fn) : fn_(std::move(fn)) {}
+  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override {
+    fn_(consumer, err, partitions);
+  }
+
+ private:
+  Fn fn_;
+};
+
+Status SetProperty(RdKafka::Conf* conf, const std::string& name, const std::string& value) {
+  std::string err;
+  if (conf->set(name, value, err) != RdKafka::Conf::CONF_OK) {
+    return Status::InvalidArgument("--kafka-config " + name + "=" + value + ": " + err);
+  }
+  return Status::Ok();
+}
+
+std::string Origin(const RdKafka::Message& m) {
+  return m.topic_name() + "/" + std::to_string(m.partition()) + "@" + std::to_string(m.offset());
+}
+
+}  // namespace
+
+// A document waiting in the current micro-batch.
+struct PendingDocument {
+  Document doc;
+  int32_t partition;
+  int64_t offset;
+};
+
+struct KafkaTrainer::Impl {
+  KafkaTrainerOptions options;
+  std::string group;
+  std::string topic;
+  std::string rejected_topic;
+  std::unique_ptr<StateStore> store;
+  std::unique_ptr<StreamingLearner> learner;
+  EventLogger consumer_events{"trainer consumer", false};
+  EventLogger producer_events{"trainer producer", true};
+  std::unique_ptr<RebalanceHandler> rebalance;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  std::unique_ptr<RdKafka::Producer> producer;
+
+  // Resume: the snapshot's offsets, applied to a partition at its first assignment.
+  std::string snapshot_cluster_id;
+  std::string snapshot_topic;
+  std::map<int32_t, int64_t> resume_offsets;
+  bool cluster_checked = false;
+  std::string cluster_id;  // of the broker we consume from ("" until known)
+
+  // Run-thread state.
+  std::set<int32_t> assigned;
+  std::map<int32_t, int64_t> next_offsets;  // next offset per partition, covered by training
+  std::vector<PendingDocument> batch;
+  size_t batch_bytes = 0;
+  Clock::time_point batch_started;
+  bool dirty = false;             // trained or rejected something since the last snapshot
+  bool snapshots_allowed = true;  // false once Run stopped without a final snapshot
+  uint64_t bytes_since_snapshot = 0;
+  Clock::time_point last_snapshot_time = Clock::now();
+  bool ever_assigned = false;
+  bool got_message = false;
+  Clock::time_point first_message;
+  Clock::time_point last_activity = Clock::now();  // assignment or message
+  // Cumulative over runs (kTrainerCountersEntry).
+  uint64_t total_documents = 0, total_bytes = 0, total_rejected = 0;
+  uint64_t start_words = 0, start_words_trained = 0;
+
+  mutable std::mutex mu;
+  KafkaTrainerStats stats;                   // GUARDED_BY(mu)
+  std::map<std::string, int64_t> positions;  // GUARDED_BY(mu)
+
+  Status TrainPending();
+  Status Snapshot(const char* why);
+  void Commit();
+  void Reject(const RdKafka::Message& m, const std::string& reason);
+  void OnAssign(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
+  void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
+  void UpdateLag();
+  std::string OffsetsJson() const;
+};
+
+void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
+                                  std::vector<RdKafka::TopicPartition*>& parts) {
+  if (!cluster_checked) {
+    cluster_checked = true;
+    cluster_id = c->clusterid(5000);
+    if (!resume_offsets.empty()) {
+      if (!snapshot_cluster_id.empty() && !cluster_id.empty() &&
+          snapshot_cluster_id != cluster_id) {
+        spdlog::info(
+            "trainer: the snapshot's offsets are from Kafka cluster '{}', this is '{}' "
+            "(a new broker?): its partitions start from the beginning",
+            snapshot_cluster_id, cluster_id);
+        for (auto& [p, offset] : resume_offsets) offset = RdKafka::Topic::OFFSET_BEGINNING;
+      } else if (snapshot_topic != topic) {
+        spdlog::info("trainer: the snapshot's offsets are for topic '{}', not '{}': ignored",
+                     snapshot_topic, topic);
+        resume_offsets.clear();
+      }
+    }
+  }
+  std::string where;
+  for (RdKafka::TopicPartition* tp : parts) {
+    const int32_t p = tp->partition();
+    assigned.insert(p);
+    auto it = resume_offsets.find(p);
+    if (it == resume_offsets.end()) {
+      tp->set_offset(RdKafka::Topic::OFFSET_INVALID);  // committed, else auto.offset.reset
+      continue;
+    }
+    int64_t offset = it->second;
+    resume_offsets.erase(it);
+    if (offset >= 0) {
+      int64_t low = -1, high = -1;
+      const RdKafka::ErrorCode e = c->query_watermark_offsets(topic, p, &low, &high, 5000);
+      if (e == RdKafka::ERR_NO_ERROR && offset > high) {
+        spdlog::info(
+            "trainer: the snapshot's offset {} of {}/{} is beyond its high watermark "
+            "{}: the partition starts from the beginning",
+            offset, topic, p, high);
+        offset = RdKafka::Topic::OFFSET_BEGINNING;
+      }
+    }
+    tp->set_offset(offset);
+    if (offset >= 0) next_offsets[p] = offset;
+    where += " " + std::to_string(p) + "@" + (offset >= 0 ? std::to_string(offset) : "start");
+  }
+  if (!where.empty()) spdlog::info("trainer: resuming {} from the snapshot:{}", topic, where);
+  const RdKafka::ErrorCode e = c->assign(parts);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    spdlog::error("trainer: cannot take the assigned partitions: {}", RdKafka::err2str(e));
+  }
+  spdlog::info("trainer: {} partition(s) of {} assigned (group {})", assigned.size(), topic, group);
+  ever_assigned = true;
+  last_activity = Clock::now();
+}
+
+void KafkaTrainer::Impl::OnRevoke(RdKafka::KafkaConsumer* c,
+                                  std::vector<RdKafka::TopicPartition*>& parts) {
+  // Before giving partitions away, make what was consumed from them durable and commit it, so
+  // the next owner starts where this one stopped.
+  if (snapshots_allowed && (dirty || !batch.empty())) {
+    if (Status s = Snapshot("rebalance"); !s.ok()) {
+      spdlog::warn("trainer: snapshot before a rebalance failed (the previous one is kept): {}",
+                   s.message());
+    }
+  }
+  for (RdKafka::TopicPartition* tp : parts) {
+    assigned.erase(tp->partition());
+    next_offsets.erase(tp->partition());
+  }
+  batch.clear();
+  batch_bytes = 0;
+  c->unassign();
+}
+
+void KafkaTrainer::Impl::Reject(const RdKafka::Message& m, const std::string& reason) {
+  const std::string origin = Origin(m);
+  spdlog::warn("trainer: rejected {}: {}", origin, reason);
+  const std::string value = RejectionToJson(
+      reason, origin,
+      std::string_view(static_cast<const char*>(m.payload()), m.payload() ? m.len() : 0));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const RdKafka::ErrorCode e = producer->produce(
+        rejected_topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+        const_cast<char*>(value.data()), value.size(), origin.data(), origin.size(), 0, nullptr);
+    if (e != RdKafka::ERR__QUEUE_FULL) {
+      if (e != RdKafka::ERR_NO_ERROR) {
+        spdlog::error("trainer: cannot queue the rejection of {}: {}", origin, RdKafka::err2str(e));
+      }
+      break;
+    }
+    producer->poll(100);
+  }
+  producer->poll(0);
+  ++total_rejected;
+  dirty = true;
+  std::lock_guard<std::mutex> lock(mu);
+  ++stats.rejected;
+}
+
+Status KafkaTrainer::Impl::TrainPending() {
+  if (batch.empty()) return Status::Ok();
+  std::vector<std::string_view> texts;
+  texts.reserve(batch.size());
+  for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
+  const Status s = learner->TrainMicroBatch(texts);
+  const StreamingStats ls = learner->stats();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const PendingDocument& d : batch) {
+      if (d.doc.offset >= 0) {
+        int64_t& pos = positions[d.doc.source];
+        pos = std::max(pos, d.doc.offset);
+      }
+    }
+    stats.documents += batch.size();
+    stats.micro_batches += 1;
+    stats.words = ls.words_seen - start_words;
+    stats.words_trained = ls.words_trained - start_words_trained;
+    stats.active_seconds = SecondsSince(first_message);
+  }
+  for (const PendingDocument& d : batch) {
+    int64_t& next = next_offsets[d.partition];
+    next = std::max(next, d.offset + 1);
+  }
+  total_documents += batch.size();
+  batch.clear();
+  batch_bytes = 0;
+  dirty = true;
+  return s;
+}
+
+std::string KafkaTrainer::Impl::OffsetsJson() const {
+  json parts = json::object();
+  // Offsets of the snapshot not applied yet (partitions not assigned since the start) stay.
+  for (const auto& [p, offset] : resume_offsets) {
+    if (offset >= 0) parts[std::to_string(p)] = offset;
+  }
+  for (const auto& [p, offset] : next_offsets) parts[std::to_string(p)] = offset;
+  json j = {{"cluster_id", cluster_id.empty() ? snapshot_cluster_id : cluster_id},
+            {"group", group},
+            {"topic", topic},
+            {"partitions", parts}};
+  return j.dump();
+}
+
+Status KafkaTrainer::Impl::Snapshot(const char* why) {
+  SV_RETURN_IF_ERROR(TrainPending());
+  // Rejections are acknowledged before the offsets that pass them are recorded.
+  if (producer->flush(5000) != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("trainer: rejections not yet acknowledged by the broker at snapshot time");
+  }
+  const std::string offsets = OffsetsJson();
+  std::map<std::string, int64_t> positions_copy;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    positions_copy = positions;
+  }
+  const std::string positions_json = json(positions_copy).dump();
+  const std::string counters = json{
+      {"documents", total_documents},
+      {"bytes", total_bytes},
+      {"rejected", total_rejected}}.dump();
+  json meta = json::parse(LearnerMetadataJson(*learner));
+  meta["documents"] = total_documents;
+  meta["rejected"] = total_rejected;
+  meta["bytes"] = total_bytes;
+  meta["offsets"] = json::parse(offsets);
+  const Status s = store->WriteSnapshot(
+      [&](const SnapshotSink& sink) -> Status {
+        SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, sink));
+        SV_RETURN_IF_ERROR(sink(kKafkaOffsetsEntry, offsets));
+        SV_RETURN_IF_ERROR(sink(kSourcePositionsEntry, positions_json));
+        return sink(kTrainerCountersEntry, counters);
+      },
+      meta.dump());
+  if (!s.ok()) return s;
+  dirty = false;
+  bytes_since_snapshot = 0;
+  last_snapshot_time = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.snapshots;
+    stats.snapshot_version = store->version();
+  }
+  spdlog::debug("trainer: snapshot {} ({}), offsets {}", store->version(), why, offsets);
+  Commit();
+  return Status::Ok();
+}
+
+// Commits the next offsets of the assigned partitions; called only after a durable snapshot.
+// A failed commit is not an error: the snapshot holds the offsets, and a resumed trainer uses
+// them; the group's offsets catch up at the next commit.
+void KafkaTrainer::Impl::Commit() {
+  PartitionList list;
+  for (const auto& [p, offset] : next_offsets) {
+    if (!assigned.count(p)) continue;
+    RdKafka::TopicPartition* tp = RdKafka::TopicPartition::create(topic, p);
+    tp->set_offset(offset);
+    list.v.push_back(tp);
+  }
+  if (list.v.empty()) return;
+  const RdKafka::ErrorCode e = consumer->commitSync(list.v);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("trainer: committing offsets to Kafka failed (the snapshot holds them): {}",
+                 RdKafka::err2str(e));
+  }
+}
+
+void KafkaTrainer::Impl::UpdateLag() {
+  if (assigned.empty()) return;
+  PartitionList list;
+  for (int32_t p : assigned) list.v.push_back(RdKafka::TopicPartition::create(topic, p));
+  if (consumer->position(list.v) != RdKafka::ERR_NO_ERROR) return;
+  int64_t lag = 0;
+  bool known = false;
+  for (RdKafka::TopicPartition* tp : list.v) {
+    int64_t low = -1, high = -1;
+    if (consumer->get_watermark_offsets(topic, tp->partition(), &low, &high) !=
+            RdKafka::ERR_NO_ERROR ||
+        high < 0 || tp->offset() < 0) {
+      continue;
+    }
+    known = true;
+    lag += std::max<int64_t>(0, high - tp->offset());
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  stats.lag = known ? lag : -1;
+}
+
+KafkaTrainer::KafkaTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+KafkaTrainer::~KafkaTrainer() {
+  if (impl_->consumer) {
+    impl_->snapshots_allowed = false;
+    impl_->consumer->close();
+  }
+  if (impl_->producer) impl_->producer->flush(2000);
+}
+
+StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerOptions& o) {
+  if (o.kafka.brokers.empty()) return Status::InvalidArgument("--brokers is empty");
+  if (o.state_dir.empty()) return Status::InvalidArgument("--state is required");
+  if (o.kafka.topic_prefix.empty()) return Status::InvalidArgument("--prefix is empty");
+  if (o.micro_batch_max_docs == 0 || o.micro_batch_max_bytes == 0 ||
+      !(o.micro_batch_max_wait_s >= 0)) {
+    return Status::InvalidArgument("micro-batch bounds must be positive");
+  }
+  if (!(o.snapshot_every_s >= 0)) {
+    return Status::InvalidArgument("--snapshot-every must not be negative");
+  }
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.options = o;
+  m.group = o.group.empty() ? o.kafka.topic_prefix + ".trainers" : o.group;
+  m.topic = DocsTopic(o.kafka.topic_prefix);
+  m.rejected_topic = RejectedTopic(o.kafka.topic_prefix);
+
+  // Kafka configuration first: a bad property is a usage error and must not touch the state.
+  std::unique_ptr<RdKafka::Conf> cconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::unique_ptr<RdKafka::Conf> pconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  m.rebalance =
+      std::make_unique<RebalanceHandler>([&m](RdKafka::KafkaConsumer* c, RdKafka::ErrorCode e,
+                                              std::vector<RdKafka::TopicPartition*>& parts) {
+        if (e == RdKafka::ERR__ASSIGN_PARTITIONS) {
+          m.OnAssign(c, parts);
+        } else {
+          m.OnRevoke(c, parts);
+        }
+      });
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", o.kafka.brokers},
+                                                        {"group.id", m.group},
+                                                        {"client.id", "streamvec-trainer"},
+                                                        {"enable.auto.commit", "false"},
+                                                        {"enable.auto.offset.store", "false"},
+                                                        {"auto.offset.reset", "earliest"}}) {
+    SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
+  }
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "bootstrap.servers", o.kafka.brokers));
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "client.id", "streamvec-trainer-rejections"));
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "linger.ms", "5"));
+  if (cconf->set("event_cb", &m.consumer_events, err) != RdKafka::Conf::CONF_OK ||
+      cconf->set("rebalance_cb", m.rebalance.get(), err) != RdKafka::Conf::CONF_OK ||
+      pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK) {
+    return Status::Internal("librdkafka configuration: " + err);
+  }
+  // The extra properties go to both clients; a consumer-only one is ignored by the producer
+  // (librdkafka logs it at debug level here), and vice versa.
+  for (const auto& [name, value] : o.kafka.properties) {
+    SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
+    SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
+  }
+
+  // The state: an existing one is resumed with its own options.
+  StatusOr<std::unique_ptr<StateStore>> store =
+      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen);
+  if (!store.ok()) return store.status();
+  m.store = std::move(store).value();
+  if (m.store->version() > 0) {
+    StateStore& st = *m.store;
+    auto loaded = StreamingLearner::LoadState([&st](const std::string& key) { return st.Get(key); },
+                                              o.learner.isa, o.learner.threads);
+    if (!loaded.ok()) {
+      return Status(loaded.status().code(),
+                    "state " + o.state_dir + ": " + loaded.status().message());
+    }
+    m.learner = std::move(loaded).value();
+    try {
+      if (auto off = st.Get(kKafkaOffsetsEntry); off.ok()) {
+        const json j = json::parse(*off);
+        m.snapshot_cluster_id = j.value("cluster_id", "");
+        m.snapshot_topic = j.value("topic", "");
+        for (const auto& [p, offset] : j.at("partitions").items()) {
+          m.resume_offsets[std::stoi(p)] = offset.get<int64_t>();
+        }
+      }
+      if (auto pos = st.Get(kSourcePositionsEntry); pos.ok()) {
+        m.positions = json::parse(*pos).get<std::map<std::string, int64_t>>();
+      }
+      if (auto c = st.Get(kTrainerCountersEntry); c.ok()) {
+        const json j = json::parse(*c);
+        m.total_documents = j.value("documents", uint64_t{0});
+        m.total_bytes = j.value("bytes", uint64_t{0});
+        m.total_rejected = j.value("rejected", uint64_t{0});
+      }
+    } catch (const std::exception& e) {
+      return Status::Corruption("state " + o.state_dir + ": malformed trainer entry: " + e.what());
+    }
+    spdlog::info(
+        "trainer: resuming {} (snapshot {}, {} words seen, {} documents, {} partition "
+        "offset(s))",
+        o.state_dir, m.store->version(), m.learner->stats().words_seen, m.total_documents,
+        m.resume_offsets.size());
+  } else {
+    SV_RETURN_IF_ERROR(ValidateStreamingOptions(o.learner));
+    m.learner = std::make_unique<StreamingLearner>(o.learner);
+  }
+  const StreamingStats ls = m.learner->stats();
+  m.start_words = ls.words_seen;
+  m.start_words_trained = ls.words_trained;
+  m.stats.snapshot_version = m.store->version();
+
+  m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
+  if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
+  m.producer.reset(RdKafka::Producer::create(pconf.get(), err));
+  if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
+  return std::unique_ptr<KafkaTrainer>(new KafkaTrainer(std::move(impl)));
+}
+
+Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  const RdKafka::ErrorCode se = m.consumer->subscribe({m.topic});
+  if (se != RdKafka::ERR_NO_ERROR) {
+    return Status::Internal("cannot subscribe to " + m.topic + ": " + RdKafka::err2str(se));
+  }
+  spdlog::info("trainer: consuming {} as group {} from {}", m.topic, m.group,
+               m.options.kafka.brokers);
+  m.last_snapshot_time = Clock::now();
+  auto last_lag = Clock::now();
+  Status fatal;
+  while (!stop.load()) {
+    // Wait at most 100 ms (the stop flag), less when a partial micro-batch is about to be due.
+    int timeout_ms = 100;
+    if (!m.batch.empty()) {
+      const double left = m.options.micro_batch_max_wait_s - SecondsSince(m.batch_started);
+      timeout_ms = std::clamp(static_cast<int>(left * 1000), 0, 100);
+    }
+    std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(timeout_ms));
+    m.producer->poll(0);
+    switch (msg->err()) {
+      case RdKafka::ERR_NO_ERROR: {
+        m.last_activity = Clock::now();
+        if (!m.got_message) {
+          m.got_message = true;
+          m.first_message = m.last_activity;
+        }
+        const size_t len = msg->len();
+        m.total_bytes += len;
+        m.bytes_since_snapshot += len;
+        {
+          std::lock_guard<std::mutex> lock(m.mu);
+          m.stats.bytes += len;
+        }
+        StatusOr<Document> doc = ParseDocument(
+            std::string_view(static_cast<const char*>(msg->payload()), msg->payload() ? len : 0));
+        if (!doc.ok()) {
+          m.Reject(*msg, doc.status().message());
+          // The rejected message is covered by the offsets too (a snapshot trains the pending
+          // batch first, so the offset never passes an untrained document).
+          int64_t& next = m.next_offsets[msg->partition()];
+          next = std::max(next, msg->offset() + 1);
+          break;
+        }
+        if (m.batch.empty()) m.batch_started = Clock::now();
+        m.batch.push_back({std::move(doc).value(), msg->partition(), msg->offset()});
+        m.batch_bytes += len;
+        break;
+      }
+      case RdKafka::ERR__TIMED_OUT:
+      case RdKafka::ERR__PARTITION_EOF:
+        break;
+      default:
+        if (m.consumer_events.fatal() || msg->err() == RdKafka::ERR__FATAL) {
+          std::string reason;
+          const RdKafka::ErrorCode e = m.consumer->fatal_error(reason);
+          fatal = Status::Internal("fatal Kafka error: " + RdKafka::err2str(e) + ": " + reason);
+        } else {
+          spdlog::debug("trainer: consume: {}", msg->errstr());
+        }
+        break;
+    }
+    if (!fatal.ok()) break;
+    msg.reset();
+
+    if (!m.batch.empty() && (m.batch.size() >= m.options.micro_batch_max_docs ||
+                             m.batch_bytes >= m.options.micro_batch_max_bytes ||
+                             SecondsSince(m.batch_started) >= m.options.micro_batch_max_wait_s)) {
+      if (Status s = m.TrainPending(); !s.ok()) {
+        spdlog::warn("trainer: micro-batch: {}", s.message());
+      }
+    }
+    if (m.dirty && ((m.options.snapshot_every_s > 0 &&
+                     SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
+                    (m.options.snapshot_every_bytes > 0 &&
+                     m.bytes_since_snapshot >= m.options.snapshot_every_bytes))) {
+      if (Status s = m.Snapshot("periodic"); !s.ok()) {
+        spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
+        m.last_snapshot_time = Clock::now();  // retry after another interval
+        m.bytes_since_snapshot = 0;
+      }
+    }
+    if (SecondsSince(last_lag) >= 1.0) {
+      m.UpdateLag();
+      last_lag = Clock::now();
+    }
+    if (m.options.max_idle_s > 0 && m.ever_assigned && m.batch.empty() &&
+        SecondsSince(m.last_activity) >= m.options.max_idle_s) {
+      spdlog::info("trainer: no message for {} s, stopping", m.options.max_idle_s);
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m.mu);
+      m.stats.seconds = SecondsSince(t0);
+    }
+  }
+  Status result = fatal;
+  if (m.options.final_snapshot && fatal.ok()) {
+    if (m.dirty || !m.batch.empty() || m.store->version() == 0) {
+      if (Status s = m.Snapshot("final"); !s.ok()) {
+        result =
+            Status(s.code(), "final snapshot failed (the previous one is kept): " + s.message());
+      }
+    }
+  } else {
+    m.snapshots_allowed = false;  // as a crash: nothing more becomes durable
+  }
+  m.snapshots_allowed = false;
+  m.UpdateLag();
+  m.consumer->close();
+  m.consumer.reset();
+  m.producer->flush(5000);
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stats.seconds = SecondsSince(t0);
+  }
+  return result;
+}
+
+KafkaTrainerStats KafkaTrainer::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+std::map<std::string, int64_t> KafkaTrainer::source_positions() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->positions;
+}
+
+const std::string& KafkaTrainer::group() const { return impl_->group; }
+
+StatusOr<std::map<std::string, int64_t>> KafkaTrainer::ReadSourcePositions(
+    const std::string& state_dir) {
+  StatusOr<std::string> value = Status::NotFound("no snapshot");
+  // The newest published checkpoint (never blocks a live writer); else the live database,
+  // opened read-only (no lock taken).
+  if (auto reader = SnapshotReader::OpenNewest(state_dir); reader.ok()) {
+    value = (*reader)->Get(kSourcePositionsEntry);
+  } else {
+    auto store = StateStore::Open(state_dir, StateStore::Mode::kReadOnly);
+    if (!store.ok()) {
+      if (store.status().code() == StatusCode::kNotFound) return std::map<std::string, int64_t>{};
+      return store.status();
+    }
+    if ((*store)->version() > 0) value = (*store)->Get(kSourcePositionsEntry);
+  }
+  if (!value.ok()) {
+    if (value.status().code() == StatusCode::kNotFound) return std::map<std::string, int64_t>{};
+    return value.status();
+  }
+  try {
+    return json::parse(*value).get<std::map<std::string, int64_t>>();
+  } catch (const std::exception& e) {
+    return Status::Corruption("state " + state_dir + ": malformed " + kSourcePositionsEntry + ": " +
+                              e.what());
+  }
+}
+
+Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink) {
+  SV_RETURN_IF_ERROR(learner.SaveState(sink));
+  Embeddings e;
+  e.dim = learner.options().dim;
+  learner.ExportVectors(&e.words, &e.vectors);
+  return WriteEmbeddingEntries(e, sink);
+}
+
+std::string LearnerMetadataJson(const StreamingLearner& learner) {
+  const StreamingStats st = learner.stats();
+  const StreamingOptions& o = learner.options();
+  json j = {{"model", "sgns"},
+            {"words_seen", st.words_seen},
+            {"words_trained", st.words_trained},
+            {"vocab_size", st.vocab_size},
+            {"admitted", st.admitted},
+            {"evictions", st.evictions},
+            {"dim", o.dim},
+            {"window", o.window},
+            {"negative", o.negative},
+            {"sample", o.sample},
+            {"min_count", o.min_count},
+            {"vocab_capacity", o.vocab_capacity},
+            {"count_half_life", o.count_half_life},
+            {"ns_exponent", o.ns_exponent},
+            {"optimizer", o.optimizer == StreamOptimizer::kAdagrad ? "adagrad" : "constant"},
+            {"eta", o.eta},
+            {"alpha", o.alpha},
+            {"seed", o.seed}};
+  return j.dump();
+}
+
+}  // namespace streamvec
