@@ -1,16 +1,87 @@
-// streamvec broker: placeholder until its owner fills it in.
+// streamvec broker: the embedded Kafka broker (librdkafka's mock cluster) as a process of its own.
+#include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "commands.h"
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
 
 namespace streamvec::app {
+namespace {
+
+volatile std::sig_atomic_t g_broker_stop = 0;
+void OnBrokerSignal(int) { g_broker_stop = 1; }
+
+struct BrokerFlags {
+  int brokers = 1;
+  int partitions = 16;
+  std::string bootstrap_file;
+  std::string prefix = "streamvec";
+};
+
+int RunBroker(const BrokerFlags& flags) {
+  StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
+      EmbeddedBroker::Start({.brokers = flags.brokers, .partitions = flags.partitions});
+  if (!broker.ok()) {
+    std::fprintf(stderr, "streamvec broker: %s\n", broker.status().message().c_str());
+    return broker.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  for (const std::string& topic : {DocsTopic(flags.prefix), RejectedTopic(flags.prefix)}) {
+    if (Status s = (*broker)->CreateTopic(topic); !s.ok()) {
+      std::fprintf(stderr, "streamvec broker: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  const std::string& bootstrap = (*broker)->bootstrap();
+  if (!flags.bootstrap_file.empty()) {
+    // Written to a temporary name and renamed, so a reader never sees half a line.
+    const std::string tmp = flags.bootstrap_file + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << bootstrap << "\n";
+      if (!out) {
+        std::fprintf(stderr, "streamvec broker: --bootstrap-file: cannot write %s\n", tmp.c_str());
+        return 2;
+      }
+    }
+    if (std::rename(tmp.c_str(), flags.bootstrap_file.c_str()) != 0) {
+      std::fprintf(stderr, "streamvec broker: --bootstrap-file: cannot write %s\n",
+                   flags.bootstrap_file.c_str());
+      return 2;
+    }
+  }
+  std::printf("%s\n", bootstrap.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "streamvec broker: %d broker(s) at %s, topics %s and %s (%d partitions); "
+               "Ctrl-C stops\n",
+               flags.brokers, bootstrap.c_str(), DocsTopic(flags.prefix).c_str(),
+               RejectedTopic(flags.prefix).c_str(), flags.partitions);
+  std::signal(SIGINT, OnBrokerSignal);
+  std::signal(SIGTERM, OnBrokerSignal);
+  while (g_broker_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "streamvec broker: stopping\n");
+  return 0;
+}
+
+}  // namespace
 
 void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
-  CLI::App* cmd = root.add_subcommand("broker", "(not implemented yet)");
-  cmd->callback([exit_code]() {
-    std::fprintf(stderr, "streamvec broker: not implemented yet\n");
-    *exit_code = 1;
-  });
+  auto flags = std::make_shared<BrokerFlags>();
+  CLI::App* cmd = root.add_subcommand(
+      "broker",
+      "Run the embedded Kafka broker (librdkafka's mock cluster on 127.0.0.1) until SIGINT or "
+      "SIGTERM. It keeps about 5 MiB per partition, in memory only.");
+  cmd->add_option("--brokers", flags->brokers, "number of brokers (1..16)")->capture_default_str();
+  cmd->add_option("--partitions", flags->partitions, "partitions of <prefix>.docs and .rejected")
+      ->capture_default_str();
+  cmd->add_option("--bootstrap-file", flags->bootstrap_file,
+                  "also write the bootstrap string to this file");
+  cmd->add_option("--prefix", flags->prefix, "topic prefix")->capture_default_str();
+  cmd->callback([flags, exit_code]() { *exit_code = RunBroker(*flags); });
 }
 
 }  // namespace streamvec::app

@@ -1,0 +1,646 @@
+#include "streamvec/ingest/ingestor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "streamvec/kafka/consumer_lag.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/kafka/rdkafka_conf.h"
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Bytes a record costs the broker beyond its key and value (record and batch headers), counted so
+// that many small documents do not overrun the ring while their JSON sizes stay under budget.
+constexpr int64_t kRecordOverheadBytes = 80;
+constexpr size_t kReadChunkBytes = size_t{1} << 20;
+// A line's pending bytes are cut into documents once they exceed this (bounded memory for the
+// 100 MB single-line corpora); the pieces are the same as SplitText on the whole line.
+constexpr size_t kPendingCutBytes = 2 * kMaxDocumentTextBytes;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// One input: a file (followed by path and inode) or stdin.
+struct Source {
+  std::string id;    // absolute path, or "stdin"
+  std::string path;  // "" for stdin
+  int fd = -1;
+  ino_t inode = 0;
+  int64_t pos = 0;            // bytes consumed from the source
+  std::string pending;        // the current line (or file, with doc_per_file), not yet sent
+  int64_t pending_start = 0;  // source offset of pending[0]
+  bool done = false;          // reached EOF (without follow) or vanished
+  bool grew = false;          // follow + doc_per_file: data arrived during the last poll
+
+  ~Source() {
+    if (fd > 0) ::close(fd);
+  }
+};
+
+// What the delivery-report callback updates (librdkafka calls it inside rd_kafka_poll/flush on the
+// Run thread; counters are atomic for stats()).
+struct DeliveryState {
+  std::atomic<int64_t> delivered_docs{0};
+  std::atomic<int64_t> acked_bytes{0};  // flow-control bytes of documents acknowledged or failed
+  std::atomic<int64_t> retries{0};
+  std::mutex mu;
+  // Messages whose delivery failed: produced again by Run. Touched only on the Run thread, but
+  // guarded anyway since librdkafka documents no thread for the callback.
+  std::deque<std::tuple<std::string, std::string, std::string>> failed;  // topic, key, value
+  Clock::time_point last_error_log{};
+};
+
+// Per-message opaque: is it a document (counts for flow control) and its accounted size.
+constexpr intptr_t kRejectionTag = -1;
+
+}  // namespace
+
+struct Ingestor::Impl {
+  IngestOptions options;
+  std::string docs_topic;
+  std::string rejected_topic;
+  std::string group;
+  rd_kafka_t* producer = nullptr;
+  std::unique_ptr<ConsumerGroupLagProbe> probe;
+  DeliveryState delivery;
+
+  // Statistics (atomic: read by stats() from other threads).
+  std::atomic<int64_t> produced_docs{0};
+  std::atomic<int64_t> rejected{0};
+  std::atomic<int64_t> lines{0};
+  std::atomic<int64_t> input_bytes{0};
+  std::atomic<int64_t> message_bytes{0};
+  std::atomic<double> throttled_seconds{0};
+
+  // Flow control state (Run thread only).
+  int64_t produced_flow_bytes = 0;  // flow-control bytes of documents produced (incl. retries)
+  int64_t produced_flow_msgs = 0;
+  int64_t budget_total = 0;         // resolved max_lag_bytes (0 until the topic is known)
+  int64_t budget_partition = 0;
+  bool lag_known = false;
+  int64_t lag_total_bytes = 0;      // at the last query, including unacked bytes then
+  int64_t lag_partition_bytes = 0;
+  int64_t since_query_bytes = 0;    // flow-control bytes produced since the last query
+  Clock::time_point last_query_log{};
+
+  std::map<std::string, std::unique_ptr<Source>> sources;  // by path ("" key for stdin)
+
+  ~Impl() {
+    if (producer != nullptr) {
+      rd_kafka_flush(producer, 0);
+      rd_kafka_destroy(producer);
+    }
+  }
+
+  int64_t Unacked() const { return produced_flow_bytes - delivery.acked_bytes.load(); }
+
+  // ---- Flow control ----------------------------------------------------------------------
+
+  // Asks the broker for the group's lag; false (logged, rate-limited) when it cannot.
+  bool QueryLag() {
+    const int64_t unacked = Unacked();  // before the query: double counting errs on the safe side
+    StatusOr<GroupLag> lag = probe->Query(docs_topic, 2000);
+    if (!lag.ok()) {
+      const auto now = Clock::now();
+      if (now - last_query_log > std::chrono::seconds(5)) {
+        spdlog::warn("ingest: cannot read the lag of group {} on {} ({}); waiting and retrying",
+                     group, docs_topic, lag.status().ToString());
+        last_query_log = now;
+      }
+      return false;
+    }
+    if (budget_total == 0) {
+      const int64_t parts = static_cast<int64_t>(lag->partitions.size());
+      budget_total = options.max_lag_bytes > 0 ? options.max_lag_bytes
+                                               : parts * kMockPartitionRingBytes * 2 / 5;
+      budget_partition = options.max_partition_lag_bytes > 0 ? options.max_partition_lag_bytes
+                                                             : kMockPartitionRingBytes * 2 / 5;
+      budget_partition = std::min(budget_partition, budget_total);
+      spdlog::info("ingest: {} has {} partitions; lag budget {} bytes, {} per partition",
+                   docs_topic, parts, budget_total, budget_partition);
+    }
+    const int64_t avg = produced_flow_msgs > 0 ? produced_flow_bytes / produced_flow_msgs : 1024;
+    lag_total_bytes = lag->total * avg + unacked;
+    lag_partition_bytes = lag->max_partition * avg + unacked;
+    since_query_bytes = 0;
+    lag_known = true;
+    return true;
+  }
+
+  bool Fits(int64_t next) const {
+    if (!lag_known) return false;
+    if (lag_total_bytes + since_query_bytes == 0) return true;  // a lone oversize message
+    return lag_total_bytes + since_query_bytes + next <= budget_total &&
+           lag_partition_bytes + since_query_bytes + next <= budget_partition;
+  }
+
+  // Waits until `next` more bytes fit the budget. False when stopped first.
+  bool WaitForBudget(int64_t next, const std::atomic<bool>& stop) {
+    if (Fits(next)) return true;
+    const auto start = Clock::now();
+    int wait_ms = 2;
+    bool fits = false;
+    while (!stop.load()) {
+      rd_kafka_poll(producer, 0);
+      ProduceFailedAgain();
+      if (QueryLag() && Fits(next)) {
+        fits = true;
+        break;
+      }
+      rd_kafka_poll(producer, wait_ms);
+      // Loopback queries are cheap; an unreachable broker is asked less often.
+      wait_ms = std::min(lag_known ? 20 : 2000, wait_ms * 2);
+    }
+    throttled_seconds.store(throttled_seconds.load() + Seconds(Clock::now() - start));
+    return fits;
+  }
+
+  // ---- Producing -------------------------------------------------------------------------
+
+  // Hands one message to librdkafka, waiting while its queue is full. `flow_bytes` > 0 marks a
+  // document (accounted for flow control); rejections pass kRejectionTag.
+  void ProduceRaw(const std::string& topic, const std::string& key, const std::string& value,
+                  intptr_t flow_bytes) {
+    while (true) {
+      const rd_kafka_resp_err_t e = rd_kafka_producev(
+          producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(flow_bytes)), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(producer, 10);
+        continue;
+      }
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        // Only invalid arguments (e.g. a message over message.max.bytes) end here: not
+        // retriable, so the document is turned into a rejection.
+        spdlog::error("ingest: cannot produce to {}: {}", topic, rd_kafka_err2str(e));
+        if (flow_bytes != kRejectionTag) {
+          ++rejected;
+          ProduceRaw(rejected_topic, key,
+                     RejectionToJson(std::string("not producible: ") + rd_kafka_err2str(e), key,
+                                     value),
+                     kRejectionTag);
+        }
+        return;
+      }
+      break;
+    }
+    if (flow_bytes != kRejectionTag) {
+      produced_flow_bytes += flow_bytes;
+      ++produced_flow_msgs;
+      since_query_bytes += flow_bytes;
+    }
+    rd_kafka_poll(producer, 0);
+  }
+
+  void ProduceFailedAgain() {
+    std::deque<std::tuple<std::string, std::string, std::string>> again;
+    {
+      std::lock_guard<std::mutex> lock(delivery.mu);
+      again.swap(delivery.failed);
+    }
+    for (auto& [topic, key, value] : again) {
+      ++delivery.retries;
+      const intptr_t flow = topic == docs_topic
+                                ? static_cast<intptr_t>(key.size() + value.size()) +
+                                      kRecordOverheadBytes
+                                : kRejectionTag;
+      ProduceRaw(topic, key, value, flow);
+    }
+  }
+
+  // False when stopped while waiting for the budget (the document was not produced).
+  bool ProduceDocument(const Source& src, int64_t start, std::string_view text, int64_t end,
+                       const std::atomic<bool>& stop) {
+    Document doc;
+    doc.id = src.id + ":" + std::to_string(start);
+    doc.source = src.id;
+    doc.text = std::string(text);
+    doc.offset = end;
+    const std::string value = DocumentToJson(doc);
+    if (value.size() > kMaxDocumentMessageBytes) {
+      Reject(src, start, "document is " + std::to_string(value.size()) +
+                             " bytes as JSON, over the limit of " +
+                             std::to_string(kMaxDocumentMessageBytes), text);
+      return true;
+    }
+    const int64_t flow = static_cast<int64_t>(src.id.size() + value.size()) + kRecordOverheadBytes;
+    if (!WaitForBudget(flow, stop)) return false;
+    ProduceRaw(docs_topic, src.id, value, flow);
+    ++produced_docs;
+    message_bytes += static_cast<int64_t>(src.id.size() + value.size());
+    return true;
+  }
+
+  void Reject(const Source& src, int64_t start, const std::string& reason,
+              std::string_view payload) {
+    const std::string origin = src.id + ":" + std::to_string(start);
+    spdlog::warn("ingest: rejected {}: {}", origin, reason);
+    ++rejected;
+    ProduceRaw(rejected_topic, src.id, RejectionToJson(reason, origin, payload), kRejectionTag);
+  }
+
+  // Sends the documents of src.pending. With `final` the pending text is a complete line (or
+  // file) ending at `end`; otherwise the last piece is kept back (it may continue) and only the
+  // pieces before it are sent. Consumed bytes leave pending. False when stopped.
+  bool EmitPending(Source& src, bool final, int64_t end, const std::atomic<bool>& stop) {
+    const std::string_view text(src.pending);
+    const auto pieces = SplitText(text);
+    size_t count = pieces.size();
+    size_t consumed = text.size();
+    if (!final) {
+      if (count > 0) {
+        --count;
+        consumed = pieces.back().first;
+      }
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const auto [first, length] = pieces[k];
+      const std::string_view piece = text.substr(first, length);
+      const int64_t start = src.pending_start + static_cast<int64_t>(first);
+      const int64_t piece_end = (final && k + 1 == count)
+                                    ? end
+                                    : start + static_cast<int64_t>(length);
+      const size_t bad = FindInvalidUtf8(piece);
+      if (bad != std::string_view::npos) {
+        Reject(src, start, "invalid UTF-8 at byte " + std::to_string(start + bad), piece);
+        continue;
+      }
+      if (!ProduceDocument(src, start, piece, piece_end, stop)) {
+        // Keep what was not sent, so nothing is reported as consumed past it.
+        src.pending.erase(0, first);
+        src.pending_start = start;
+        return false;
+      }
+    }
+    src.pending.erase(0, consumed);
+    src.pending_start += static_cast<int64_t>(consumed);
+    return true;
+  }
+
+  // Processes newly read bytes of a source (`data` starts at src.pos).
+  bool Consume(Source& src, std::string_view data, const std::atomic<bool>& stop) {
+    size_t i = 0;
+    while (i < data.size()) {
+      if (options.doc_per_file) {
+        src.pending.append(data.substr(i));
+        i = data.size();
+      } else {
+        const size_t nl = data.find('\n', i);
+        const size_t stop_at = nl == std::string_view::npos ? data.size() : nl + 1;
+        src.pending.append(data.substr(i, stop_at - i));
+        i = stop_at;
+        if (nl != std::string_view::npos) {
+          ++lines;
+          const int64_t end = src.pos + static_cast<int64_t>(stop_at);
+          if (!EmitPending(src, /*final=*/true, end, stop)) return false;
+          src.pending_start = end;
+          continue;
+        }
+      }
+      if (src.pending.size() > kPendingCutBytes && !EmitPending(src, false, 0, stop)) return false;
+    }
+    src.pos += static_cast<int64_t>(data.size());
+    input_bytes += static_cast<int64_t>(data.size());
+    return true;
+  }
+
+  // ---- Sources ---------------------------------------------------------------------------
+
+  Status Open(Source& src, int64_t start) {
+    src.fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (src.fd < 0) return Status::IoError("cannot open " + src.path + ": " + strerror(errno));
+    struct stat st;
+    if (::fstat(src.fd, &st) == 0) {
+      src.inode = st.st_ino;
+      if (start > st.st_size) {
+        spdlog::warn("ingest: {} is {} bytes, shorter than its resume position {}; reading it "
+                     "from the start", src.id, static_cast<int64_t>(st.st_size), start);
+        start = 0;
+      }
+    }
+    if (start > 0 && ::lseek(src.fd, start, SEEK_SET) != start) {
+      return Status::IoError("cannot seek " + src.path + " to " + std::to_string(start));
+    }
+    src.pos = start;
+    src.pending.clear();
+    src.pending_start = start;
+    return Status::Ok();
+  }
+
+  int64_t StartPosition(const std::string& id) const {
+    const auto it = options.start_positions.find(id);
+    return it == options.start_positions.end() ? 0 : std::max<int64_t>(0, it->second);
+  }
+
+  Status AddFile(const fs::path& path) {
+    const std::string key = fs::absolute(path).lexically_normal().string();
+    if (sources.count(key) > 0) return Status::Ok();
+    auto src = std::make_unique<Source>();
+    src->id = key;
+    src->path = key;
+    SV_RETURN_IF_ERROR(Open(*src, StartPosition(key)));
+    if (src->pos > 0) spdlog::info("ingest: resuming {} at byte {}", key, src->pos);
+    sources.emplace(key, std::move(src));
+    return Status::Ok();
+  }
+
+  // Adds the files not seen yet (all of them on the first call).
+  Status Scan() {
+    if (options.from == "-") {
+      if (sources.empty()) {
+        auto src = std::make_unique<Source>();
+        src->id = "stdin";
+        src->fd = 0;
+        sources.emplace("", std::move(src));
+      }
+      return Status::Ok();
+    }
+    std::error_code ec;
+    const fs::path from(options.from);
+    if (!fs::is_directory(from, ec)) return AddFile(from);
+    std::vector<fs::path> files;
+    for (auto it = fs::recursive_directory_iterator(
+             from, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!name.empty() && name[0] == '.') {
+        if (it->is_directory(ec)) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec)) files.push_back(it->path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      Status s = AddFile(f);
+      if (!s.ok()) spdlog::warn("ingest: {}", s.message());  // e.g. removed meanwhile
+    }
+    return Status::Ok();
+  }
+
+  // Reads what a source has now. At EOF without follow, sends the rest and marks it done.
+  // False when stopped.
+  StatusOr<bool> ReadAvailable(Source& src, const std::atomic<bool>& stop) {
+    std::string buf(kReadChunkBytes, '\0');
+    bool got_any = false;
+    while (!stop.load()) {
+      if (src.path.empty()) {
+        // stdin: wait in short slices so that `stop` is noticed.
+        pollfd p{src.fd, POLLIN, 0};
+        const int r = ::poll(&p, 1, 100);
+        if (r == 0) {
+          rd_kafka_poll(producer, 0);
+          continue;
+        }
+      }
+      const ssize_t n = ::read(src.fd, buf.data(), buf.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::IoError("cannot read " + src.id + ": " + strerror(errno));
+      }
+      if (n == 0) break;
+      got_any = true;
+      std::string_view data(buf.data(), static_cast<size_t>(n));
+      if (src.path.empty() && src.pos < StartPosition(src.id)) {
+        // Resuming stdin: skip what was sent before.
+        const size_t skip = static_cast<size_t>(
+            std::min<int64_t>(StartPosition(src.id) - src.pos, static_cast<int64_t>(n)));
+        src.pos += static_cast<int64_t>(skip);
+        src.pending_start = src.pos;
+        input_bytes += static_cast<int64_t>(skip);
+        data.remove_prefix(skip);
+      }
+      if (!Consume(src, data, stop)) return false;
+    }
+    if (stop.load()) return false;
+    const bool at_end_for_good = !options.follow || src.path.empty();
+    if (at_end_for_good) {
+      if (options.doc_per_file) ++lines;
+      else if (!src.pending.empty()) ++lines;  // the last, unterminated line
+      if (!EmitPending(src, /*final=*/true, src.pos, stop)) return false;
+      src.done = true;
+      return true;
+    }
+    if (options.doc_per_file) {
+      // Following whole files: send once the file stopped growing for one poll.
+      if (!got_any && src.grew && !src.pending.empty()) {
+        ++lines;
+        if (!EmitPending(src, true, src.pos, stop)) return false;
+      }
+      src.grew = got_any;
+    }
+    return CheckReplaced(src);
+  }
+
+  // Follow mode: notices truncation, replacement (new inode) and removal of a followed file.
+  StatusOr<bool> CheckReplaced(Source& src) {
+    struct stat st;
+    if (::stat(src.path.c_str(), &st) != 0) {
+      spdlog::info("ingest: {} disappeared; stopped following it", src.id);
+      src.done = true;
+      return true;
+    }
+    if (st.st_ino != src.inode || st.st_size < src.pos) {
+      spdlog::info("ingest: {} was {}; reading it from the start", src.id,
+                   st.st_ino != src.inode ? "replaced" : "truncated");
+      ::close(src.fd);
+      src.fd = -1;
+      SV_RETURN_IF_ERROR(Open(src, 0));
+    }
+    return true;
+  }
+
+  // Waits until everything produced is delivered (failed deliveries produced again). Once `stop`
+  // is set, gives up after stop_flush_timeout_ms. False when messages are left.
+  bool Flush(const std::atomic<bool>& stop) {
+    auto deadline = Clock::time_point::max();
+    while (true) {
+      ProduceFailedAgain();
+      if (rd_kafka_outq_len(producer) == 0) {
+        std::lock_guard<std::mutex> lock(delivery.mu);
+        if (delivery.failed.empty()) return true;
+        continue;
+      }
+      if (stop.load() && deadline == Clock::time_point::max()) {
+        deadline = Clock::now() + std::chrono::milliseconds(options.stop_flush_timeout_ms);
+      }
+      if (Clock::now() > deadline) return false;
+      rd_kafka_poll(producer, 50);
+    }
+  }
+};
+
+Ingestor::Ingestor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Ingestor::~Ingestor() = default;
+
+namespace {
+
+void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* state = static_cast<DeliveryState*>(opaque);
+  const auto flow = reinterpret_cast<intptr_t>(m->_private);
+  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (flow != kRejectionTag) {
+      ++state->delivered_docs;
+      state->acked_bytes += flow;
+    }
+    return;
+  }
+  // Failed for good inside librdkafka (e.g. message.timeout.ms): produce it again.
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (flow != kRejectionTag) state->acked_bytes += flow;  // re-counted when produced again
+  const auto now = Clock::now();
+  if (now - state->last_error_log > std::chrono::seconds(5)) {
+    spdlog::warn("ingest: delivery to {} failed ({}); producing it again",
+                 rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+    state->last_error_log = now;
+  }
+  state->failed.emplace_back(
+      rd_kafka_topic_name(m->rkt),
+      std::string(static_cast<const char*>(m->key), m->key_len),
+      std::string(static_cast<const char*>(m->payload), m->len));
+}
+
+void OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  auto* state = static_cast<DeliveryState*>(opaque);
+  std::lock_guard<std::mutex> lock(state->mu);
+  const auto now = Clock::now();
+  if (now - state->last_error_log > std::chrono::seconds(5)) {
+    spdlog::warn("ingest: Kafka: {} ({}); retrying",
+                 reason, rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err)));
+    state->last_error_log = now;
+  }
+}
+
+void OnLog(const rd_kafka_t*, int level, const char* facility, const char* message) {
+  if (level <= 3) spdlog::debug("librdkafka {}: {}", facility, message);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& options) {
+  if (options.from.empty()) return Status::InvalidArgument("--from is empty");
+  if (options.max_lag_bytes < 0 || options.max_partition_lag_bytes < 0) {
+    return Status::InvalidArgument("--max-lag-bytes must not be negative");
+  }
+  if (options.poll_interval_ms < 1) {
+    return Status::InvalidArgument("poll interval must be at least 1 ms");
+  }
+  if (options.from != "-") {
+    std::error_code ec;
+    if (!fs::exists(options.from, ec)) return Status::NotFound("--from: no such file or directory: " + options.from);
+    if (!fs::is_directory(options.from, ec) && !fs::is_regular_file(options.from, ec)) {
+      return Status::InvalidArgument("--from: not a file or directory: " + options.from);
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->docs_topic = DocsTopic(options.kafka.topic_prefix);
+  impl->rejected_topic = RejectedTopic(options.kafka.topic_prefix);
+  impl->group = options.group.empty() ? options.kafka.topic_prefix + ".trainers" : options.group;
+
+  StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(
+      options.kafka, {{"enable.idempotence", "true"},
+                      {"linger.ms", "5"},
+                      {"message.max.bytes", std::to_string(kMaxDocumentMessageBytes + 4096)}});
+  if (!conf.ok()) return conf.status();
+  rd_kafka_conf_set_opaque(*conf, &impl->delivery);
+  rd_kafka_conf_set_dr_msg_cb(*conf, OnDelivery);
+  rd_kafka_conf_set_error_cb(*conf, OnError);
+  rd_kafka_conf_set_log_cb(*conf, OnLog);
+  char err[512];
+  impl->producer = rd_kafka_new(RD_KAFKA_PRODUCER, *conf, err, sizeof err);
+  if (impl->producer == nullptr) {
+    rd_kafka_conf_destroy(*conf);
+    return Status::InvalidArgument(std::string("cannot create the Kafka producer: ") + err);
+  }
+  StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> probe =
+      ConsumerGroupLagProbe::Create(options.kafka, impl->group);
+  if (!probe.ok()) return probe.status();
+  impl->probe = std::move(probe).value();
+  return std::unique_ptr<Ingestor>(new Ingestor(std::move(impl)));
+}
+
+Status Ingestor::Run(const std::atomic<bool>& stop) {
+  Impl& m = *impl_;
+  Status failure;
+  while (!stop.load()) {
+    Status s = m.Scan();
+    if (!s.ok()) {
+      failure = s;
+      break;
+    }
+    bool all_done = true;
+    for (auto& [key, src] : m.sources) {
+      if (src->done) continue;
+      StatusOr<bool> r = m.ReadAvailable(*src, stop);
+      if (!r.ok()) {
+        failure = r.status();
+        break;
+      }
+      if (!src->done) all_done = false;
+      if (!*r) break;  // stopped
+    }
+    if (!failure.ok() || stop.load()) break;
+    char reason[512];
+    if (const rd_kafka_resp_err_t e = rd_kafka_fatal_error(m.producer, reason, sizeof reason);
+        e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return Status::Internal(std::string("fatal Kafka producer error: ") + reason);
+    }
+    if (all_done && !m.options.follow) break;
+    if (all_done && m.options.from == "-") break;
+    // Following: wait for more, serving delivery reports meanwhile.
+    const auto until = Clock::now() + std::chrono::milliseconds(m.options.poll_interval_ms);
+    while (!stop.load() && Clock::now() < until) {
+      rd_kafka_poll(m.producer, 20);
+      m.ProduceFailedAgain();
+    }
+  }
+  (void)m.Flush(stop);
+  char reason[512];
+  if (rd_kafka_fatal_error(m.producer, reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Internal(std::string("fatal Kafka producer error: ") + reason);
+  }
+  if (!failure.ok()) return failure;
+  const int left = rd_kafka_outq_len(m.producer);
+  if (left > 0) {
+    return Status::IoError("stopped with " + std::to_string(left) +
+                           " messages not acknowledged by the broker");
+  }
+  return Status::Ok();
+}
+
+IngestStats Ingestor::stats() const {
+  const Impl& m = *impl_;
+  IngestStats s;
+  s.documents_produced = m.produced_docs.load();
+  s.documents_delivered = m.delivery.delivered_docs.load();
+  s.rejected = m.rejected.load();
+  s.lines = m.lines.load();
+  s.input_bytes = m.input_bytes.load();
+  s.message_bytes = m.message_bytes.load();
+  s.delivery_retries = m.delivery.retries.load();
+  s.throttled_seconds = m.throttled_seconds.load();
+  return s;
+}
+
+}  // namespace streamvec

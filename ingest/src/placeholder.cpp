@@ -1,1 +1,0 @@
-namespace streamvec {}  // replaced by the connectors

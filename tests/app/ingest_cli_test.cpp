@@ -1,0 +1,149 @@
+// Runs the built `streamvec broker` and `streamvec ingest`: usage errors, and a file ingested
+// through a broker process read back by a librdkafka consumer.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../kafka/kafka_test_util.h"
+#include "streamvec/kafka/client_config.h"
+#include "streamvec/kafka/document.h"
+
+namespace streamvec {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct IngestCliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command line, the streamvec binary substituted for "SV".
+IngestCliRun Sh(const std::string& line) {
+  std::string command;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line.compare(i, 2, "SV") == 0) {
+      command += std::string("'") + STREAMVEC_BINARY + "'";
+      ++i;
+    } else {
+      command += line[i];
+    }
+  }
+  IngestCliRun run;
+  std::FILE* pipe = popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buf[4096];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, got);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class IngestCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("streamvec_ingest_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (broker_pid_ > 0) {
+      ::kill(broker_pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(broker_pid_, &status, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  // Starts `streamvec broker` in the background and waits for its bootstrap file.
+  std::string StartBroker(const std::string& prefix) {
+    const std::string file = (dir_ / "bootstrap").string();
+    broker_pid_ = ::fork();
+    if (broker_pid_ == 0) {
+      const std::string null_out = "/dev/null";
+      std::freopen(null_out.c_str(), "w", stdout);
+      ::execl(STREAMVEC_BINARY, STREAMVEC_BINARY, "broker", "--partitions", "2",
+              "--bootstrap-file", file.c_str(), "--prefix", prefix.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && !fs::exists(file); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    StatusOr<std::string> bootstrap = ReadBootstrapFile(file);
+    return bootstrap.ok() ? *bootstrap : "";
+  }
+
+  fs::path dir_;
+  pid_t broker_pid_ = -1;
+};
+
+TEST_F(IngestCliTest, BadFlagsExitTwoNamingTheFlag) {
+  IngestCliRun run = Sh("SV ingest --from x.txt --brokers 127.0.0.1:1 --max-lag-bytes lots");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--max-lag-bytes"));
+
+  run = Sh("SV ingest --brokers 127.0.0.1:1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--from"));
+
+  run = Sh("SV ingest --from - --brokers 127.0.0.1:1 --kafka-config novalue");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--kafka-config"));
+
+  run = Sh("SV ingest --from -");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--brokers"));
+
+  run = Sh("SV broker --brokers 0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--brokers"));
+}
+
+TEST_F(IngestCliTest, MissingInputOrBootstrapFileExitsTwo) {
+  IngestCliRun run = Sh("SV ingest --from '" + (dir_ / "nope.txt").string() +
+                        "' --brokers 127.0.0.1:1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("nope.txt"));
+
+  run = Sh("SV ingest --from - --bootstrap-file '" + (dir_ / "none").string() + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--bootstrap-file"));
+}
+
+TEST_F(IngestCliTest, StdinThroughABrokerProcessArrivesInTheTopic) {
+  const std::string bootstrap = StartBroker("cli");
+  ASSERT_FALSE(bootstrap.empty());
+  const IngestCliRun run =
+      Sh("printf 'alpha beta\\n\\ngamma \\377\\ndelta' | SV ingest --from - --bootstrap-file '" +
+         (dir_ / "bootstrap").string() + "' --prefix cli");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("ingest: 2 documents (2 delivered), 1 rejected"));
+
+  testing::TestConsumer consumer(bootstrap, "cli.docs");
+  const std::vector<testing::Record> records = consumer.Read(2, 10000);
+  ASSERT_EQ(records.size(), 2u);
+  std::vector<std::string> texts;
+  for (const testing::Record& r : records) {
+    StatusOr<Document> doc = ParseDocument(r.value);
+    ASSERT_TRUE(doc.ok());
+    EXPECT_EQ(doc->source, "stdin");
+    texts.push_back(doc->text);
+  }
+  EXPECT_THAT(texts, ::testing::UnorderedElementsAre("alpha beta", "delta"));
+}
+
+}  // namespace
+}  // namespace streamvec

@@ -1,0 +1,199 @@
+// The embedded broker (librdkafka's mock cluster) with real librdkafka clients on 127.0.0.1.
+#include "streamvec/kafka/broker.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kafka_test_util.h"
+#include "streamvec/kafka/client_config.h"
+#include "streamvec/kafka/consumer_lag.h"
+#include "streamvec/kafka/rdkafka_conf.h"
+
+namespace streamvec {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using testing::Record;
+using testing::TestConsumer;
+
+KafkaOptions Options(const EmbeddedBroker& broker) {
+  KafkaOptions options;
+  options.brokers = broker.bootstrap();
+  return options;
+}
+
+std::unique_ptr<EmbeddedBroker> StartBroker(int brokers = 1, int partitions = 4) {
+  StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
+      EmbeddedBroker::Start({.brokers = brokers, .partitions = partitions});
+  SV_CHECK(broker.ok());
+  return std::move(broker).value();
+}
+
+TEST(EmbeddedBrokerTest, RejectsCountsOutOfRange) {
+  EXPECT_EQ(EmbeddedBroker::Start({.brokers = 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(EmbeddedBroker::Start({.brokers = 17}).status().code(),
+            StatusCode::kInvalidArgument);
+  StatusOr<std::unique_ptr<EmbeddedBroker>> bad = EmbeddedBroker::Start({.partitions = 0});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--partitions"));
+}
+
+TEST(EmbeddedBrokerTest, BootstrapListsOneLoopbackPortPerBroker) {
+  auto broker = StartBroker(3);
+  EXPECT_THAT(broker->bootstrap(),
+              MatchesRegex("127\\.0\\.0\\.1:[0-9]+,127\\.0\\.0\\.1:[0-9]+,127\\.0\\.0\\.1:[0-9]+"));
+}
+
+TEST(EmbeddedBrokerTest, CreateTopicIsIdempotentAndValidates) {
+  auto broker = StartBroker();
+  EXPECT_TRUE(broker->CreateTopic("t.docs").ok());
+  EXPECT_TRUE(broker->CreateTopic("t.docs").ok());
+  EXPECT_EQ(broker->CreateTopic("").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(broker->CreateTopic("x", -3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(broker->SetBrokerUp(9, false).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EmbeddedBrokerTest, ProducerAndConsumerExchangeKeyedMessagesInOrder) {
+  auto broker = StartBroker(2, 4);
+  ASSERT_TRUE(broker->CreateTopic("ex.docs").ok());
+  std::vector<Record> sent;
+  for (int i = 0; i < 2000; ++i) {
+    sent.push_back({.key = "source-" + std::to_string(i % 5), .value = "message " +
+                                                                      std::to_string(i)});
+  }
+  ASSERT_EQ(testing::ProduceAll(broker->bootstrap(), "ex.docs", sent), 0);
+
+  TestConsumer consumer(broker->bootstrap(), "ex.docs");
+  EXPECT_EQ(consumer.partitions(), 4);
+  const std::vector<Record> got = consumer.Read(sent.size());
+  ASSERT_EQ(got.size(), sent.size());
+  // Per key: one partition, and the messages in the order they were produced.
+  std::map<std::string, std::vector<int>> by_key;
+  std::map<std::string, std::set<int32_t>> partitions;
+  for (const Record& r : got) {
+    by_key[r.key].push_back(std::stoi(r.value.substr(8)));
+    partitions[r.key].insert(r.partition);
+  }
+  ASSERT_EQ(by_key.size(), 5u);
+  for (const auto& [key, values] : by_key) {
+    EXPECT_EQ(partitions[key].size(), 1u) << key;
+    ASSERT_EQ(values.size(), 400u);
+    for (size_t i = 1; i < values.size(); ++i) EXPECT_EQ(values[i], values[i - 1] + 5);
+  }
+}
+
+// The reason ingest/ needs flow control: the mock keeps a ring of about 5 MiB per partition and
+// silently drops the oldest data when a producer runs ahead of its consumers.
+TEST(EmbeddedBrokerTest, MockDropsOldestDataBeyondItsRingWithoutFlowControl) {
+  auto broker = StartBroker(1, 1);
+  ASSERT_TRUE(broker->CreateTopic("ring.docs", 1).ok());
+  std::vector<Record> sent;
+  const std::string filler(1024, 'x');
+  for (int i = 0; i < 8 * 1024; ++i) sent.push_back({.key = "k", .value = filler});  // 8 MiB
+  ASSERT_EQ(testing::ProduceAll(broker->bootstrap(), "ring.docs", sent), 0);  // all acked
+
+  StatusOr<GroupLag> lag =
+      ConsumerGroupLag(Options(*broker), "nobody", "ring.docs");
+  ASSERT_TRUE(lag.ok()) << lag.status().ToString();
+  ASSERT_EQ(lag->partitions.size(), 1u);
+  EXPECT_EQ(lag->partitions[0].high, 8 * 1024);
+  EXPECT_GT(lag->partitions[0].low, 0) << "the ring should have dropped the oldest message sets";
+
+  TestConsumer consumer(broker->bootstrap(), "ring.docs");
+  const std::vector<Record> got = consumer.Read(sent.size(), 1500);
+  EXPECT_LT(got.size(), sent.size());
+  EXPECT_LE(got.size() * filler.size(), size_t{6} << 20);
+}
+
+TEST(ConsumerGroupLagTest, CountsFromLowWatermarkUntilCommittedThenFromCommit) {
+  auto broker = StartBroker(1, 3);
+  ASSERT_TRUE(broker->CreateTopic("lag.docs").ok());
+  std::vector<Record> sent;
+  for (int i = 0; i < 30; ++i) {
+    sent.push_back({.key = "k", .value = "v" + std::to_string(i), .partition = i % 3});
+  }
+  ASSERT_EQ(testing::ProduceAll(broker->bootstrap(), "lag.docs", sent), 0);
+  const KafkaOptions options = Options(*broker);
+
+  StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> probe =
+      ConsumerGroupLagProbe::Create(options, "lag.trainers");
+  ASSERT_TRUE(probe.ok());
+  StatusOr<GroupLag> lag = (*probe)->Query("lag.docs");
+  ASSERT_TRUE(lag.ok()) << lag.status().ToString();
+  EXPECT_EQ(lag->total, 30);
+  EXPECT_EQ(lag->max_partition, 10);
+  ASSERT_EQ(lag->partitions.size(), 3u);
+  for (const PartitionLag& p : lag->partitions) {
+    EXPECT_EQ(p.committed, -1);
+    EXPECT_EQ(p.high, 10);
+  }
+
+  // A group member reads 12 messages and commits them.
+  TestConsumer consumer(broker->bootstrap(), "lag.docs", "lag.trainers");
+  ASSERT_EQ(consumer.Read(12).size(), 12u);
+  ASSERT_TRUE(consumer.Commit());
+  lag = (*probe)->Query("lag.docs");
+  ASSERT_TRUE(lag.ok());
+  EXPECT_EQ(lag->total, 30 - 12);
+  int64_t committed = 0;
+  for (const PartitionLag& p : lag->partitions) committed += std::max<int64_t>(p.committed, 0);
+  EXPECT_EQ(committed, 12);
+
+  // Another group's commits do not count.
+  StatusOr<GroupLag> other = ConsumerGroupLag(options, "other.group", "lag.docs");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->total, 30);
+}
+
+TEST(ConsumerGroupLagTest, MissingTopicIsNotFoundAndDeadBrokerIsIoError) {
+  auto broker = StartBroker();
+  const KafkaOptions options = Options(*broker);
+  StatusOr<GroupLag> lag = ConsumerGroupLag(options, "g", "no.such.topic");
+  ASSERT_FALSE(lag.ok());
+  EXPECT_EQ(lag.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(lag.status().message(), HasSubstr("no.such.topic"));
+
+  ASSERT_TRUE(broker->CreateTopic("up.docs").ok());
+  ASSERT_TRUE(broker->SetBrokerUp(1, false).ok());
+  lag = ConsumerGroupLag(options, "g", "up.docs", 500);
+  ASSERT_FALSE(lag.ok());
+  EXPECT_EQ(lag.status().code(), StatusCode::kIoError);
+  ASSERT_TRUE(broker->SetBrokerUp(1, true).ok());
+
+  EXPECT_EQ(ConsumerGroupLagProbe::Create(options, "").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(KafkaConfigTest, PropertiesParseAndOverrideDefaults) {
+  StatusOr<std::pair<std::string, std::string>> p = ParseKafkaProperty("linger.ms=20");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->first, "linger.ms");
+  EXPECT_EQ(p->second, "20");
+  EXPECT_FALSE(ParseKafkaProperty("novalue").ok());
+  EXPECT_FALSE(ParseKafkaProperty("=5").ok());
+
+  KafkaOptions options;
+  options.brokers = "127.0.0.1:1";
+  options.properties = {{"linger.ms", "20"}};
+  StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(options, {{"linger.ms", "5"}});
+  ASSERT_TRUE(conf.ok());
+  char value[64];
+  size_t size = sizeof value;
+  ASSERT_EQ(rd_kafka_conf_get(*conf, "linger.ms", value, &size), RD_KAFKA_CONF_OK);
+  EXPECT_STREQ(value, "20");
+  rd_kafka_conf_destroy(*conf);
+
+  options.properties = {{"no.such.property", "1"}};
+  conf = MakeRdKafkaConf(options);
+  ASSERT_FALSE(conf.ok());
+  EXPECT_THAT(conf.status().message(), HasSubstr("no.such.property"));
+  EXPECT_FALSE(MakeRdKafkaConf(KafkaOptions{}).ok());
+}
+
+}  // namespace
+}  // namespace streamvec

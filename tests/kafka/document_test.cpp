@@ -1,0 +1,188 @@
+// The <prefix>.docs wire format: round trips, validation messages, SplitText, UTF-8 checks.
+#include "streamvec/kafka/document.h"
+
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace streamvec {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::string> Words(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::vector<std::string> words;
+  std::string w;
+  while (in >> w) words.push_back(w);
+  return words;
+}
+
+TEST(DocumentTest, RoundTripKeepsEveryField) {
+  Document doc;
+  doc.id = "/data/a.txt:120";
+  doc.source = "/data/a.txt";
+  doc.url = "https://example.org/a";
+  doc.title = "A \"quoted\" title";
+  doc.text = "caf\xC3\xA9 na\xC3\xAFve \xE2\x82\xAC 12\n\ttab";
+  doc.lang = "en";
+  doc.published_at = "2026-11-22T10:00:00Z";
+  doc.fetched_at = "2026-11-22T10:00:05Z";
+  doc.offset = 12345;
+  StatusOr<Document> back = ParseDocument(DocumentToJson(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->id, doc.id);
+  EXPECT_EQ(back->source, doc.source);
+  EXPECT_EQ(back->url, doc.url);
+  EXPECT_EQ(back->title, doc.title);
+  EXPECT_EQ(back->text, doc.text);
+  EXPECT_EQ(back->lang, doc.lang);
+  EXPECT_EQ(back->published_at, doc.published_at);
+  EXPECT_EQ(back->fetched_at, doc.fetched_at);
+  EXPECT_EQ(back->offset, 12345);
+}
+
+TEST(DocumentTest, EmptyOptionalFieldsAreLeftOut) {
+  Document doc;
+  doc.id = "x:0";
+  doc.source = "x";
+  doc.text = "hello";
+  const std::string json = DocumentToJson(doc);
+  EXPECT_EQ(json.find("url"), std::string::npos) << json;
+  EXPECT_EQ(json.find("offset"), std::string::npos) << json;
+  StatusOr<Document> back = ParseDocument(json);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->offset, -1);
+  EXPECT_TRUE(back->title.empty());
+}
+
+TEST(DocumentTest, NullOptionalsAndUnknownFieldsAreAccepted) {
+  StatusOr<Document> doc = ParseDocument(
+      R"({"id":"a","source":"s","text":"t","url":null,"extra":[1,2],"offset":7})");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ(doc->offset, 7);
+  EXPECT_TRUE(doc->url.empty());
+}
+
+struct BadCase {
+  const char* json;
+  const char* reason;
+};
+
+TEST(DocumentTest, RejectionsNameWhatIsWrong) {
+  const std::vector<BadCase> cases = {
+      {"{\"id\": ", "not JSON"},
+      {"[1,2]", "not a JSON object"},
+      {R"({"id":"a","source":"s"})", "field 'text' is missing"},
+      {R"({"source":"s","text":"t"})", "field 'id' is missing"},
+      {R"({"id":"a","text":"t"})", "field 'source' is missing"},
+      {R"({"id":5,"source":"s","text":"t"})", "field 'id' must be a string"},
+      {R"({"id":"","source":"s","text":"t"})", "field 'id' is empty"},
+      {R"({"id":"a","source":"s","text":""})", "field 'text' is empty"},
+      {R"({"id":"a","source":"s","text":"t","title":3})", "field 'title' must be a string"},
+      {R"({"id":"a","source":"s","text":"t","offset":-1})", "field 'offset'"},
+      {R"({"id":"a","source":"s","text":"t","offset":1.5})", "field 'offset'"},
+      {R"({"id":"a","source":"s","text":"t","offset":"3"})", "field 'offset'"},
+      {"{\"id\":\"a\",\"source\":\"s\",\"text\":\"\xFF\xFE\"}", "not JSON"},
+  };
+  for (const BadCase& c : cases) {
+    StatusOr<Document> doc = ParseDocument(c.json);
+    ASSERT_FALSE(doc.ok()) << c.json;
+    EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(doc.status().message(), HasSubstr(c.reason)) << c.json;
+  }
+}
+
+TEST(DocumentTest, OversizedTextAndMessageAreRejected) {
+  Document doc;
+  doc.id = "a";
+  doc.source = "s";
+  doc.text = std::string(kMaxDocumentTextBytes + 1, 'x');
+  StatusOr<Document> parsed = ParseDocument(DocumentToJson(doc));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("over the limit of 262144"));
+  const std::string huge(kMaxDocumentMessageBytes + 1, ' ');
+  parsed = ParseDocument(huge);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("message is 1048577 bytes"));
+}
+
+TEST(DocumentTest, SplitTextKeepsEveryWordOnceInOrder) {
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<int> len(1, 12), sep(0, 9);
+  std::string text;
+  for (int i = 0; i < 200000; ++i) {
+    for (int k = len(gen); k > 0; --k) text += static_cast<char>('a' + (i + k) % 26);
+    text += sep(gen) == 0 ? "  \t" : " ";
+  }
+  const size_t max_bytes = 10000;
+  const auto pieces = SplitText(text, max_bytes);
+  ASSERT_GT(pieces.size(), text.size() / max_bytes);
+  std::vector<std::string> joined;
+  size_t previous_end = 0;
+  for (const auto& [start, length] : pieces) {
+    ASSERT_LE(length, max_bytes);
+    ASSERT_GE(start, previous_end);
+    const std::string_view piece(text.data() + start, length);
+    EXPECT_NE(piece.front(), ' ');
+    EXPECT_NE(piece.back(), ' ');
+    for (std::string& w : Words(piece)) joined.push_back(std::move(w));
+    previous_end = start + length;
+  }
+  EXPECT_EQ(joined, Words(text));
+}
+
+TEST(DocumentTest, SplitTextCutsAnOverlongWordAtCharacterBoundaries) {
+  std::string word;
+  for (int i = 0; i < 100; ++i) word += "\xC3\xA9";  // 200 bytes of 2-byte characters
+  const std::string text = "ab " + word + " cd";
+  const auto pieces = SplitText(text, 15);
+  for (const auto& [start, length] : pieces) {
+    const std::string_view piece(text.data() + start, length);
+    EXPECT_LE(length, 15u);
+    EXPECT_EQ(FindInvalidUtf8(piece), std::string_view::npos) << "piece at " << start;
+  }
+  EXPECT_EQ(pieces.front(), std::make_pair(size_t{0}, size_t{2}));
+  const std::string last = text.substr(pieces.back().first, pieces.back().second);
+  EXPECT_EQ(last.substr(last.size() - 2), "cd");
+}
+
+TEST(DocumentTest, SplitTextDropsWhitespaceOnlyInput) {
+  EXPECT_TRUE(SplitText(" \t\r\n  ").empty());
+  EXPECT_TRUE(SplitText("").empty());
+  const auto one = SplitText("  hello world \r");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], std::make_pair(size_t{2}, size_t{11}));
+}
+
+TEST(DocumentTest, FindInvalidUtf8FindsTheFirstBadByte) {
+  EXPECT_EQ(FindInvalidUtf8("plain ascii"), std::string_view::npos);
+  EXPECT_EQ(FindInvalidUtf8("caf\xC3\xA9 \xF0\x9F\x98\x80"), std::string_view::npos);
+  EXPECT_EQ(FindInvalidUtf8("ab\xFFz"), 2u);
+  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);          // overlong '/'
+  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);       // surrogate U+D800
+  EXPECT_EQ(FindInvalidUtf8("x\xF4\x90\x80\x80"), 1u);   // over U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("abc\xE2\x82"), 3u);         // cut off by the end
+  EXPECT_EQ(FindInvalidUtf8("\xC3\xA9\x80"), 2u);        // stray continuation byte
+}
+
+TEST(DocumentTest, RejectionCarriesReasonOriginAndABoundedPayload) {
+  const std::string payload = "bad \xFF bytes" + std::string(10000, 'x');
+  const std::string json = RejectionToJson("invalid UTF-8 at byte 4", "/d/a.txt:100", payload);
+  EXPECT_THAT(json, HasSubstr("\"reason\":\"invalid UTF-8 at byte 4\""));
+  EXPECT_THAT(json, HasSubstr("\"origin\":\"/d/a.txt:100\""));
+  EXPECT_LT(json.size(), 4096u + 200u);
+  EXPECT_EQ(FindInvalidUtf8(json), std::string_view::npos);  // the bad byte was replaced
+}
+
+TEST(DocumentTest, TopicNamesFollowThePrefix) {
+  EXPECT_EQ(DocsTopic("streamvec"), "streamvec.docs");
+  EXPECT_EQ(RejectedTopic("t1"), "t1.rejected");
+}
+
+}  // namespace
+}  // namespace streamvec
