@@ -251,6 +251,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.state_dir = f.state;
   o.learner = f.options;
   o.max_idle_s = f.max_idle_s;
+  o.normalize_text = f.normalize;
   uint64_t every_bytes = 0;
   double every_seconds = 0;
   if (!ParseSnapshotEvery(f.snapshot_every, &every_bytes, &every_seconds)) {

@@ -34,6 +34,7 @@ struct KafkaTrainFlags {
   std::string state;            // state directory (required)
   std::string snapshot_every = "5s";  // "<S>s" seconds or "<N>" message bytes
   double max_idle_s = 0;        // > 0: stop after this many seconds without a message
+  bool normalize = false;       // lowercase and drop punctuation (natural text)
   StreamingOptions options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };

@@ -46,6 +46,7 @@ struct TrainFlags {
   std::string prefix = "streamvec";
   std::vector<std::string> kafka_config;
   double max_idle = 0;
+  bool normalize = false;
   bool snapshot_every_given = false;
 };
 
@@ -152,6 +153,7 @@ int RunKafka(TrainFlags& f) {
   k.state = f.state;
   if (f.snapshot_every_given) k.snapshot_every = f.snapshot_every;
   k.max_idle_s = f.max_idle;
+  k.normalize = f.normalize;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -159,8 +161,9 @@ int RunKafka(TrainFlags& f) {
 
 int RunTrain(TrainFlags& f) {
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
-  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0) {
-    return Fail(Status::InvalidArgument("--group, --kafka-config and --max-idle need --brokers "
+  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize) {
+    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle and --normalize need "
+                                        "--brokers "
                                         "or --bootstrap-file"), 2);
   }
   if (f.input.empty()) {
@@ -343,6 +346,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Kafka: stop (after a final snapshot) once no message arrived for this many "
                   "seconds since the partitions were assigned (0: run until a signal)")
       ->capture_default_str();
+  cmd->add_flag("--normalize", flags->normalize,
+                "Kafka: lowercase documents and drop punctuation before training (natural text)");
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
     for (const char* flag : {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "streamvec/kafka/document.h"
+#include "streamvec/tokenizer/normalize.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/snapshot_reader.h"
 #include "streamvec/store/word2vec_format.h"
@@ -294,7 +295,14 @@ Status KafkaTrainer::Impl::TrainPending() {
   if (batch.empty()) return Status::Ok();
   std::vector<std::string_view> texts;
   texts.reserve(batch.size());
-  for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
+  std::vector<std::string> normalized;
+  if (options.normalize_text) {
+    normalized.reserve(batch.size());
+    for (const PendingDocument& d : batch) normalized.push_back(NormalizeText(d.doc.text));
+    for (const std::string& t : normalized) texts.emplace_back(t);
+  } else {
+    for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
+  }
   const Status s = learner->TrainMicroBatch(texts);
   const StreamingStats ls = learner->stats();
   {

@@ -63,6 +63,9 @@ struct KafkaTrainerOptions {
                                                         // (0: no byte trigger)
   double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once no message has
                                // arrived for this many seconds since the first partition assignment
+  // Natural text: lowercase and drop punctuation before tokenising (NormalizeText,
+  // tokenizer/normalize.h), so "The" and "the," are one word. Off for pre-normalised corpora.
+  bool normalize_text = false;
   bool final_snapshot = true;  // false: Run returns at stop without the final snapshot and
                                // commit, as a crash would (for tests of the resume rule)
 };

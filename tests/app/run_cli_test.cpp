@@ -1,0 +1,253 @@
+// Runs the built `streamvec run` (broker, connector, trainer and REST in one process) as a user
+// would: over real sockets on 127.0.0.1, stopped by SIGINT or killed with SIGKILL and restarted.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "streamvec/store/snapshot_reader.h"
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A `streamvec run` child process; its stdout is read until it names its URL.
+class RunProcess {
+ public:
+  explicit RunProcess(const std::vector<std::string>& args) {
+    int out[2];
+    if (::pipe(out) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(STREAMVEC_BINARY));
+      argv.push_back(const_cast<char*>("run"));
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(STREAMVEC_BINARY, argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    // "serving http://127.0.0.1:PORT ..." is printed once everything is started.
+    std::FILE* f = ::fdopen(out[0], "r");
+    char line[1024];
+    while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+      int port = 0;
+      if (std::sscanf(line, "serving http://127.0.0.1:%d", &port) == 1) {
+        port_ = port;
+        break;
+      }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    drain_ = std::thread([f] {
+      char buf[4096];
+      while (f != nullptr && std::fread(buf, 1, sizeof buf, f) > 0) {
+      }
+      if (f != nullptr) std::fclose(f);
+    });
+  }
+  ~RunProcess() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      Wait();
+    }
+    if (drain_.joinable()) drain_.join();
+  }
+  int port() const { return port_; }
+  void Signal(int sig) { ::kill(pid_, sig); }
+  // The exit status, or -1 if killed by a signal.
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    waited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool waited_ = false;
+  std::thread drain_;
+};
+
+// GET over a plain socket (HTTP/1.0, Connection: close): the status code and body; 0 if the
+// connection failed.
+std::pair<int, std::string> HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return {0, ""};
+  }
+  const std::string request =
+      "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  (void)!::write(fd, request.data(), request.size());
+  std::string response;
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, got);
+  ::close(fd);
+  int status = 0;
+  std::sscanf(response.c_str(), "HTTP/%*s %d", &status);
+  const size_t body = response.find("\r\n\r\n");
+  return {status, body == std::string::npos ? "" : response.substr(body + 4)};
+}
+
+// Polls `done` every 100 ms for at most `limit` (a bound on a wait, not a timed assertion).
+template <typename F>
+bool WaitFor(F done, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("streamvec_run_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Copies the first `lines` lines of the bundled natural text into data/NAME; returns the count
+  // of non-empty lines (one document each).
+  int WriteData(const std::string& name, int lines) {
+    std::ifstream in(std::string(STREAMVEC_SOURCE_DIR) + "/data/run/enwiki-small-5m.txt");
+    std::ofstream out(dir_ / "data" / name);
+    std::string line;
+    int docs = 0;
+    for (int i = 0; i < lines && std::getline(in, line); ++i) {
+      out << line << '\n';
+      if (line.find_first_not_of(" \t\r") != std::string::npos) ++docs;
+    }
+    return docs;
+  }
+  std::string State() const { return (dir_ / "state").string(); }
+  std::string Data() const { return (dir_ / "data").string(); }
+
+  // The newest published snapshot's entry `key` as JSON (null if none).
+  nlohmann::json Entry(const std::string& key) const {
+    auto reader = SnapshotReader::OpenNewest(State());
+    if (!reader.ok()) return nullptr;
+    auto value = (*reader)->Get(key);
+    if (!value.ok()) return nullptr;
+    return nlohmann::json::parse(*value, nullptr, false);
+  }
+
+  fs::path dir_;
+};
+
+const std::vector<std::string> kSmallModel = {"--dim", "16", "--min-count", "2",
+                                              "--vocab-capacity", "20000", "--threads", "1"};
+
+std::vector<std::string> Args(std::vector<std::string> args) {
+  args.insert(args.end(), kSmallModel.begin(), kSmallModel.end());
+  return args;
+}
+
+TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
+  const int docs = WriteData("a.txt", 1500);
+  RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                       "--snapshot-every", "0.5"}));
+  ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
+
+  // Every line becomes a document that a snapshot covers, and REST serves that snapshot.
+  ASSERT_TRUE(WaitFor([&] {
+    const nlohmann::json c = Entry("trainer/counters");
+    return c.is_object() && c.value("documents", 0) == docs;
+  })) << Entry("trainer/counters").dump();
+  // The server swaps in the snapshot that covers them (it polls; it may still serve an older one).
+  ASSERT_TRUE(WaitFor([&] {
+    return HttpGet(run.port(), "/v1/neighbors?word=music&k=3").first == 200;
+  })) << HttpGet(run.port(), "/v1/neighbors?word=music&k=3").second;
+  EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/the").first, 200);
+  EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/zqxjvword").first, 404);
+
+  // A line appended to a followed file is trained and its new word becomes queryable.
+  {
+    std::ofstream out(dir_ / "data" / "a.txt", std::ios::app);
+    out << "Zqxjvword zqxjvword, ZQXJVWORD zqxjvword zqxjvword zqxjvword appears.\n";
+  }
+  EXPECT_TRUE(WaitFor([&] { return HttpGet(run.port(), "/v1/vectors/zqxjvword").first == 200; }));
+
+  run.Signal(SIGINT);
+  EXPECT_EQ(run.Wait(), 0);
+  const nlohmann::json positions = Entry("ingest/positions");
+  const std::string file = fs::absolute(dir_ / "data" / "a.txt").string();
+  ASSERT_TRUE(positions.contains(file)) << positions.dump();
+  EXPECT_EQ(positions[file].get<int64_t>(), static_cast<int64_t>(fs::file_size(file)));
+  EXPECT_EQ(Entry("trainer/counters").value("documents", 0), docs + 1);
+}
+
+TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineExactlyOnceInTheState) {
+  // Two files of the bundled text: long enough that the process is killed mid-stream.
+  const int docs = WriteData("a.txt", 1000000) + WriteData("b.txt", 1000000);
+  {
+    RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                         "--snapshot-every", "0.3", "--no-follow"}));
+    ASSERT_GT(run.port(), 0);
+    ASSERT_TRUE(WaitFor([&] {
+      const nlohmann::json c = Entry("trainer/counters");
+      return c.is_object() && c.value("documents", 0) > 0;
+    }));
+    run.Signal(SIGKILL);
+    EXPECT_EQ(run.Wait(), -1);
+  }
+  const int at_kill = Entry("trainer/counters").value("documents", 0);
+  EXPECT_LT(at_kill, docs) << "the stream had ended before the kill: the test proves nothing";
+
+  // The restart resumes the connector from the snapshot's positions on a fresh embedded broker.
+  RunProcess again(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                         "--snapshot-every", "1", "--no-follow", "--max-idle", "3"}));
+  ASSERT_GT(again.port(), 0);
+  EXPECT_EQ(again.Wait(), 0);
+  // Documents are counted in the state: the snapshot at the kill covered exactly the lines
+  // before its positions, and the restart sent exactly the lines after them.
+  EXPECT_EQ(Entry("trainer/counters").value("documents", 0), docs);
+  const nlohmann::json positions = Entry("ingest/positions");
+  for (const char* name : {"a.txt", "b.txt"}) {
+    const std::string file = fs::absolute(dir_ / "data" / name).string();
+    ASSERT_TRUE(positions.contains(file)) << positions.dump();
+    EXPECT_EQ(positions[file].get<int64_t>(), static_cast<int64_t>(fs::file_size(file)));
+  }
+}
+
+TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--data", "/nonexistent/streamvec", "--state", "s", "--http", "127.0.0.1:0"},
+           {"--http", "localhost", "--state", "s"},
+           {"--dim", "0", "--http", "127.0.0.1:0", "--state", "s"}}) {
+    RunProcess run(args);
+    EXPECT_EQ(run.Wait(), 2);
+  }
+}
+
+}  // namespace
+}  // namespace streamvec
