@@ -1,12 +1,14 @@
-// streamvec serve --state DIR --http HOST:PORT [--poll-interval S]: the REST API over a state
-// directory's published snapshots (api/README.md), until SIGINT or SIGTERM.
+// streamvec serve --state DIR --http HOST:PORT [options]: the REST API over a state directory's
+// published snapshots (api/README.md, docs/serving.md), until SIGINT or SIGTERM.
 #include <signal.h>
 
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "streamvec/api/server.h"
@@ -18,6 +20,17 @@ struct ServeFlags {
   std::string state;
   std::string http = "127.0.0.1:8000";
   double poll_interval_s = 0.5;
+  std::string admin_token_file;
+  std::string cors_origin;
+  std::vector<std::string> similarity;
+  std::string analogy;
+  size_t analogy_restrict = 30000;
+  double gate_drop = -1;
+  size_t exact_max_words = 20000;
+  int hnsw_ef = 100;
+  int index_threads = 1;
+  size_t history = 4;
+  std::string web_root = api::DefaultWebRoot();
 };
 
 // "HOST:PORT" or "[IPv6]:PORT", PORT in [0, 65535] (0 = pick a free one).
@@ -43,6 +56,25 @@ int RunServe(const ServeFlags& flags) {
   api::ServeOptions options;
   options.state_dir = flags.state;
   options.poll_interval_s = flags.poll_interval_s;
+  options.cors_origin = flags.cors_origin;
+  options.similarity_files = flags.similarity;
+  options.analogy_file = flags.analogy;
+  options.analogy_restrict_vocab = flags.analogy_restrict;
+  options.quality_gate_drop = flags.gate_drop;
+  options.exact_max_words = flags.exact_max_words;
+  options.hnsw_ef_search = flags.hnsw_ef;
+  options.index_threads = flags.index_threads;
+  options.history_snapshots = flags.history;
+  options.web_root = flags.web_root;
+  if (!flags.admin_token_file.empty()) {
+    // A file, not a flag value: a token on the command line is visible in `ps`.
+    std::ifstream in(flags.admin_token_file);
+    if (!in || !std::getline(in, options.admin_token) || options.admin_token.empty()) {
+      std::fprintf(stderr, "streamvec serve: --admin-token-file: cannot read a token from '%s'\n",
+                   flags.admin_token_file.c_str());
+      return 2;
+    }
+  }
   if (!ParseHostPort(flags.http, &options.host, &options.port)) {
     std::fprintf(stderr,
                  "streamvec serve: --http: expected HOST:PORT (e.g. 127.0.0.1:8000), got '%s'\n",
@@ -105,6 +137,32 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--poll-interval", flags->poll_interval_s,
                   "Seconds between checks for a newer snapshot")
+      ->capture_default_str();
+  cmd->add_option("--admin-token-file", flags->admin_token_file,
+                  "File whose first line is the bearer token of POST /v1/admin/* (default: admin "
+                  "routes disabled, 403)");
+  cmd->add_option(
+      "--cors-origin", flags->cors_origin,
+      "Allow browser pages from this origin (Access-Control-Allow-Origin; default off)");
+  cmd->add_option("--similarity", flags->similarity,
+                  "Word-pair file scored on every snapshot (repeatable; as streamvec eval)");
+  cmd->add_option("--analogy", flags->analogy, "Analogy file scored on every snapshot");
+  cmd->add_option("--analogy-restrict", flags->analogy_restrict,
+                  "Analogies: only the N most frequent words")
+      ->capture_default_str();
+  cmd->add_option("--quality-gate-ws353-drop", flags->gate_drop,
+                  "Refuse a snapshot whose Spearman on the first --similarity file falls by more "
+                  "than this from the served one (default off)");
+  cmd->add_option("--exact-max-words", flags->exact_max_words,
+                  "Exact neighbour scan up to this vocabulary size; an HNSW index above")
+      ->capture_default_str();
+  cmd->add_option("--hnsw-ef", flags->hnsw_ef, "HNSW search candidate list (recall vs speed)")
+      ->capture_default_str();
+  cmd->add_option("--index-threads", flags->index_threads, "Threads building an HNSW index")
+      ->capture_default_str();
+  cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")
+      ->capture_default_str();
+  cmd->add_option("--web-root", flags->web_root, "Folder of the dashboard (web/)")
       ->capture_default_str();
   cmd->callback([flags, exit_code]() { *exit_code = RunServe(*flags); });
 }

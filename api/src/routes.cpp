@@ -1,11 +1,17 @@
-// Route dispatch, parameter checks and JSON bodies of the REST API (contract in api/README.md).
+// Route table, dispatch, parameter checks and JSON bodies of the REST API (contract in
+// api/README.md). The same table drives dispatch, the 404 route list and /openapi.json.
 #include "routes.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <optional>
+#include <sstream>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,9 +20,134 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kRouteList[] =
-    "GET /v1/vectors/{word}, POST /v1/vectors, GET /v1/neighbors?word=W&k=N, "
-    "GET /v1/similarity?w1=A&w2=B, GET /v1/snapshots, GET /healthz";
+enum class Route {
+  kVector,
+  kVectors,
+  kNeighbors,
+  kNeighborsByVector,
+  kMostSimilar,
+  kAnalogy,
+  kSimilarity,
+  kHistory,
+  kSnapshots,
+  kHealth,
+  kMetrics,
+  kOpenApi,
+  kAdminSnapshot,
+  kAdminPause,
+  kAdminResume,
+  kDashboard,
+  kStatic,
+};
+
+struct Param {
+  const char* name;
+  const char* in;  // "path" | "query"
+  bool required;
+  const char* type;  // "string" | "integer"
+  const char* description;
+};
+
+struct RouteSpec {
+  Route id;
+  const char* method;
+  const char* path;  // template; {name} matches one path segment
+  const char* summary;
+  std::vector<Param> params;
+  const char* body = nullptr;  // JSON body description (POST)
+  const char* produces = "application/json";
+};
+
+const std::vector<RouteSpec>& Table() {
+  static const std::vector<RouteSpec> table = {
+      {Route::kVector,
+       "GET",
+       "/v1/vectors/{word}",
+       "The vector of a word, as trained",
+       {{"word", "path", true, "string", "exact, case-sensitive, percent-encoded"}}},
+      {Route::kVectors,
+       "POST",
+       "/v1/vectors",
+       "Vectors of up to 1000 words",
+       {},
+       "{\"words\": [\"w\", ...]}"},
+      {Route::kNeighbors,
+       "GET",
+       "/v1/neighbors",
+       "The k nearest words by cosine",
+       {{"word", "query", true, "string", "query word (excluded)"},
+        {"k", "query", false, "integer", "1..1000, default 10"}}},
+      {Route::kNeighborsByVector,
+       "POST",
+       "/v1/neighbors",
+       "The k nearest words to a raw vector",
+       {},
+       "{\"vector\": [dim numbers], \"k\": 10, \"restrict_vocab\": N}"},
+      {Route::kMostSimilar,
+       "GET",
+       "/v1/most_similar",
+       "gensim most_similar: cosine to the mean of unit(+positive) and unit(-negative)",
+       {{"positive", "query", false, "string", "comma-separated words"},
+        {"negative", "query", false, "string", "comma-separated words"},
+        {"topn", "query", false, "integer", "1..1000, default 10"},
+        {"restrict_vocab", "query", false, "integer", "only the N most frequent words"}}},
+      {Route::kAnalogy,
+       "GET",
+       "/v1/analogy",
+       "3CosAdd analogy a:b :: c:? (b - a + c)",
+       {{"a", "query", true, "string", ""},
+        {"b", "query", true, "string", ""},
+        {"c", "query", true, "string", ""},
+        {"topn", "query", false, "integer", "1..1000, default 10"}}},
+      {Route::kSimilarity,
+       "GET",
+       "/v1/similarity",
+       "Cosine similarity of two words",
+       {{"w1", "query", true, "string", ""}, {"w2", "query", true, "string", ""}}},
+      {Route::kHistory,
+       "GET",
+       "/v1/words/{word}/history",
+       "A word's cosine to itself across retained snapshots (Procrustes-aligned) and its "
+       "neighbours then and now",
+       {{"word", "path", true, "string", ""},
+        {"k", "query", false, "integer", "neighbours per snapshot, 1..1000, default 10"}}},
+      {Route::kSnapshots,
+       "GET",
+       "/v1/snapshots",
+       "Published snapshots with metadata, quality figures and which one is served",
+       {}},
+      {Route::kHealth, "GET", "/healthz", "200 once a snapshot is served, else 503", {}},
+      {Route::kMetrics,
+       "GET",
+       "/metrics",
+       "Prometheus metrics (text format 0.0.4)",
+       {},
+       nullptr,
+       "text/plain"},
+      {Route::kOpenApi, "GET", "/openapi.json", "This document", {}},
+      {Route::kAdminSnapshot,
+       "POST",
+       "/v1/admin/snapshot",
+       "Ask the trainer for a snapshot now (Authorization: Bearer token)",
+       {}},
+      {Route::kAdminPause, "POST", "/v1/admin/ingest/pause", "Pause ingestion (bearer token)", {}},
+      {Route::kAdminResume,
+       "POST",
+       "/v1/admin/ingest/resume",
+       "Resume ingestion (bearer token)",
+       {}},
+      {Route::kDashboard, "GET", "/", "The dashboard page", {}, nullptr, "text/html"},
+      {Route::kStatic,
+       "GET",
+       "/static/{file}",
+       "Dashboard assets (script, chart library)",
+       {{"file", "path", true, "string", ""}},
+       nullptr,
+       "application/javascript"},
+  };
+  return table;
+}
+
 constexpr long kDefaultNeighbors = 10;
 
 // JSON text of any string; bytes that are not UTF-8 (a client's malformed word) become U+FFFD
@@ -45,8 +176,33 @@ void AppendVector(std::string* out, const float* v, int dim) {
   *out += ']';
 }
 
+const char* KindOf(int status) {
+  switch (status) {
+    case 400:
+      return "bad_request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 501:
+      return "not_implemented";
+    case 503:
+      return "no_snapshot";
+    default:
+      return "internal";
+  }
+}
+
 HttpReply Error(int status, const std::string& message) {
-  return HttpReply{status, Dump(json{{"error", message}}), ""};
+  HttpReply r;
+  r.status = status;
+  r.body = Dump(json{{"error", message}});
+  r.error_kind = KindOf(status);
+  return r;
 }
 
 HttpReply NoSnapshot() {
@@ -54,9 +210,11 @@ HttpReply NoSnapshot() {
 }
 
 HttpReply UnknownWord(const ServingSnapshot& s, const std::string& word) {
-  return Error(404, "word '" + word + "' is not in the vocabulary of snapshot " +
-                        std::to_string(s.version()) + " (" + std::to_string(s.rows()) +
-                        " words, exact match)");
+  HttpReply r = Error(404, "word '" + word + "' is not in the vocabulary of snapshot " +
+                               std::to_string(s.version()) + " (" + std::to_string(s.rows()) +
+                               " words, exact match)");
+  r.error_kind = "unknown_word";
+  return r;
 }
 
 int HexDigit(char c) {
@@ -122,6 +280,49 @@ std::optional<std::string> RequireWord(const Query& q, const char* name, HttpRep
   return *v;
 }
 
+// An optional integer parameter in [lo, hi]; `fallback` when absent. Sets *error when invalid.
+std::optional<long> IntParam(const Query& q, const char* name, long lo, long hi, long fallback,
+                             HttpReply* error) {
+  const std::string* raw = q.Get(name);
+  if (raw == nullptr) return fallback;
+  long v = 0;
+  const char* end = raw->data() + raw->size();
+  const auto r = std::from_chars(raw->data(), end, v);
+  if (raw->empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi) {
+    *error =
+        Error(400, std::string("query parameter '") + name + "' must be an integer in [" +
+                       std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + *raw + "'");
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Comma-separated words; empty items are an error.
+std::optional<std::vector<std::string>> WordList(const Query& q, const char* name,
+                                                 HttpReply* error) {
+  std::vector<std::string> words;
+  const std::string* raw = q.Get(name);
+  if (raw == nullptr || raw->empty()) return words;
+  std::string_view rest = *raw;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view w = rest.substr(0, comma);
+    if (w.empty()) {
+      *error = Error(400, std::string("query parameter '") + name +
+                              "' holds an empty word (comma-separated words expected)");
+      return std::nullopt;
+    }
+    words.emplace_back(w);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (words.size() > kMaxBatchWords) {
+    *error = Error(400, std::string("too many words in '") + name + "'");
+    return std::nullopt;
+  }
+  return words;
+}
+
 std::string VectorReply(const ServingSnapshot& s, size_t row) {
   std::string out = "{\"word\":";
   AppendString(&out, s.word(row));
@@ -131,67 +332,159 @@ std::string VectorReply(const ServingSnapshot& s, size_t row) {
   return out;
 }
 
-}  // namespace
+void AppendNeighbors(std::string* out, const ServingSnapshot& s,
+                     const std::vector<ServingSnapshot::Neighbor>& ns) {
+  *out += '[';
+  bool first = true;
+  for (const ServingSnapshot::Neighbor& n : ns) {
+    if (!first) *out += ',';
+    first = false;
+    *out += "{\"word\":";
+    AppendString(out, s.word(n.row));
+    *out += ",\"similarity\":";
+    AppendFloat(out, n.similarity);
+    *out += '}';
+  }
+  *out += ']';
+}
 
-Routes::Routes(std::function<std::shared_ptr<const ServingSnapshot>()> current,
-               std::shared_ptr<SnapshotSource> source)
-    : current_(std::move(current)), source_(std::move(source)) {}
+json NeighborsJson(const ServingSnapshot& s, const std::vector<ServingSnapshot::Neighbor>& ns) {
+  std::string text;
+  AppendNeighbors(&text, s, ns);
+  return json::parse(text);
+}
 
-HttpReply Routes::Handle(const HttpCall& call) const {
+HttpReply Json(std::string body) {
+  HttpReply r;
+  r.body = std::move(body);
+  return r;
+}
+
+// Matches a raw path against a template ({x} = one segment, possibly empty).
+bool Matches(std::string_view templ, std::string_view path) {
+  while (true) {
+    if (templ.empty() || path.empty()) return templ.empty() && path.empty();
+    if (templ[0] != '/' || path[0] != '/') return false;
+    templ.remove_prefix(1);
+    path.remove_prefix(1);
+    const size_t ts = templ.find('/'), ps = path.find('/');
+    const std::string_view tseg = templ.substr(0, ts), pseg = path.substr(0, ps);
+    if (!(tseg.starts_with('{') && tseg.ends_with('}')) && tseg != pseg) return false;
+    templ = ts == std::string_view::npos ? std::string_view() : templ.substr(ts);
+    path = ps == std::string_view::npos ? std::string_view() : path.substr(ps);
+    if (templ.empty() != path.empty()) return false;
+  }
+}
+
+// Segment `index` (0-based, after the leading '/') of a raw path, percent-decoded.
+std::optional<std::string> PathSegment(std::string_view path, size_t index) {
+  size_t start = 1;
+  for (size_t i = 0; i < index; ++i) {
+    start = path.find('/', start);
+    if (start == std::string_view::npos) return std::string();
+    ++start;
+  }
+  const size_t end = path.find('/', start);
+  return PercentDecode(path.substr(start, end == std::string_view::npos ? end : end - start));
+}
+
+// Words -> unit-vector mean (gensim KeyedVectors.most_similar): unit(sum of +/- unit rows).
+struct Combined {
+  std::vector<float> query;
+  std::vector<size_t> exclude;
+};
+
+std::optional<Combined> Combine(const ServingSnapshot& s, const std::vector<std::string>& positive,
+                                const std::vector<std::string>& negative, HttpReply* error) {
+  Combined c;
+  const size_t dim = static_cast<size_t>(s.dim());
+  std::vector<double> sum(dim, 0.0);
+  std::vector<float> unit(dim);
+  for (int sign : {1, -1}) {
+    for (const std::string& w : sign > 0 ? positive : negative) {
+      const std::optional<size_t> row = s.Find(w);
+      if (!row) {
+        *error = UnknownWord(s, w);
+        return std::nullopt;
+      }
+      s.UnitVector(*row, unit.data());
+      for (size_t j = 0; j < dim; ++j) sum[j] += sign * static_cast<double>(unit[j]);
+      c.exclude.push_back(*row);
+    }
+  }
+  double norm = 0;
+  for (double v : sum) norm += v * v;
+  norm = std::sqrt(norm);
+  c.query.resize(dim);
+  for (size_t j = 0; j < dim; ++j) c.query[j] = norm > 0 ? static_cast<float>(sum[j] / norm) : 0.0f;
+  return c;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.empty() ? 1 : b.size())];
+  return diff == 0 && !b.empty();
+}
+
+std::optional<std::string> ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+HttpReply Admin(const RouteContext& ctx, const HttpCall& call, const AdminHook& hook,
+                const char* action) {
+  const std::string& token = ctx.options->admin_token;
+  if (token.empty()) {
+    return Error(403, "admin routes are disabled: no admin token is configured");
+  }
+  constexpr std::string_view kBearer = "Bearer ";
+  const std::string_view auth = call.authorization;
+  if (!auth.starts_with(kBearer) || !ConstantTimeEquals(auth.substr(kBearer.size()), token)) {
+    return Error(401,
+                 "admin routes need 'Authorization: Bearer <token>' with the configured token");
+  }
+  if (!hook) return Error(501, std::string(action) + " is not available in this process");
+  const Status s = hook();
+  if (!s.ok()) return Error(500, std::string(action) + " failed: " + s.ToString());
+  return Json(Dump(json{{"status", "ok"}, {"action", action}}));
+}
+
+HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& call) {
   const std::string& path = call.path;
-  // Route, then method, then parameters, then the snapshot, then the words.
-  const char* allowed = nullptr;
-  enum class Route { kVector, kVectors, kNeighbors, kSimilarity, kSnapshots, kHealth } route;
-  constexpr std::string_view kVectorPrefix = "/v1/vectors/";
-  if (path.starts_with(kVectorPrefix) &&
-      path.find('/', kVectorPrefix.size()) == std::string::npos) {
-    route = Route::kVector, allowed = "GET";
-  } else if (path == "/v1/vectors") {
-    route = Route::kVectors, allowed = "POST";
-  } else if (path == "/v1/neighbors") {
-    route = Route::kNeighbors, allowed = "GET";
-  } else if (path == "/v1/similarity") {
-    route = Route::kSimilarity, allowed = "GET";
-  } else if (path == "/v1/snapshots") {
-    route = Route::kSnapshots, allowed = "GET";
-  } else if (path == "/healthz") {
-    route = Route::kHealth, allowed = "GET";
-  } else {
-    return Error(404, "no route " + call.method + " " + path + "; routes: " + kRouteList);
-  }
-  if (call.method != allowed) {
-    HttpReply r =
-        Error(405, "method " + call.method + " is not allowed on " + path + "; use " + allowed);
-    r.allow = allowed;
-    return r;
-  }
   const std::optional<Query> query = ParseQuery(call.query);
   if (!query) return Error(400, "malformed percent-encoding in the query string");
+  if (call.body_too_large) {
+    return Error(400, "request body is over " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
 
   HttpReply error;
-  switch (route) {
+  switch (spec.id) {
     case Route::kHealth: {
-      const std::shared_ptr<const ServingSnapshot> s = current_();
-      if (!s) return HttpReply{503, Dump(json{{"status", "no snapshot yet"}}), ""};
-      return HttpReply{200, Dump(json{{"status", "ok"}, {"snapshot", s->version()}}), ""};
+      const std::shared_ptr<const Served> s = ctx.current();
+      if (!s) {
+        HttpReply r = Json(Dump(json{{"status", "no snapshot yet"}}));
+        r.status = 503;
+        r.error_kind = "no_snapshot";
+        return r;
+      }
+      return Json(Dump(json{{"status", "ok"}, {"snapshot", s->snapshot->version()}}));
     }
 
     case Route::kVector: {
-      const std::optional<std::string> word =
-          PercentDecode(std::string_view(path).substr(kVectorPrefix.size()));
+      const std::optional<std::string> word = PathSegment(path, 2);
       if (!word) return Error(400, "malformed percent-encoding in the word of " + path);
       if (word->empty()) return Error(400, "missing word: use GET /v1/vectors/{word}");
-      const std::shared_ptr<const ServingSnapshot> s = current_();
+      const std::shared_ptr<const Served> s = ctx.current();
       if (!s) return NoSnapshot();
-      const std::optional<size_t> row = s->Find(*word);
-      if (!row) return UnknownWord(*s, *word);
-      return HttpReply{200, VectorReply(*s, *row), ""};
+      const std::optional<size_t> row = s->snapshot->Find(*word);
+      if (!row) return UnknownWord(*s->snapshot, *word);
+      return Json(VectorReply(*s->snapshot, *row));
     }
 
     case Route::kVectors: {
-      if (call.body_too_large) {
-        return Error(400, "request body is over " + std::to_string(kMaxBodyBytes) + " bytes");
-      }
       json body;
       try {
         body = json::parse(call.body);
@@ -211,21 +504,22 @@ HttpReply Routes::Handle(const HttpCall& call) const {
           return Error(400, "words[" + std::to_string(i) + "] is not a string");
         }
       }
-      const std::shared_ptr<const ServingSnapshot> s = current_();
-      if (!s) return NoSnapshot();
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
       std::string out = "{\"vectors\":[";
       std::string missing = "[";
       bool first_vector = true, first_missing = true;
       for (const json& w : words) {
         const std::string& word = w.get_ref<const std::string&>();
-        const std::optional<size_t> row = s->Find(word);
+        const std::optional<size_t> row = s.Find(word);
         if (row) {
           if (!first_vector) out += ',';
           first_vector = false;
           out += "{\"word\":";
           AppendString(&out, word);
           out += ",\"vector\":";
-          AppendVector(&out, s->vector(*row), s->dim());
+          AppendVector(&out, s.vector(*row), s.dim());
           out += '}';
         } else {
           if (!first_missing) missing += ',';
@@ -233,41 +527,137 @@ HttpReply Routes::Handle(const HttpCall& call) const {
           AppendString(&missing, word);
         }
       }
-      out += "],\"missing\":" + missing + "],\"snapshot\":" + std::to_string(s->version()) + "}";
-      return HttpReply{200, std::move(out), ""};
+      out += "],\"missing\":" + missing + "],\"snapshot\":" + std::to_string(s.version()) + "}";
+      return Json(std::move(out));
     }
 
     case Route::kNeighbors: {
       const std::optional<std::string> word = RequireWord(*query, "word", &error);
       if (!word) return error;
-      long k = kDefaultNeighbors;
-      if (const std::string* raw = query->Get("k")) {
-        const char* end = raw->data() + raw->size();
-        const auto r = std::from_chars(raw->data(), end, k);
-        if (raw->empty() || r.ec != std::errc() || r.ptr != end || k < 1 || k > kMaxNeighbors) {
-          return Error(400, "query parameter 'k' must be an integer in [1, " +
-                                std::to_string(kMaxNeighbors) + "], got '" + *raw + "'");
-        }
-      }
-      const std::shared_ptr<const ServingSnapshot> s = current_();
-      if (!s) return NoSnapshot();
-      const std::optional<size_t> row = s->Find(*word);
-      if (!row) return UnknownWord(*s, *word);
+      const std::optional<long> k =
+          IntParam(*query, "k", 1, kMaxNeighbors, kDefaultNeighbors, &error);
+      if (!k) return error;
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      const std::optional<size_t> row = s.Find(*word);
+      if (!row) return UnknownWord(s, *word);
+      std::vector<float> unit(static_cast<size_t>(s.dim()));
+      s.UnitVector(*row, unit.data());
+      const size_t self[] = {*row};
       std::string out = "{\"word\":";
       AppendString(&out, *word);
-      out += ",\"neighbors\":[";
-      bool first = true;
-      for (const ServingSnapshot::Neighbor& n : s->Neighbors(*row, static_cast<size_t>(k))) {
-        if (!first) out += ',';
-        first = false;
-        out += "{\"word\":";
-        AppendString(&out, s->word(n.row));
-        out += ",\"similarity\":";
-        AppendFloat(&out, n.similarity);
-        out += '}';
+      out += ",\"neighbors\":";
+      AppendNeighbors(&out, s,
+                      served->Nearest(unit.data(), static_cast<size_t>(*k), self, s.rows()));
+      out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
+      return Json(std::move(out));
+    }
+
+    case Route::kNeighborsByVector: {
+      json body;
+      try {
+        body = json::parse(call.body);
+      } catch (const json::exception& e) {
+        return Error(400, std::string("malformed JSON body: ") + e.what());
       }
-      out += "],\"snapshot\":" + std::to_string(s->version()) + "}";
-      return HttpReply{200, std::move(out), ""};
+      if (!body.is_object() || !body.contains("vector") || !body["vector"].is_array()) {
+        return Error(400, "body must be a JSON object {\"vector\": [numbers], \"k\": N}");
+      }
+      long k = kDefaultNeighbors;
+      if (body.contains("k")) {
+        if (!body["k"].is_number_integer() || body["k"].get<long>() < 1 ||
+            body["k"].get<long>() > kMaxNeighbors) {
+          return Error(400, "'k' must be an integer in [1, " + std::to_string(kMaxNeighbors) + "]");
+        }
+        k = body["k"].get<long>();
+      }
+      size_t limit = static_cast<size_t>(-1);
+      if (body.contains("restrict_vocab")) {
+        if (!body["restrict_vocab"].is_number_integer() || body["restrict_vocab"].get<long>() < 1) {
+          return Error(400, "'restrict_vocab' must be a positive integer");
+        }
+        limit = body["restrict_vocab"].get<size_t>();
+      }
+      const json& v = body["vector"];
+      std::vector<double> query_vector;
+      query_vector.reserve(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number() || !std::isfinite(v[i].get<double>())) {
+          return Error(400, "vector[" + std::to_string(i) + "] is not a finite number");
+        }
+        query_vector.push_back(v[i].get<double>());
+      }
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      if (query_vector.size() != static_cast<size_t>(s.dim())) {
+        return Error(400, "vector has " + std::to_string(query_vector.size()) +
+                              " numbers; snapshot " + std::to_string(s.version()) + " has dim " +
+                              std::to_string(s.dim()));
+      }
+      double norm = 0;
+      for (double x : query_vector) norm += x * x;
+      norm = std::sqrt(norm);
+      if (!(norm > 0) || !std::isfinite(norm))
+        return Error(400, "vector has no direction (all zeros)");
+      std::vector<float> unit(query_vector.size());
+      for (size_t j = 0; j < unit.size(); ++j) unit[j] = static_cast<float>(query_vector[j] / norm);
+      std::string out = "{\"neighbors\":";
+      AppendNeighbors(&out, s, served->Nearest(unit.data(), static_cast<size_t>(k), {}, limit));
+      out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
+      return Json(std::move(out));
+    }
+
+    case Route::kMostSimilar:
+    case Route::kAnalogy: {
+      std::vector<std::string> positive, negative;
+      if (spec.id == Route::kMostSimilar) {
+        std::optional<std::vector<std::string>> p = WordList(*query, "positive", &error);
+        if (!p) return error;
+        std::optional<std::vector<std::string>> n = WordList(*query, "negative", &error);
+        if (!n) return error;
+        if (p->empty() && n->empty()) {
+          return Error(400, "give at least one word in 'positive' or 'negative'");
+        }
+        positive = std::move(*p);
+        negative = std::move(*n);
+      } else {
+        const std::optional<std::string> a = RequireWord(*query, "a", &error);
+        if (!a) return error;
+        const std::optional<std::string> b = RequireWord(*query, "b", &error);
+        if (!b) return error;
+        const std::optional<std::string> c = RequireWord(*query, "c", &error);
+        if (!c) return error;
+        positive = {*b, *c};  // b - a + c (3CosAdd)
+        negative = {*a};
+      }
+      const std::optional<long> topn =
+          IntParam(*query, "topn", 1, kMaxNeighbors, kDefaultNeighbors, &error);
+      if (!topn) return error;
+      const std::optional<long> restrict_vocab =
+          IntParam(*query, "restrict_vocab", 1, std::numeric_limits<long>::max(),
+                   std::numeric_limits<long>::max(), &error);
+      if (!restrict_vocab) return error;
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      std::optional<Combined> c = Combine(s, positive, negative, &error);
+      if (!c) return error;
+      const bool exact = !served->index || static_cast<size_t>(*restrict_vocab) < s.rows();
+      const auto results = served->Nearest(c->query.data(), static_cast<size_t>(*topn), c->exclude,
+                                           static_cast<size_t>(*restrict_vocab));
+      json out;
+      if (spec.id == Route::kMostSimilar) {
+        out = {{"positive", positive}, {"negative", negative}};
+      } else {
+        out = {{"a", negative[0]}, {"b", positive[0]}, {"c", positive[1]}};
+        out["answer"] = results.empty() ? json(nullptr) : json(s.word(results[0].row));
+      }
+      out["results"] = NeighborsJson(s, results);
+      out["search"] = exact ? "exact" : "hnsw";
+      out["snapshot"] = s.version();
+      return Json(Dump(out));
     }
 
     case Route::kSimilarity: {
@@ -275,44 +665,229 @@ HttpReply Routes::Handle(const HttpCall& call) const {
       if (!w1) return error;
       const std::optional<std::string> w2 = RequireWord(*query, "w2", &error);
       if (!w2) return error;
-      const std::shared_ptr<const ServingSnapshot> s = current_();
-      if (!s) return NoSnapshot();
-      const std::optional<size_t> r1 = s->Find(*w1), r2 = s->Find(*w2);
-      if (!r1) return UnknownWord(*s, *w1);
-      if (!r2) return UnknownWord(*s, *w2);
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
+      if (!r1) return UnknownWord(s, *w1);
+      if (!r2) return UnknownWord(s, *w2);
       std::string out = "{\"w1\":";
       AppendString(&out, *w1);
       out += ",\"w2\":";
       AppendString(&out, *w2);
       out += ",\"similarity\":";
-      AppendFloat(&out, s->Similarity(*r1, *r2));
-      out += ",\"snapshot\":" + std::to_string(s->version()) + "}";
-      return HttpReply{200, std::move(out), ""};
+      AppendFloat(&out, s.Similarity(*r1, *r2));
+      out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
+      return Json(std::move(out));
+    }
+
+    case Route::kHistory: {
+      const std::optional<std::string> word = PathSegment(path, 2);
+      if (!word) return Error(400, "malformed percent-encoding in the word of " + path);
+      if (word->empty()) return Error(400, "missing word: use GET /v1/words/{word}/history");
+      const std::optional<long> k =
+          IntParam(*query, "k", 1, kMaxNeighbors, kDefaultNeighbors, &error);
+      if (!k) return error;
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& now = *served->snapshot;
+      const std::optional<size_t> row = now.Find(*word);
+      if (!row) return UnknownWord(now, *word);
+      const size_t dim = static_cast<size_t>(now.dim());
+      std::vector<float> unit_now(dim), unit_then(dim), rotated(dim);
+      now.UnitVector(*row, unit_now.data());
+      json history = json::array();
+      for (const HistoryEntry& h : served->history) {
+        const ServingSnapshot& then = *h.snapshot;
+        json entry = {{"snapshot", then.version()},
+                      {"created_at", then.info().created_at},
+                      {"aligned_on_words", h.alignment.shared_words}};
+        const std::optional<size_t> old_row = then.Find(*word);
+        if (!old_row) {
+          entry["cosine_to_now"] = nullptr;
+          entry["neighbors"] = json::array();
+        } else {
+          then.UnitVector(*old_row, unit_then.data());
+          Rotate(h.alignment.rotation, unit_then.data(), now.dim(), rotated.data());
+          double dot = 0;
+          for (size_t j = 0; j < dim; ++j) dot += static_cast<double>(rotated[j]) * unit_now[j];
+          entry["cosine_to_now"] = std::clamp(dot, -1.0, 1.0);
+          const size_t self[] = {*old_row};
+          entry["neighbors"] = NeighborsJson(
+              then,
+              then.NearestToVector(unit_then.data(), static_cast<size_t>(*k), self, then.rows()));
+        }
+        history.push_back(std::move(entry));
+      }
+      const size_t self[] = {*row};
+      json out = {
+          {"word", *word},
+          {"snapshot", now.version()},
+          {"history", std::move(history)},
+          {"neighbors", NeighborsJson(now, served->Nearest(unit_now.data(), static_cast<size_t>(*k),
+                                                           self, now.rows()))}};
+      return Json(Dump(out));
     }
 
     case Route::kSnapshots: {
-      const std::shared_ptr<const ServingSnapshot> s = current_();
-      StatusOr<std::vector<SnapshotInfo>> list = source_->List();
+      const std::shared_ptr<const Served> served = ctx.current();
+      StatusOr<std::vector<SnapshotInfo>> list = ctx.source->List();
       if (!list.ok()) return Error(500, "listing snapshots: " + list.status().ToString());
       json snapshots = json::array();
+      const uint64_t served_version = served ? served->snapshot->version() : 0;
       for (const SnapshotInfo& info : *list) {
         json entry = json::parse(info.metadata_json, nullptr, /*allow_exceptions=*/false);
         if (!entry.is_object()) entry = json{{"metadata_unreadable", info.metadata_json}};
         entry["version"] = info.version;
         entry["created_at"] = info.created_at;
-        entry["served"] = s && s->version() == info.version;
+        entry["served"] = served && served_version == info.version;
+        if (ctx.evaluation_of) {
+          json e = ctx.evaluation_of(info.version);
+          if (e.is_object()) {
+            for (auto it = e.begin(); it != e.end(); ++it) entry[it.key()] = it.value();
+          }
+        }
         snapshots.push_back(std::move(entry));
       }
       json out = {{"snapshots", std::move(snapshots)}, {"served", nullptr}};
-      if (s) {
-        out["served"] = s->version();
-        out["served_words"] = s->rows();
-        out["served_dim"] = s->dim();
+      if (served) {
+        out["served"] = served_version;
+        out["served_words"] = served->snapshot->rows();
+        out["served_dim"] = served->snapshot->dim();
       }
-      return HttpReply{200, Dump(out), ""};
+      return Json(Dump(out));
+    }
+
+    case Route::kMetrics: {
+      HttpReply r = Json(ctx.metrics ? ctx.metrics() : std::string());
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      return r;
+    }
+
+    case Route::kOpenApi:
+      return Json(Dump(Routes::OpenApi()));
+
+    case Route::kAdminSnapshot:
+      return Admin(ctx, call, ctx.options->on_snapshot, "snapshot");
+    case Route::kAdminPause:
+      return Admin(ctx, call, ctx.options->on_pause_ingest, "ingest/pause");
+    case Route::kAdminResume:
+      return Admin(ctx, call, ctx.options->on_resume_ingest, "ingest/resume");
+
+    case Route::kDashboard:
+    case Route::kStatic: {
+      const std::string& root = ctx.options->web_root;
+      if (root.empty())
+        return Error(404, "no dashboard: the server was started without a web root");
+      // Only these files are served: no path from the request reaches the file system.
+      static const std::vector<std::tuple<std::string, std::string, std::string>> kFiles = {
+          {"index.html", "index.html", "text/html; charset=utf-8"},
+          {"dashboard.js", "dashboard.js", "application/javascript; charset=utf-8"},
+          {"uPlot.iife.min.js", "node_modules/uplot/dist/uPlot.iife.min.js",
+           "application/javascript; charset=utf-8"},
+          {"uPlot.min.css", "node_modules/uplot/dist/uPlot.min.css", "text/css; charset=utf-8"},
+      };
+      std::string name = "index.html";
+      if (spec.id == Route::kStatic) {
+        const std::optional<std::string> file = PathSegment(path, 1);
+        name = file ? *file : "";
+      }
+      for (const auto& [file, relative, type] : kFiles) {
+        if (file != name) continue;
+        std::optional<std::string> content = ReadFile(std::filesystem::path(root) / relative);
+        if (!content) {
+          return Error(404, "dashboard file " + relative + " is missing under " + root +
+                                " (run npm install in web/)");
+        }
+        HttpReply r = Json(std::move(*content));
+        r.content_type = type;
+        return r;
+      }
+      return Error(404, "no static file '" + name + "'");
     }
   }
   return Error(500, "unreachable route");
+}
+
+}  // namespace
+
+Routes::Routes(RouteContext context) : ctx_(std::move(context)) {}
+
+json Routes::OpenApi() {
+  json paths = json::object();
+  for (const RouteSpec& r : Table()) {
+    json op = {{"summary", r.summary}, {"operationId", std::string(r.method) + " " + r.path}};
+    json params = json::array();
+    for (const Param& p : r.params) {
+      params.push_back({{"name", p.name},
+                        {"in", p.in},
+                        {"required", p.required},
+                        {"description", p.description},
+                        {"schema", {{"type", p.type}}}});
+    }
+    if (!params.empty()) op["parameters"] = std::move(params);
+    if (r.body != nullptr) {
+      op["requestBody"] = {{"required", true},
+                           {"description", r.body},
+                           {"content", {{"application/json", {{"schema", {{"type", "object"}}}}}}}};
+    }
+    op["responses"] = {
+        {"200", {{"description", "OK"}, {"content", {{r.produces, json::object()}}}}},
+        {"4XX", {{"description", "{\"error\": \"...\"}"}}}};
+    std::string method = r.method;
+    for (char& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    paths[r.path][method] = std::move(op);
+  }
+  return {
+      {"openapi", "3.0.3"},
+      {"info",
+       {{"title", "streamvec"},
+        {"version", "1"},
+        {"description", "Word embeddings learned from a text stream, served while they learn"}}},
+      {"paths", std::move(paths)}};
+}
+
+HttpReply Routes::Handle(const HttpCall& call) const {
+  HttpReply reply = [&]() -> HttpReply {
+    const std::string& path = call.path;
+    // Route, then method, then parameters, then the snapshot, then the words.
+    const RouteSpec* spec = nullptr;
+    std::string allowed;
+    for (const RouteSpec& r : Table()) {
+      if (!Matches(r.path, path)) continue;
+      if (call.method == r.method) {
+        spec = &r;
+        break;
+      }
+      allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
+    }
+    if (spec == nullptr && allowed.empty()) {
+      json routes = json::array();
+      std::string list;
+      for (const RouteSpec& r : Table()) {
+        routes.push_back(std::string(r.method) + " " + r.path);
+        list += (list.empty() ? "" : ", ") + std::string(r.method) + " " + r.path;
+      }
+      HttpReply r = Error(404, "no route " + call.method + " " + path + "; routes: " + list);
+      r.body = Dump(json{{"error", "no route " + call.method + " " + path + "; routes: " + list},
+                         {"routes", std::move(routes)}});
+      r.error_kind = "unknown_route";
+      return r;
+    }
+    if (spec == nullptr) {
+      HttpReply r =
+          Error(405, "method " + call.method + " is not allowed on " + path + "; use " + allowed);
+      r.allow = allowed;
+      for (const RouteSpec& t : Table()) {
+        if (Matches(t.path, path)) r.route = t.path;
+      }
+      return r;
+    }
+    HttpReply r = Serve(ctx_, *spec, call);
+    r.route = spec->path;
+    return r;
+  }();
+  return reply;
 }
 
 }  // namespace streamvec::api

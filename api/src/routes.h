@@ -7,46 +7,62 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "served.h"
+#include "streamvec/api/server.h"
 #include "streamvec/api/serving_snapshot.h"
 
 namespace streamvec::api {
 
 // Largest request body accepted (bytes); larger bodies get 400 without being parsed.
 inline constexpr size_t kMaxBodyBytes = size_t{1} << 20;
-// Most words in one POST /v1/vectors, and the largest k of /v1/neighbors.
+// Most words in one POST /v1/vectors, and the largest k / topn of the neighbour routes.
 inline constexpr size_t kMaxBatchWords = 1000;
 inline constexpr long kMaxNeighbors = 1000;
 
 struct HttpCall {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // as sent: percent-encoded, without the query
-  std::string query;   // as sent, without '?'
-  std::string body;    // at most kMaxBodyBytes (see body_too_large)
+  std::string method;         // "GET", "POST", ...
+  std::string path;           // as sent: percent-encoded, without the query
+  std::string query;          // as sent, without '?'
+  std::string body;           // at most kMaxBodyBytes (see body_too_large)
+  std::string authorization;  // the Authorization header, if any
   bool body_too_large = false;
 };
 
 struct HttpReply {
   int status = 200;
-  std::string body;   // JSON
-  std::string allow;  // for 405: the methods the route accepts
+  std::string body;                               // JSON unless content_type says otherwise
+  std::string content_type = "application/json";  // MIME type of body
+  std::string allow;                              // for 405: the methods the route accepts
+  std::string route = "unknown";  // route template, the label of the request metrics
+  std::string error_kind;         // empty on success; "bad_request", "not_found", ...
 };
 
-// Answers calls from the snapshot `current()` returns (null: none loaded yet) and, for
-// /v1/snapshots, from `source`. Thread safety: Handle is safe from many threads at once as long
-// as `current` and `source` are.
+// What the routes read. All functions must be thread-safe.
+struct RouteContext {
+  std::function<std::shared_ptr<const Served>()> current;  // null: no snapshot loaded yet
+  std::shared_ptr<SnapshotSource> source;                  // for /v1/snapshots
+  const ServeOptions* options = nullptr;                   // hooks, token, web_root
+  std::function<std::string()> metrics;                    // the whole /metrics text
+  // Quality figures and promotion status of a snapshot this server prepared (null if none).
+  std::function<nlohmann::json(uint64_t version)> evaluation_of;
+};
+
+// Thread safety: Handle is safe from many threads at once.
 class Routes {
  public:
-  Routes(std::function<std::shared_ptr<const ServingSnapshot>()> current,
-         std::shared_ptr<SnapshotSource> source);
+  explicit Routes(RouteContext context);
 
   // Never throws for bad input: every error is a JSON {"error": ...} reply.
   HttpReply Handle(const HttpCall& call) const;
 
+  // The OpenAPI 3.0 document of every route Handle dispatches.
+  static nlohmann::json OpenApi();
+
  private:
-  std::function<std::shared_ptr<const ServingSnapshot>()> current_;
-  std::shared_ptr<SnapshotSource> source_;
+  RouteContext ctx_;
 };
 
 }  // namespace streamvec::api

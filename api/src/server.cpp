@@ -16,11 +16,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "routes.h"
+#include "service.h"
 
 namespace streamvec::api {
 namespace {
@@ -87,55 +89,14 @@ void ReadBody(http::http_request& request, HttpCall* call) {
 
 struct Server::Impl {
   ServeOptions options;
-  std::shared_ptr<SnapshotSource> source;
-  std::atomic<std::shared_ptr<const ServingSnapshot>> current;
-  Routes routes;
+  Service service;
   std::unique_ptr<http_listener> listener;
   int port = 0;
-
-  std::thread poller;
-  std::mutex mu;
-  std::condition_variable wake;
-  bool stopping = false;   // GUARDED_BY(mu)
-  std::string last_error;  // only touched by the polling thread (and Start, before it runs)
+  bool stopped = false;  // GUARDED_BY(stop_mu)
+  std::mutex stop_mu;
 
   Impl(const ServeOptions& o, std::shared_ptr<SnapshotSource> s)
-      : options(o), source(std::move(s)), routes([this] { return current.load(); }, source) {}
-
-  // One check for a newer snapshot. Errors are logged once each and never stop serving: the
-  // previous snapshot stays in place and the next poll tries again.
-  void PollOnce() {
-    const std::shared_ptr<const ServingSnapshot> old = current.load();
-    StatusOr<std::shared_ptr<const ServingSnapshot>> next = Status::Internal("not loaded");
-    try {
-      next = source->LoadNewerThan(old ? old->version() : 0);
-    } catch (const std::exception& e) {  // e.g. bad_alloc for a huge embedding
-      next = Status::Internal(std::string("loading a snapshot: ") + e.what());
-    }
-    if (!next.ok()) {
-      if (next.status().message() != last_error) {
-        last_error = next.status().message();
-        spdlog::warn("serve: {} (still serving snapshot {})", next.status().ToString(),
-                     old ? old->version() : 0);
-      }
-      return;
-    }
-    last_error.clear();
-    if (*next == nullptr) return;
-    spdlog::info("serve: now serving snapshot {} ({} words x {})", (*next)->version(),
-                 (*next)->rows(), (*next)->dim());
-    current.store(std::move(*next));
-  }
-
-  void PollLoop() {
-    const auto interval = std::chrono::duration<double>(options.poll_interval_s);
-    std::unique_lock<std::mutex> lock(mu);
-    while (!wake.wait_for(lock, interval, [this] { return stopping; })) {
-      lock.unlock();
-      PollOnce();
-      lock.lock();
-    }
-  }
+      : options(o), service(o, std::move(s)) {}
 
   // The one place where request exceptions become an HTTP error.
   void Handle(http::http_request request) {
@@ -146,18 +107,31 @@ struct Server::Impl {
       const web::uri& uri = request.request_uri();
       call.path = uri.path();
       call.query = uri.query();
-      if (call.method == http::methods::POST) ReadBody(request, &call);
-      reply = routes.Handle(call);
+      if (request.headers().has(http::header_names::authorization)) {
+        call.authorization = request.headers()[http::header_names::authorization];
+      }
+      if (!options.cors_origin.empty() && call.method == http::methods::OPTIONS) {
+        reply.status = 204;  // CORS preflight
+        reply.route = "preflight";
+      } else {
+        if (call.method == http::methods::POST) ReadBody(request, &call);
+        reply = service.Handle(call);
+      }
     } catch (const std::exception& e) {
-      reply = HttpReply{500,
-                        nlohmann::json{{"error", std::string("internal error: ") + e.what()}}.dump(
-                            -1, ' ', false, nlohmann::json::error_handler_t::replace),
-                        ""};
+      reply = HttpReply{};
+      reply.status = 500;
+      reply.body = nlohmann::json{{"error", std::string("internal error: ") + e.what()}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     try {
       http::http_response response(static_cast<http::status_code>(reply.status));
-      response.set_body(std::move(reply.body), "application/json");
+      if (reply.status != 204) response.set_body(std::move(reply.body), reply.content_type);
       if (!reply.allow.empty()) response.headers().add(http::header_names::allow, reply.allow);
+      if (!options.cors_origin.empty()) {
+        response.headers().add("Access-Control-Allow-Origin", options.cors_origin);
+        response.headers().add("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        response.headers().add("Access-Control-Allow-Headers", "Content-Type, Authorization");
+      }
       // A client that went away makes the reply task fail: observe it, or pplx terminates.
       request.reply(response).then([](pplx::task<void> t) {
         try {
@@ -176,6 +150,8 @@ struct Server::Impl {
     try {
       auto l = std::make_unique<http_listener>(url);
       l->support([this](http::http_request r) { Handle(std::move(r)); });
+      // cpprest answers OPTIONS itself unless told otherwise: CORS preflights (or 405) are ours.
+      l->support(http::methods::OPTIONS, [this](http::http_request r) { Handle(std::move(r)); });
       l->open().wait();
       listener = std::move(l);
       port = port_to_try;
@@ -206,8 +182,19 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options,
   if (!(options.poll_interval_s > 0) || !std::isfinite(options.poll_interval_s)) {
     return Status::InvalidArgument("poll_interval_s must be > 0 seconds");
   }
+  for (const std::string& f : options.similarity_files) {
+    if (!std::filesystem::is_regular_file(f)) {
+      return Status::InvalidArgument("similarity file '" + f + "' does not exist");
+    }
+  }
+  if (!options.analogy_file.empty() && !std::filesystem::is_regular_file(options.analogy_file)) {
+    return Status::InvalidArgument("analogy file '" + options.analogy_file + "' does not exist");
+  }
+  if (options.quality_gate_drop >= 0 && options.similarity_files.empty()) {
+    return Status::InvalidArgument("the quality gate needs at least one similarity file");
+  }
   auto impl = std::make_unique<Impl>(options, std::move(source));
-  impl->PollOnce();  // serve the newest snapshot from the first request when there is one
+  impl->service.PollOnce();  // serve the newest snapshot from the first request when there is one
   Status listening;
   if (options.port != 0) {
     listening = impl->Listen(options.port);
@@ -220,26 +207,21 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options,
     }
   }
   if (!listening.ok()) return listening;
-  Impl* raw = impl.get();
-  impl->poller = std::thread([raw] { raw->PollLoop(); });
+  impl->service.StartPolling();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 int Server::port() const { return impl_->port; }
 
-uint64_t Server::snapshot_version() const {
-  const std::shared_ptr<const ServingSnapshot> s = impl_->current.load();
-  return s ? s->version() : 0;
-}
+uint64_t Server::snapshot_version() const { return impl_->service.snapshot_version(); }
 
 void Server::Stop() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopping) return;
-    impl_->stopping = true;
+    std::lock_guard<std::mutex> lock(impl_->stop_mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
   }
-  impl_->wake.notify_all();
-  if (impl_->poller.joinable()) impl_->poller.join();
+  impl_->service.StopPolling();
   if (impl_->listener) {
     try {
       impl_->listener->close().wait();

@@ -16,18 +16,16 @@ bool Better(const ServingSnapshot::Neighbor& x, const ServingSnapshot::Neighbor&
 }  // namespace
 
 ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
-    : dim_(embeddings.dim),
-      words_(std::move(embeddings.words)),
-      vectors_(std::move(embeddings.vectors)),
-      info_(std::move(info)) {
-  SV_CHECK(dim_ > 0 && vectors_.size() == words_.size() * static_cast<size_t>(dim_));
-  const size_t rows = words_.size();
-  const size_t dim = static_cast<size_t>(dim_);
+    : emb_(std::move(embeddings)), info_(std::move(info)) {
+  SV_CHECK(emb_.dim > 0 &&
+           emb_.vectors.size() == emb_.words.size() * static_cast<size_t>(emb_.dim));
+  const size_t rows = emb_.words.size();
+  const size_t dim = static_cast<size_t>(emb_.dim);
   norms_.resize(rows);
   const size_t blocks = (rows + kBlock - 1) / kBlock;
   blocks_.assign(blocks * dim * kBlock, 0.0f);
   for (size_t r = 0; r < rows; ++r) {
-    const float* v = vectors_.data() + r * dim;
+    const float* v = emb_.vectors.data() + r * dim;
     double sum = 0;
     for (size_t j = 0; j < dim; ++j) sum += static_cast<double>(v[j]) * v[j];
     const double norm = std::sqrt(sum);
@@ -39,7 +37,7 @@ ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
     }
   }
   row_of_.reserve(rows);
-  for (size_t r = 0; r < rows; ++r) row_of_.emplace(words_[r], r);
+  for (size_t r = 0; r < rows; ++r) row_of_.emplace(emb_.words[r], r);
 }
 
 std::optional<size_t> ServingSnapshot::Find(std::string_view word) const {
@@ -54,25 +52,36 @@ float ServingSnapshot::Similarity(size_t a, size_t b) const {
   const float* x = vector(a);
   const float* y = vector(b);
   double dot = 0;
-  for (int j = 0; j < dim_; ++j) dot += static_cast<double>(x[j]) * y[j];
+  for (int j = 0; j < emb_.dim; ++j) dot += static_cast<double>(x[j]) * y[j];
   return static_cast<float>(std::clamp(dot / (static_cast<double>(na) * nb), -1.0, 1.0));
 }
 
+void ServingSnapshot::UnitVector(size_t row, float* out) const {
+  SV_CHECK(row < rows());
+  const size_t dim = static_cast<size_t>(emb_.dim);
+  const size_t b = row / kBlock, i = row % kBlock;
+  for (size_t j = 0; j < dim; ++j) out[j] = blocks_[(b * dim + j) * kBlock + i];
+}
+
 std::vector<ServingSnapshot::Neighbor> ServingSnapshot::Neighbors(size_t row, size_t k) const {
+  SV_CHECK(row < rows());
+  std::vector<float> query(static_cast<size_t>(emb_.dim));
+  UnitVector(row, query.data());
+  const size_t self[] = {row};
+  return NearestToVector(query.data(), k, self, rows());
+}
+
+std::vector<ServingSnapshot::Neighbor> ServingSnapshot::NearestToVector(
+    const float* query, size_t k, std::span<const size_t> exclude, size_t limit_rows) const {
   std::vector<Neighbor> heap;  // heap.front() is the worst neighbour kept
-  const size_t rows = words_.size();
-  SV_CHECK(row < rows);
-  k = std::min(k, rows > 0 ? rows - 1 : 0);
-  if (k == 0) return heap;
-  const size_t dim = static_cast<size_t>(dim_);
-  // The query as a unit vector, read back from the blocked layout.
-  std::vector<float> query(dim);
-  {
-    const size_t b = row / kBlock, i = row % kBlock;
-    for (size_t j = 0; j < dim; ++j) query[j] = blocks_[(b * dim + j) * kBlock + i];
-  }
-  heap.reserve(k + 1);
+  const size_t rows = std::min(limit_rows, emb_.words.size());
+  if (k == 0 || rows == 0) return heap;
+  const size_t dim = static_cast<size_t>(emb_.dim);
+  heap.reserve(std::min(k, rows) + 1);
   auto worse_first = [](const Neighbor& x, const Neighbor& y) { return Better(x, y); };
+  auto excluded = [&exclude](size_t r) {
+    return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
+  };
   alignas(64) float scores[kBlock];
   const size_t blocks = (rows + kBlock - 1) / kBlock;
   for (size_t b = 0; b < blocks; ++b) {
@@ -86,11 +95,12 @@ std::vector<ServingSnapshot::Neighbor> ServingSnapshot::Neighbors(size_t row, si
     const size_t n = std::min(kBlock, rows - b * kBlock);
     for (size_t i = 0; i < n; ++i) {
       const Neighbor candidate{b * kBlock + i, scores[i]};
-      if (candidate.row == row || std::isnan(candidate.similarity)) continue;
+      if (std::isnan(candidate.similarity)) continue;
       if (heap.size() < k) {
+        if (excluded(candidate.row)) continue;
         heap.push_back(candidate);
         std::push_heap(heap.begin(), heap.end(), worse_first);
-      } else if (Better(candidate, heap.front())) {
+      } else if (Better(candidate, heap.front()) && !excluded(candidate.row)) {
         std::pop_heap(heap.begin(), heap.end(), worse_first);
         heap.back() = candidate;
         std::push_heap(heap.begin(), heap.end(), worse_first);

@@ -1,7 +1,6 @@
 // The REST API over real HTTP on 127.0.0.1 (a free port): every route's answers and errors,
 // snapshot hot swaps under load, and the state-directory path end to end (RocksDB in a temp dir).
 #define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
-#include "streamvec/api/server.h"
 
 #include <arpa/inet.h>
 #include <cpprest/http_client.h>
@@ -21,85 +20,14 @@
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/snapshot_reader.h"
 #include "streamvec/store/state_store.h"
+#include "test_util.h"
 
 namespace streamvec::api {
 namespace {
 
 using nlohmann::json;
 namespace http = web::http;
-
-// Snapshots published in memory (the seam the server offers instead of a state directory).
-class MemorySource : public SnapshotSource {
- public:
-  void Publish(Embeddings e, uint64_t version, std::string metadata = "{}") {
-    SnapshotInfo info{version, 1700000000.0 + version, std::move(metadata)};
-    auto s = std::make_shared<const ServingSnapshot>(std::move(e), info);
-    std::lock_guard<std::mutex> lock(mu_);
-    infos_.push_back(info);
-    newest_ = std::move(s);
-  }
-  StatusOr<std::vector<SnapshotInfo>> List() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return infos_;
-  }
-  StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (newest_ && newest_->version() > version) return newest_;
-    return std::shared_ptr<const ServingSnapshot>();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<SnapshotInfo> infos_;
-  std::shared_ptr<const ServingSnapshot> newest_;
-};
-
-// Hand-made 3-d vectors whose neighbours are known.
-Embeddings Toy(float scale = 1.0f) {
-  Embeddings e;
-  e.dim = 3;
-  e.words = {"king", "queen", "man", "woman", "naïve", "c++", "zero", "a/b"};
-  e.vectors = {1, 0, 0, 0.9f, 0.1f, 0,    0, 1, 0, 0.1f, 0.9f, 0,
-               0, 0, 1, 0,    0.1f, 0.9f, 0, 0, 0, 0.5f, 0.5f, 0};
-  for (float& v : e.vectors) v *= scale;
-  return e;
-}
-
-struct Reply {
-  int status = 0;
-  json body;
-  std::string allow;
-};
-
-class Client {
- public:
-  explicit Client(int port) : client_("http://127.0.0.1:" + std::to_string(port)) {}
-  Reply Call(const http::method& method, const std::string& path_and_query,
-             const std::string& body = "", bool with_body = false, bool expect_json = true) {
-    http::http_request request(method);
-    request.set_request_uri(path_and_query);
-    if (with_body) request.set_body(body, "application/json");
-    http::http_response response = client_.request(request).get();
-    Reply r;
-    r.status = response.status_code();
-    const std::string text = response.extract_utf8string(true).get();
-    r.body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (expect_json) {
-      EXPECT_FALSE(r.body.is_discarded()) << "not JSON: " << text;
-    }
-    if (response.headers().has("Allow")) r.allow = response.headers()["Allow"];
-    return r;
-  }
-  Reply Get(const std::string& path) { return Call(http::methods::GET, path); }
-  Reply Post(const std::string& path, const std::string& body) {
-    return Call(http::methods::POST, path, body, true);
-  }
-
- private:
-  http::client::http_client client_;
-};
-
-std::string Encode(const std::string& s) { return web::uri::encode_data_string(s); }
+using namespace testing_util;
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -250,8 +178,9 @@ TEST_F(ServerTest, NeighborsErrors) {
   EXPECT_NE(r.body["error"].get<std::string>().find("'emperor'"), std::string::npos);
   r = client_->Get("/v1/neighbors?word=king&k=1000");
   EXPECT_EQ(r.status, 200);
-  r = client_->Call(http::methods::POST, "/v1/neighbors?word=king");
+  r = client_->Call(http::methods::PUT, "/v1/neighbors?word=king");
   EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "GET, POST");
 }
 
 TEST_F(ServerTest, Similarity) {

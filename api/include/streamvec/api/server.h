@@ -15,20 +15,74 @@
 #ifndef STREAMVEC_API_SERVER_H_
 #define STREAMVEC_API_SERVER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "streamvec/api/serving_snapshot.h"
 #include "streamvec/base/status.h"
 
 namespace streamvec::api {
 
+// The web/ folder of the source tree this library was built from: the dashboard's default root
+// for `streamvec serve` (its node_modules come from `npm install` in scripts/install-deps).
+std::string DefaultWebRoot();
+
+// A hook of an admin route. Called on a request thread; returns when the action is done (or
+// queued); an error becomes a 500 naming it. Must be thread-safe.
+using AdminHook = std::function<Status()>;
+
 struct ServeOptions {
   std::string state_dir;           // state directory a trainer writes (may not exist yet)
   std::string host = "127.0.0.1";  // address to listen on: IP literal or host name
   int port = 8000;                 // TCP port; 0 = pick a free port (see Server::port())
   double poll_interval_s = 0.5;    // seconds between checks for a newer snapshot; > 0
+
+  // --- access ---
+  // Bearer token the admin routes (POST /v1/admin/...) require in `Authorization: Bearer <t>`.
+  // Empty: admin routes answer 403 (disabled). A wrong or missing token: 401. Read routes are open.
+  std::string admin_token;
+  // Value of Access-Control-Allow-Origin on every reply (and OPTIONS preflights answered 204).
+  // Empty (default): no CORS headers, OPTIONS is 405.
+  std::string cors_origin;
+  AdminHook on_snapshot;       // POST /v1/admin/snapshot: write a snapshot now; unset: 501
+  AdminHook on_pause_ingest;   // POST /v1/admin/ingest/pause; unset: 501
+  AdminHook on_resume_ingest;  // POST /v1/admin/ingest/resume; unset: 501
+  // Extra Prometheus text (complete "# HELP", "# TYPE" and sample lines, names streamvec_...,
+  // newline-terminated) appended to GET /metrics: how an embedding process (`streamvec run`)
+  // publishes its own gauges and counters. Called on a request thread for each scrape, possibly
+  // from several at once: must be thread-safe and fast (no I/O). Unset: nothing appended.
+  std::function<std::string()> extra_metrics;
+
+  // --- neighbour index (per snapshot, built before the snapshot is swapped in) ---
+  size_t exact_max_words = 20000;  // vocabulary <= this: exact scan; above: an HNSW index
+  int hnsw_m = 16;                 // HNSW links per node
+  int hnsw_ef_construction = 100;  // HNSW candidate list while building
+  int hnsw_ef_search = 100;        // HNSW candidate list while searching (>= k is used)
+  int index_threads = 1;           // threads building the index (the trainer shares the cores)
+  size_t recall_queries = 200;     // sampled rows for streamvec_index_recall_at_10
+
+  // --- quality per snapshot (eval/, before the snapshot is swapped in) ---
+  std::vector<std::string> similarity_files;  // word-pair files (WS-353, MEN...); checked at Start
+  std::string analogy_file;                   // questions-words.txt format; empty: none
+  size_t analogy_restrict_vocab = 30000;      // as `streamvec eval --restrict`
+  int eval_threads = 1;                       // threads scoring analogies
+  size_t pip_top_words = 10000;  // PIP loss vs the previous snapshot over its first N shared words
+  // Refuse to serve a snapshot whose first similarity file's Spearman falls by more than this
+  // from the served snapshot's (logged, counted in streamvec_quality_gate_rejections_total). < 0:
+  // off. Needs similarity_files.
+  double quality_gate_drop = -1;
+
+  // --- word history (GET /v1/words/{w}/history) ---
+  size_t history_snapshots = 4;         // older snapshots kept in memory and aligned (0: none)
+  size_t procrustes_top_words = 10000;  // shared words (most frequent first) fitting a rotation
+
+  // Folder holding the dashboard (index.html, dashboard.js and node_modules/uplot); empty: GET /
+  // and /static/... answer 404.
+  std::string web_root = DefaultWebRoot();
 };
 
 class Server {
@@ -37,7 +91,8 @@ class Server {
   // not an error: the server answers 503 until a snapshot appears), starts listening on
   // http://host:port/ and starts polling for newer snapshots. Returns once it accepts requests.
   // Errors: InvalidArgument naming the option (empty state_dir or host, port outside [0, 65535],
-  // poll_interval_s not > 0); IoError naming host:port when it cannot listen (port in use,
+  // poll_interval_s not > 0, a similarity/analogy file that does not exist, a quality gate
+  // without similarity files); IoError naming host:port when it cannot listen (port in use,
   // address not local).
   static StatusOr<std::unique_ptr<Server>> Start(const ServeOptions& options);
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,16 +40,18 @@ class ServingSnapshot {
 
   const SnapshotInfo& info() const { return info_; }
   uint64_t version() const { return info_.version; }
-  size_t rows() const { return words_.size(); }
-  int dim() const { return dim_; }
+  size_t rows() const { return emb_.words.size(); }
+  int dim() const { return emb_.dim; }
+  // The embedding as trained (rows most frequent first), e.g. for eval/ on the snapshot.
+  const Embeddings& embeddings() const { return emb_; }
 
   // Row of `word` (exact, case-sensitive byte match), or nullopt if it is not in the vocabulary.
   std::optional<size_t> Find(std::string_view word) const;
-  const std::string& word(size_t row) const { return words_[row]; }
+  const std::string& word(size_t row) const { return emb_.words[row]; }
   // The vector as trained (dim floats, not normalised).
-  const float* vector(size_t row) const {
-    return vectors_.data() + row * static_cast<size_t>(dim_);
-  }
+  const float* vector(size_t row) const { return emb_.row(row); }
+  // Writes the unit-length copy of `row` into out[0 .. dim) (all zeros for a zero row).
+  void UnitVector(size_t row, float* out) const;
 
   // Cosine similarity of two rows, in [-1, 1]; 0 when either row is all zeros.
   float Similarity(size_t a, size_t b) const;
@@ -59,10 +62,14 @@ class ServingSnapshot {
   // core).
   std::vector<Neighbor> Neighbors(size_t row, size_t k) const;
 
+  // The k rows among the first `limit_rows` (clamped to rows()) with the highest dot product with
+  // `query` (dim floats; a unit vector gives cosines), rows in `exclude` skipped. Exact scan, same
+  // order and cost as Neighbors.
+  std::vector<Neighbor> NearestToVector(const float* query, size_t k,
+                                        std::span<const size_t> exclude, size_t limit_rows) const;
+
  private:
-  int dim_;
-  std::vector<std::string> words_;
-  std::vector<float> vectors_;  // rows x dim, row-major, as trained
+  Embeddings emb_;  // rows x dim, row-major, as trained
   SnapshotInfo info_;
   std::vector<float> norms_;  // L2 norm of each row
   // Unit rows in blocks of kBlock rows, each block column-major: the unit value of row

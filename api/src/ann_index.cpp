@@ -1,0 +1,97 @@
+// AnnIndex over hnswlib's HierarchicalNSW with the inner-product space on unit rows
+// (distance = 1 - cosine).
+#include "ann_index.h"
+
+#include <hnswlib/hnswlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace streamvec::api {
+
+struct AnnIndex::Impl {
+  explicit Impl(int dim) : space(static_cast<size_t>(dim)), dim(dim) {}
+  hnswlib::InnerProductSpace space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  int dim;
+};
+
+AnnIndex::AnnIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AnnIndex::~AnnIndex() = default;
+
+std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
+                                          const AnnOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t rows = snapshot.rows();
+  const int dim = snapshot.dim();
+  auto impl = std::make_unique<Impl>(dim);
+  impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+      &impl->space, std::max<size_t>(rows, 1), static_cast<size_t>(options.m),
+      static_cast<size_t>(options.ef_construction), /*random_seed=*/100);
+  impl->graph->setEf(static_cast<size_t>(std::max(options.ef_search, 10)));
+  // addPoint is thread-safe in hnswlib (per-node locks); rows are handed out by an atomic counter.
+  std::atomic<size_t> next{0};
+  auto insert = [&] {
+    std::vector<float> unit(static_cast<size_t>(dim));
+    for (size_t r = next++; r < rows; r = next++) {
+      snapshot.UnitVector(r, unit.data());
+      impl->graph->addPoint(unit.data(), static_cast<hnswlib::labeltype>(r));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::max(options.threads, 1); ++t) threads.emplace_back(insert);
+  insert();
+  for (std::thread& t : threads) t.join();
+  std::unique_ptr<AnnIndex> index(new AnnIndex(std::move(impl)));
+  index->build_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // recall@10 against the exact scan on rows spread evenly over the vocabulary (frequent and rare).
+  const size_t queries = std::min(options.recall_queries, rows);
+  double hits = 0, wanted = 0;
+  std::vector<float> unit(static_cast<size_t>(dim));
+  for (size_t q = 0; q < queries; ++q) {
+    const size_t row = q * rows / queries;
+    snapshot.UnitVector(row, unit.data());
+    const size_t self[] = {row};
+    const auto exact = snapshot.NearestToVector(unit.data(), 10, self, rows);
+    const auto approx = index->Search(unit.data(), 10, self);
+    for (const auto& e : exact) {
+      for (const auto& a : approx) {
+        if (a.row == e.row) {
+          hits += 1;
+          break;
+        }
+      }
+    }
+    wanted += static_cast<double>(exact.size());
+  }
+  index->recall_at_10_ = wanted > 0 ? hits / wanted : 1.0;
+  return index;
+}
+
+std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query, size_t k,
+                                                        std::span<const size_t> exclude) const {
+  std::vector<ServingSnapshot::Neighbor> out;
+  const size_t n = impl_->graph->cur_element_count;
+  if (k == 0 || n == 0) return out;
+  const size_t ask = std::min(n, k + exclude.size());
+  auto found = impl_->graph->searchKnn(unit_query, ask);
+  out.reserve(found.size());
+  while (!found.empty()) {
+    const auto [distance, label] = found.top();
+    found.pop();
+    const size_t row = static_cast<size_t>(label);
+    if (std::find(exclude.begin(), exclude.end(), row) != exclude.end()) continue;
+    out.push_back({row, std::clamp(1.0f - distance, -1.0f, 1.0f)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
+  });
+  if (out.size() > k) out.resize(k);
+  return out;
+}
+
+}  // namespace streamvec::api

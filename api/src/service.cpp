@@ -1,0 +1,234 @@
+#include "service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+namespace streamvec::api {
+namespace {
+
+using nlohmann::json;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Samples of one labelled family, HELP/TYPE once.
+void AppendFamilyHeader(std::string* out, const std::string& name, const char* type,
+                        const char* help) {
+  *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+std::string DefaultWebRoot() { return STREAMVEC_WEB_ROOT; }
+
+Service::Service(const ServeOptions& options, std::shared_ptr<SnapshotSource> source)
+    : options_(options),
+      source_(std::move(source)),
+      routes_(RouteContext{[this] { return current_.load(); }, source_, &options_,
+                           [this] { return Metrics(); },
+                           [this](uint64_t v) { return EvaluationOf(v); }}) {}
+
+Service::~Service() { StopPolling(); }
+
+json Service::EvaluationOf(uint64_t version) const {
+  std::lock_guard<std::mutex> lock(evaluations_mu_);
+  const auto it = evaluations_.find(version);
+  return it == evaluations_.end() ? json(nullptr) : it->second;
+}
+
+void Service::PollOnce() {
+  const std::shared_ptr<const Served> old = current_.load();
+  const uint64_t served_version = old ? old->snapshot->version() : 0;
+  StatusOr<std::shared_ptr<const ServingSnapshot>> next = Status::Internal("not loaded");
+  std::shared_ptr<const Served> prepared;
+  try {
+    next = source_->LoadNewerThan(std::max(served_version, rejected_version_));
+    if (next.ok() && *next != nullptr) prepared = PrepareServed(*next, old.get(), options_);
+  } catch (const std::exception& e) {  // e.g. bad_alloc for a huge embedding
+    next = Status::Internal(std::string("loading a snapshot: ") + e.what());
+  }
+  if (!next.ok()) {
+    ++load_errors_;
+    if (next.status().message() != last_error_) {
+      last_error_ = next.status().message();
+      spdlog::warn("serve: {} (still serving snapshot {})", next.status().ToString(),
+                   served_version);
+    }
+    return;
+  }
+  last_error_.clear();
+  if (prepared == nullptr) return;
+  const uint64_t version = prepared->snapshot->version();
+  json evaluation = {{"quality", prepared->quality}, {"promoted", true}};
+  // The quality gate: the first similarity file's Spearman may not fall by more than the margin.
+  if (options_.quality_gate_drop >= 0 && old && old->gate_score && prepared->gate_score &&
+      std::isfinite(*old->gate_score)) {
+    const double before = *old->gate_score, after = *prepared->gate_score;
+    if (!std::isfinite(after) || after < before - options_.quality_gate_drop) {
+      rejected_version_ = version;
+      ++gate_rejections_;
+      const std::string reason = "quality gate: Spearman on " + options_.similarity_files[0] +
+                                 " fell from " + std::to_string(before) + " to " +
+                                 std::to_string(after) + " (more than " +
+                                 std::to_string(options_.quality_gate_drop) + ")";
+      spdlog::warn("serve: not serving snapshot {}: {}; still serving snapshot {}", version, reason,
+                   served_version);
+      evaluation["promoted"] = false;
+      evaluation["rejected"] = reason;
+      std::lock_guard<std::mutex> lock(evaluations_mu_);
+      evaluations_[version] = std::move(evaluation);
+      return;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(evaluations_mu_);
+    evaluations_[version] = std::move(evaluation);
+    while (evaluations_.size() > 1000) evaluations_.erase(evaluations_.begin());
+  }
+  spdlog::info("serve: now serving snapshot {} ({} words x {}, {} search, prepared in {:.2f} s)",
+               version, prepared->snapshot->rows(), prepared->snapshot->dim(),
+               prepared->index ? "hnsw" : "exact", prepared->quality.value("prepare_seconds", 0.0));
+  ++snapshots_loaded_;
+  current_.store(std::move(prepared));
+}
+
+void Service::StartPolling() {
+  poller_ = std::thread([this] { PollLoop(); });
+}
+
+void Service::PollLoop() {
+  const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+    lock.unlock();
+    PollOnce();
+    lock.lock();
+  }
+}
+
+void Service::StopPolling() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (poller_.joinable()) poller_.join();
+}
+
+uint64_t Service::snapshot_version() const {
+  const std::shared_ptr<const Served> s = current_.load();
+  return s ? s->snapshot->version() : 0;
+}
+
+HttpReply Service::Handle(const HttpCall& call) {
+  const auto start = std::chrono::steady_clock::now();
+  HttpReply reply;
+  try {
+    reply = routes_.Handle(call);
+  } catch (const std::exception& e) {
+    reply.status = 500;
+    reply.body = json{{"error", std::string("internal error: ") + e.what()}}.dump(
+        -1, ' ', false, json::error_handler_t::replace);
+    reply.error_kind = "internal";
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  request_metrics_.Observe(reply.route, reply.status, reply.error_kind, seconds);
+  return reply;
+}
+
+std::string Service::Metrics() const {
+  std::string out;
+  const std::shared_ptr<const Served> s = current_.load();
+  AppendMetric(&out, "streamvec_snapshot_version", "gauge",
+               "Version of the snapshot being served (0: none yet).",
+               s ? static_cast<double>(s->snapshot->version()) : 0);
+  if (s) {
+    const ServingSnapshot& snap = *s->snapshot;
+    AppendMetric(&out, "streamvec_snapshot_age_seconds", "gauge",
+                 "Seconds since the served snapshot was committed by its trainer.",
+                 std::max(0.0, UnixNow() - snap.info().created_at));
+    AppendMetric(&out, "streamvec_snapshot_created_timestamp_seconds", "gauge",
+                 "Unix time the served snapshot was committed.", snap.info().created_at);
+    AppendMetric(&out, "streamvec_vocabulary_size", "gauge", "Words in the served snapshot.",
+                 static_cast<double>(snap.rows()));
+    AppendMetric(&out, "streamvec_embedding_dimension", "gauge",
+                 "Vector size of the served snapshot.", snap.dim());
+    const json meta = json::parse(snap.info().metadata_json, nullptr, false);
+    if (meta.is_object()) {
+      const std::pair<const char*, const char*> fields[] = {
+          {"words_trained", "Words trained on, as of the served snapshot (its metadata)."},
+          {"words_seen", "Words read, as of the served snapshot (its metadata)."},
+          {"evictions", "Vocabulary evictions, as of the served snapshot (its metadata)."}};
+      for (const auto& [key, help] : fields) {
+        if (meta.contains(key) && meta[key].is_number()) {
+          AppendMetric(&out, std::string("streamvec_snapshot_") + key, "gauge", help,
+                       meta[key].get<double>());
+        }
+      }
+    }
+    const json& q = s->quality;
+    AppendMetric(&out, "streamvec_index_hnsw", "gauge",
+                 "1 when neighbour queries use an HNSW index, 0 for the exact scan.",
+                 s->index ? 1 : 0);
+    AppendMetric(&out, "streamvec_index_recall_at_10", "gauge",
+                 "Recall@10 of the neighbour index against the exact scan on sampled words "
+                 "(1 for the exact scan).",
+                 s->index ? s->index->recall_at_10() : 1.0);
+    AppendMetric(&out, "streamvec_index_build_seconds", "gauge",
+                 "Seconds building the served snapshot's index.",
+                 s->index ? s->index->build_seconds() : 0.0);
+    AppendMetric(&out, "streamvec_snapshot_prepare_seconds", "gauge",
+                 "Seconds preparing the served snapshot (index, quality, alignment).",
+                 q.value("prepare_seconds", 0.0));
+    if (q.contains("similarity")) {
+      for (const char* stat : {"spearman", "pearson"}) {
+        const std::string name = std::string("streamvec_quality_similarity_") + stat;
+        AppendFamilyHeader(&out, name, "gauge",
+                           "Correlation of the served snapshot's cosines with human scores on a "
+                           "word-pair file (as streamvec eval).");
+        for (const json& f : q["similarity"]) {
+          const double v = f.contains(stat) && f[stat].is_number() ? f[stat].get<double>() : NAN;
+          out +=
+              name + "{file=\"" + EscapeLabel(f.value("file", "")) + "\"} " + PromNumber(v) + "\n";
+        }
+      }
+    }
+    if (q.contains("analogy") && q["analogy"].contains("accuracy")) {
+      AppendMetric(&out, "streamvec_quality_analogy_accuracy", "gauge",
+                   "3CosAdd analogy accuracy of the served snapshot (as streamvec eval).",
+                   q["analogy"]["accuracy"].get<double>(),
+                   "file=\"" + EscapeLabel(q["analogy"].value("file", "")) + "\"");
+    }
+    if (q.contains("pip") && q["pip"]["normalized"].is_number()) {
+      AppendMetric(&out, "streamvec_quality_pip_loss_normalized", "gauge",
+                   "PIP loss (Yin & Shen 2018) of the served snapshot against the previous one "
+                   "over shared words, each scaled to unit PIP norm, in [0, sqrt 2].",
+                   q["pip"]["normalized"].get<double>());
+    }
+  }
+  AppendMetric(&out, "streamvec_snapshots_loaded_total", "counter",
+               "Snapshots swapped in since the server started.",
+               static_cast<double>(snapshots_loaded_.load()));
+  AppendMetric(&out, "streamvec_snapshot_load_errors_total", "counter",
+               "Failed checks for or loads of a newer snapshot.",
+               static_cast<double>(load_errors_.load()));
+  AppendMetric(&out, "streamvec_quality_gate_rejections_total", "counter",
+               "Snapshots refused because their similarity score fell more than the gate allows.",
+               static_cast<double>(gate_rejections_.load()));
+  request_metrics_.AppendPrometheus(&out);
+  if (options_.extra_metrics) {
+    std::string extra = options_.extra_metrics();
+    if (!extra.empty() && extra.back() != '\n') extra += '\n';
+    out += extra;
+  }
+  return out;
+}
+
+}  // namespace streamvec::api

@@ -1,0 +1,69 @@
+// The server without HTTP: follows a SnapshotSource (polling thread), prepares each new snapshot
+// (index, quality, alignments; served.h), applies the quality gate, swaps it in atomically, and
+// answers HttpCalls while recording request metrics. server.cpp only adds the cpprest listener.
+#ifndef STREAMVEC_API_SRC_SERVICE_H_
+#define STREAMVEC_API_SRC_SERVICE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "metrics.h"
+#include "routes.h"
+#include "served.h"
+#include "streamvec/api/server.h"
+
+namespace streamvec::api {
+
+// Thread safety: Handle, snapshot_version and Metrics from any thread; PollOnce from one thread
+// at a time (Start's caller, then the polling thread).
+class Service {
+ public:
+  Service(const ServeOptions& options, std::shared_ptr<SnapshotSource> source);
+  ~Service();  // StopPolling()s.
+
+  // One check for a newer snapshot; prepares and swaps it in (or refuses it at the gate). Errors
+  // are logged once each and never stop serving.
+  void PollOnce();
+  void StartPolling();
+  void StopPolling();  // idempotent
+
+  // Answers one call and records its latency, status and error kind.
+  HttpReply Handle(const HttpCall& call);
+  uint64_t snapshot_version() const;
+  std::string Metrics() const;  // the whole /metrics text
+
+ private:
+  void PollLoop();
+  nlohmann::json EvaluationOf(uint64_t version) const;
+
+  const ServeOptions options_;
+  const std::shared_ptr<SnapshotSource> source_;
+  std::atomic<std::shared_ptr<const Served>> current_;
+  RequestMetrics request_metrics_;
+  Routes routes_;
+
+  mutable std::mutex evaluations_mu_;
+  std::map<uint64_t, nlohmann::json> evaluations_;  // GUARDED_BY(evaluations_mu_)
+
+  std::atomic<uint64_t> snapshots_loaded_{0};
+  std::atomic<uint64_t> load_errors_{0};
+  std::atomic<uint64_t> gate_rejections_{0};
+  uint64_t rejected_version_ = 0;  // newest version refused at the gate; polling thread only
+  std::string last_error_;         // polling thread only
+
+  std::thread poller_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace streamvec::api
+
+#endif  // STREAMVEC_API_SRC_SERVICE_H_

@@ -1,0 +1,175 @@
+// gensim-style queries over real HTTP: most_similar (positive/negative, topn, restrict_vocab),
+// analogy (3CosAdd), neighbours of a raw vector, and their limits. The reference is eval's plain
+// scan (eval::TopKByDot) on unit rows, the arithmetic gensim's KeyedVectors.most_similar does.
+#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "streamvec/eval/neighbors.h"
+#include "test_util.h"
+
+namespace streamvec::api {
+namespace {
+
+using namespace testing_util;
+
+class QueriesTest : public ::testing::Test {
+ protected:
+  void StartServer(ServeOptions options = {}) {
+    options.port = 0;
+    options.poll_interval_s = 0.02;
+    StatusOr<std::unique_ptr<Server>> s = Server::Start(options, source_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    client_ = std::make_unique<Client>(server_->port());
+  }
+  std::shared_ptr<MemorySource> source_ = std::make_shared<MemorySource>();
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+// unit(sum of unit(+p) and unit(-n)) -> top k, query words excluded, among the first `limit` rows.
+std::vector<std::string> Reference(const Embeddings& e, const std::vector<size_t>& pos,
+                                   const std::vector<size_t>& neg, size_t k, size_t limit) {
+  const std::vector<float> unit = eval::NormalizeRows(e.vectors.data(), e.rows(), e.dim);
+  std::vector<double> sum(e.dim, 0.0);
+  std::vector<size_t> exclude;
+  for (size_t r : pos) {
+    for (int j = 0; j < e.dim; ++j) sum[j] += unit[r * e.dim + j];
+    exclude.push_back(r);
+  }
+  for (size_t r : neg) {
+    for (int j = 0; j < e.dim; ++j) sum[j] -= unit[r * e.dim + j];
+    exclude.push_back(r);
+  }
+  double norm = 0;
+  for (double v : sum) norm += v * v;
+  std::vector<float> q(e.dim);
+  for (int j = 0; j < e.dim; ++j) q[j] = static_cast<float>(sum[j] / std::sqrt(norm));
+  std::vector<std::string> words;
+  for (const eval::Neighbor& n :
+       eval::TopKByDot(unit.data(), std::min(limit, e.rows()), e.dim, q.data(), k, exclude)) {
+    words.push_back(e.words[n.row]);
+  }
+  return words;
+}
+
+std::vector<std::string> Words(const json& results) {
+  std::vector<std::string> words;
+  for (const json& r : results) words.push_back(r["word"]);
+  return words;
+}
+
+TEST_F(QueriesTest, MostSimilarIsTheGensimMeanOfUnitVectorsWithoutTheQueryWords) {
+  const Embeddings e = RandomEmbeddings(700, 12, 5);
+  source_->Publish(e, 1);
+  StartServer();
+  Reply r = client_->Get("/v1/most_similar?positive=w3,w10&negative=w7&topn=15");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Words(r.body["results"]), Reference(e, {3, 10}, {7}, 15, e.rows()));
+  EXPECT_EQ(r.body["positive"], json({"w3", "w10"}));
+  EXPECT_EQ(r.body["negative"], json({"w7"}));
+  EXPECT_EQ(r.body["snapshot"], 1);
+  for (size_t i = 1; i < r.body["results"].size(); ++i) {
+    EXPECT_GE(r.body["results"][i - 1]["similarity"].get<float>(),
+              r.body["results"][i]["similarity"].get<float>());
+  }
+  r = client_->Get("/v1/most_similar?positive=w5");  // default topn 10
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Words(r.body["results"]), Reference(e, {5}, {}, 10, e.rows()));
+  r = client_->Get("/v1/most_similar?negative=w5&topn=3");  // only negative words is allowed
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Words(r.body["results"]), Reference(e, {}, {5}, 3, e.rows()));
+  r = client_->Get("/v1/most_similar?positive=w600&topn=20&restrict_vocab=100");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Words(r.body["results"]), Reference(e, {600}, {}, 20, 100));
+}
+
+TEST_F(QueriesTest, AnalogyIsThreeCosAdd) {
+  source_->Publish(Toy(), 4);
+  StartServer();
+  // king - man + woman: queen (the query words are excluded).
+  Reply r = client_->Get("/v1/analogy?a=man&b=king&c=woman&topn=3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["answer"], "queen");
+  EXPECT_EQ(r.body["results"][0]["word"], "queen");
+  EXPECT_EQ(r.body["results"].size(), 3u);
+  EXPECT_EQ(r.body["a"], "man");
+  const Embeddings e = RandomEmbeddings(300, 8, 9);
+  source_->Publish(e, 5);
+  ASSERT_TRUE(WaitFor([&] { return server_->snapshot_version() == 5; }));
+  r = client_->Get("/v1/analogy?a=w1&b=w2&c=w3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Words(r.body["results"]), Reference(e, {2, 3}, {1}, 10, e.rows()));
+}
+
+TEST_F(QueriesTest, NeighborsOfARawVector) {
+  const Embeddings e = RandomEmbeddings(500, 10, 11);
+  source_->Publish(e, 2);
+  StartServer();
+  std::vector<float> v(e.row(42), e.row(42) + 10);
+  for (float& x : v) x *= 3.0f;  // length does not matter
+  Reply r = client_->Post("/v1/neighbors", json{{"vector", v}, {"k", 5}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.body["neighbors"].size(), 5u);
+  EXPECT_EQ(r.body["neighbors"][0]["word"], "w42");  // nothing excluded
+  EXPECT_NEAR(r.body["neighbors"][0]["similarity"].get<float>(), 1.0f, 1e-5f);
+  const std::vector<std::string> want = Reference(e, {42}, {}, 4, e.rows());
+  const std::vector<std::string> got = Words(r.body["neighbors"]);
+  EXPECT_EQ(std::vector<std::string>(got.begin() + 1, got.end()), want);
+  r = client_->Post("/v1/neighbors", json{{"vector", v}, {"restrict_vocab", 10}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const json& n : r.body["neighbors"]) {
+    EXPECT_LT(std::stoi(n["word"].get<std::string>().substr(1)), 10);
+  }
+}
+
+TEST_F(QueriesTest, QueryErrorsAreClear4xx) {
+  source_->Publish(Toy(), 1);
+  StartServer();
+  struct Case {
+    std::string path;
+    int status;
+    std::string mentions;
+  };
+  const Case cases[] = {
+      {"/v1/most_similar", 400, "positive"},
+      {"/v1/most_similar?positive=king&topn=0", 400, "'topn'"},
+      {"/v1/most_similar?positive=king&topn=1001", 400, "'topn'"},
+      {"/v1/most_similar?positive=king&restrict_vocab=0", 400, "'restrict_vocab'"},
+      {"/v1/most_similar?positive=king,,man", 400, "empty word"},
+      {"/v1/most_similar?positive=king&negative=emperor", 404, "'emperor'"},
+      {"/v1/analogy?a=man&b=king", 400, "'c'"},
+      {"/v1/analogy?a=man&b=king&c=emperor", 404, "'emperor'"},
+      {"/v1/analogy?a=man&b=king&c=woman&topn=x", 400, "'topn'"},
+  };
+  for (const Case& c : cases) {
+    const Reply r = client_->Get(c.path);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << r.body;
+    EXPECT_NE(r.body["error"].get<std::string>().find(c.mentions), std::string::npos)
+        << c.path << " " << r.body;
+  }
+  const std::pair<std::string, std::string> bodies[] = {
+      {R"({"vector": [1, 0]})", "dim 3"},
+      {R"({"vector": [1, "x", 0]})", "vector[1]"},
+      {R"({"vector": [0, 0, 0]})", "zeros"},
+      {R"({"vector": [1, 0, 0], "k": 1001})", "'k'"},
+      {R"({"vector": [1, 0, 0], "k": 0})", "'k'"},
+      {R"({"words": []})", "vector"},
+      {"{not json", "malformed JSON"},
+  };
+  for (const auto& [body, mentions] : bodies) {
+    const Reply r = client_->Post("/v1/neighbors", body);
+    EXPECT_EQ(r.status, 400) << body << " " << r.body;
+    EXPECT_NE(r.body["error"].get<std::string>().find(mentions), std::string::npos) << r.body;
+  }
+  // Over 1 MiB: refused with a 400 naming the limit.
+  const Reply big = client_->Post("/v1/neighbors", std::string(1048577, ' '));
+  EXPECT_EQ(big.status, 400);
+  EXPECT_NE(big.body["error"].get<std::string>().find("1048576"), std::string::npos) << big.body;
+}
+
+}  // namespace
+}  // namespace streamvec::api

@@ -1,0 +1,134 @@
+// Helpers of the api/ tests: snapshots published in memory and a JSON client over real HTTP.
+#ifndef STREAMVEC_TESTS_API_TEST_UTIL_H_
+#define STREAMVEC_TESTS_API_TEST_UTIL_H_
+
+#ifndef _TURN_OFF_PLATFORM_STRING
+#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
+#endif
+
+#include <cpprest/http_client.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "streamvec/api/server.h"
+
+namespace streamvec::api::testing_util {
+
+using nlohmann::json;
+namespace http = web::http;
+
+// Snapshots published in memory (the seam the server offers instead of a state directory).
+class MemorySource : public SnapshotSource {
+ public:
+  void Publish(Embeddings e, uint64_t version, std::string metadata = "{}") {
+    SnapshotInfo info{version, 1700000000.0 + version, std::move(metadata)};
+    auto s = std::make_shared<const ServingSnapshot>(std::move(e), info);
+    std::lock_guard<std::mutex> lock(mu_);
+    infos_.push_back(info);
+    newest_ = std::move(s);
+  }
+  StatusOr<std::vector<SnapshotInfo>> List() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return infos_;
+  }
+  StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (newest_ && newest_->version() > version) return newest_;
+    return std::shared_ptr<const ServingSnapshot>();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<SnapshotInfo> infos_;
+  std::shared_ptr<const ServingSnapshot> newest_;
+};
+
+// Hand-made 3-d vectors whose neighbours are known.
+inline Embeddings Toy(float scale = 1.0f) {
+  Embeddings e;
+  e.dim = 3;
+  e.words = {"king", "queen", "man", "woman", "naïve", "c++", "zero", "a/b"};
+  e.vectors = {1, 0, 0, 0.9f, 0.1f, 0,    0, 1, 0, 0.1f, 0.9f, 0,
+               0, 0, 1, 0,    0.1f, 0.9f, 0, 0, 0, 0.5f, 0.5f, 0};
+  for (float& v : e.vectors) v *= scale;
+  return e;
+}
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string allow;
+};
+
+class Client {
+ public:
+  explicit Client(int port) : client_("http://127.0.0.1:" + std::to_string(port)) {}
+  Reply Call(const http::method& method, const std::string& path_and_query,
+             const std::string& body = "", bool with_body = false, bool expect_json = true) {
+    http::http_request request(method);
+    request.set_request_uri(path_and_query);
+    if (with_body) request.set_body(body, "application/json");
+    http::http_response response = client_.request(request).get();
+    Reply r;
+    r.status = response.status_code();
+    const std::string text = response.extract_utf8string(true).get();
+    r.body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (expect_json) {
+      EXPECT_FALSE(r.body.is_discarded()) << "not JSON: " << text;
+    }
+    if (response.headers().has("Allow")) r.allow = response.headers()["Allow"];
+    return r;
+  }
+  Reply Get(const std::string& path) { return Call(http::methods::GET, path); }
+  Reply Post(const std::string& path, const std::string& body) {
+    return Call(http::methods::POST, path, body, true);
+  }
+  // Raw reply: status, body text and headers.
+  http::http_response Raw(const http::method& method, const std::string& path_and_query,
+                          const std::string& authorization = "") {
+    http::http_request request(method);
+    request.set_request_uri(path_and_query);
+    if (!authorization.empty()) request.headers().add("Authorization", authorization);
+    return client_.request(request).get();
+  }
+
+ private:
+  http::client::http_client client_;
+};
+
+inline std::string Encode(const std::string& s) { return web::uri::encode_data_string(s); }
+
+// Random rows (normal entries), words "w0", "w1", ...
+inline Embeddings RandomEmbeddings(size_t rows, int dim, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Embeddings e;
+  e.dim = dim;
+  for (size_t i = 0; i < rows; ++i) e.words.push_back("w" + std::to_string(i));
+  e.vectors.resize(rows * static_cast<size_t>(dim));
+  for (float& v : e.vectors) v = normal(rng);
+  return e;
+}
+
+// Polls `done` every 10 ms for up to 60 s (a bound, not a timing assertion); its last answer.
+template <typename F>
+bool WaitFor(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace streamvec::api::testing_util
+
+#endif  // STREAMVEC_TESTS_API_TEST_UTIL_H_
