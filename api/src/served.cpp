@@ -31,27 +31,33 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
   return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
 }
 
+std::shared_ptr<const Served> WithIndex(const Served& served, const ServeOptions& options) {
+  auto copy = std::make_shared<Served>(served);
+  AnnOptions ann;
+  ann.m = options.hnsw_m;
+  ann.ef_construction = options.hnsw_ef_construction;
+  ann.ef_search = options.hnsw_ef_search;
+  ann.threads = options.index_threads;
+  ann.recall_queries = options.recall_queries;
+  copy->index = AnnIndex::Build(*served.snapshot, ann);
+  copy->quality["index"] = {{"kind", "hnsw"},
+                            {"recall_at_10", copy->index->recall_at_10()},
+                            {"build_seconds", copy->index->build_seconds()}};
+  return copy;
+}
+
 std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapshot> next,
-                                            const Served* previous, const ServeOptions& options) {
+                                            const Served* previous, const ServeOptions& options,
+                                            bool build_index) {
   const auto start = std::chrono::steady_clock::now();
   auto served = std::make_shared<Served>();
   served->snapshot = next;
   const ServingSnapshot& s = *next;
 
-  json index = {{"kind", "exact"}, {"recall_at_10", 1.0}, {"build_seconds", 0.0}};
-  if (s.rows() > options.exact_max_words) {
-    AnnOptions ann;
-    ann.m = options.hnsw_m;
-    ann.ef_construction = options.hnsw_ef_construction;
-    ann.ef_search = options.hnsw_ef_search;
-    ann.threads = options.index_threads;
-    ann.recall_queries = options.recall_queries;
-    served->index = AnnIndex::Build(s, ann);
-    index = {{"kind", "hnsw"},
-             {"recall_at_10", served->index->recall_at_10()},
-             {"build_seconds", served->index->build_seconds()}};
+  served->quality["index"] = {{"kind", "exact"}, {"recall_at_10", 1.0}, {"build_seconds", 0.0}};
+  if (build_index && s.rows() > options.exact_max_words) {
+    served = std::const_pointer_cast<Served>(WithIndex(*served, options));
   }
-  served->quality["index"] = index;
 
   // Quality on the configured sets: the same calls (and defaults) as `streamvec eval`.
   json similarity = json::array();

@@ -42,12 +42,18 @@ struct Served {
                                                  size_t limit_rows) const;
 };
 
-// Builds what `next` needs to be served: the index (above options.exact_max_words), quality on
+// Builds what `next` needs to be served: the index (above options.exact_max_words, only when
+// `build_index`; otherwise it is served by exact scan until WithIndex attaches one), quality on
 // the configured files, PIP loss against `previous` (if any) over their shared words, and
 // Procrustes alignments of the retained older snapshots (previous's history + previous itself,
 // at most options.history_snapshots). Runs on the polling thread; seconds to minutes.
 std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapshot> next,
-                                            const Served* previous, const ServeOptions& options);
+                                            const Served* previous, const ServeOptions& options,
+                                            bool build_index = true);
+
+// A copy of `served` with an HNSW index over its snapshot (seconds for tens of thousands of
+// words): built after the snapshot is already served, so a new snapshot is never held back.
+std::shared_ptr<const Served> WithIndex(const Served& served, const ServeOptions& options);
 
 }  // namespace streamvec::api
 

@@ -48,7 +48,10 @@ void Service::PollOnce() {
   std::shared_ptr<const Served> prepared;
   try {
     next = source_->LoadNewerThan(std::max(served_version, rejected_version_));
-    if (next.ok() && *next != nullptr) prepared = PrepareServed(*next, old.get(), options_);
+    // The index is attached after the swap (below): a new snapshot is served at once.
+    if (next.ok() && *next != nullptr) {
+      prepared = PrepareServed(*next, old.get(), options_, /*build_index=*/false);
+    }
   } catch (const std::exception& e) {  // e.g. bad_alloc for a huge embedding
     next = Status::Internal(std::string("loading a snapshot: ") + e.what());
   }
@@ -94,7 +97,30 @@ void Service::PollOnce() {
                version, prepared->snapshot->rows(), prepared->snapshot->dim(),
                prepared->index ? "hnsw" : "exact", prepared->quality.value("prepare_seconds", 0.0));
   ++snapshots_loaded_;
-  current_.store(std::move(prepared));
+  current_.store(prepared);
+  if (prepared->snapshot->rows() <= options_.exact_max_words) return;
+  // Build the HNSW index unless a newer snapshot already waits (it would replace this one before
+  // the index is done: on a fast stream the exact scan serves), and attach it if this snapshot
+  // is still the served one.
+  StatusOr<std::vector<SnapshotInfo>> list = source_->List();
+  if (list.ok() && !list->empty() && list->back().version > version) return;
+  std::shared_ptr<const Served> indexed;
+  try {
+    indexed = WithIndex(*prepared, options_);
+  } catch (const std::exception& e) {
+    spdlog::warn("serve: building the index of snapshot {} failed: {}", version, e.what());
+    return;
+  }
+  std::shared_ptr<const Served> expected = prepared;
+  if (current_.compare_exchange_strong(expected, indexed)) {
+    {
+      std::lock_guard<std::mutex> lock(evaluations_mu_);
+      evaluations_[version]["quality"]["index"] = indexed->quality["index"];
+    }
+    spdlog::info("serve: snapshot {} now searched by an HNSW index (recall@10 {:.3f}, built in "
+                 "{:.1f} s)",
+                 version, indexed->index->recall_at_10(), indexed->index->build_seconds());
+  }
 }
 
 void Service::StartPolling() {
