@@ -17,6 +17,8 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code);
 void RegisterIngestCommand(CLI::App& root, int* exit_code);
 void RegisterServeCommand(CLI::App& root, int* exit_code);
 void RegisterRunCommand(CLI::App& root, int* exit_code);
+void RegisterCrawlCommand(CLI::App& root, int* exit_code);
+void RegisterExtractCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   streamvec::app::RegisterIngestCommand(root, &exit_code);
   streamvec::app::RegisterServeCommand(root, &exit_code);
   streamvec::app::RegisterRunCommand(root, &exit_code);
+  streamvec::app::RegisterCrawlCommand(root, &exit_code);
+  streamvec::app::RegisterExtractCommand(root, &exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
