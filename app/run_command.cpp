@@ -14,8 +14,10 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -23,6 +25,7 @@
 #include "host_port.h"
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
+#include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
@@ -41,22 +44,82 @@ struct RunFlags {
   bool no_follow = false;
   bool doc_per_file = false;
   double max_idle_s = 0;
+  std::string feeds;  // "" = the bundled data/feeds/feeds.txt
+  bool no_crawl = false;
+  double crawl_interval_s = 900;
+  std::string admin_token;
+  std::vector<std::string> similarity;
+  std::string analogy;
   int threads = 1;
   StreamingOptions learner;
 };
 
-// The bundled data: ./data/run, else <repo>/data/run next to build/app/streamvec.
-std::string DefaultDataDir() {
+// A bundled path: ./<relative>, else <repo>/<relative> above build/app/streamvec; "" if neither.
+std::string BundledPath(const std::string& relative) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_directory("data/run", ec)) return fs::absolute("data/run").string();
+  if (fs::exists(relative, ec)) return fs::absolute(relative).string();
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
-      if (fs::is_directory(p / "data" / "run", ec)) return (p / "data" / "run").string();
+      if (fs::exists(p / relative, ec)) return (p / relative).string();
     }
   }
-  return "data/run";
+  return "";
+}
+
+// Prometheus text for the pipeline's own figures (GET /metrics appends it).
+std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
+                            const crawler::CrawlStats* cs, double words_per_second) {
+  std::string out;
+  auto metric = [&out](const char* name, const char* type, const char* help, double value) {
+    char line[512];
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name,
+                  type, name, value);
+    out += line;
+  };
+  metric("streamvec_ingest_documents_total", "counter",
+         "Documents the file connector produced and the broker acknowledged.",
+         static_cast<double>(is.documents_delivered));
+  metric("streamvec_ingest_bytes_total", "counter", "Source bytes the file connector consumed.",
+         static_cast<double>(is.input_bytes));
+  metric("streamvec_ingest_rejected_total", "counter",
+         "Inputs sent to <prefix>.rejected (connector and trainer).",
+         static_cast<double>(is.rejected + static_cast<int64_t>(ts.rejected)));
+  metric("streamvec_ingest_throttled_seconds_total", "counter",
+         "Seconds the connector waited for the trainers (flow control).", is.throttled_seconds);
+  metric("streamvec_train_documents_total", "counter", "Documents trained by this process.",
+         static_cast<double>(ts.documents));
+  metric("streamvec_train_words_total", "counter", "Words counted by the learner in this process.",
+         static_cast<double>(ts.words));
+  metric("streamvec_train_words_per_second", "gauge",
+         "Words trained per second over the last report interval.", words_per_second);
+  metric("streamvec_train_loss", "gauge",
+         "Mean SGNS loss per positive pair of the last micro-batch, nats.", ts.loss);
+  metric("streamvec_consumer_lag_messages", "gauge",
+         "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
+         static_cast<double>(ts.lag));
+  metric("streamvec_vocab_words", "gauge", "Words held by the learner.",
+         static_cast<double>(ts.vocab_size));
+  metric("streamvec_vocab_evictions_total", "counter",
+         "Words that lost their vocabulary slot (space-saving).",
+         static_cast<double>(ts.evictions));
+  if (cs != nullptr) {
+    metric("streamvec_crawl_feeds_fetched_total", "counter", "Feed responses with a body.",
+           static_cast<double>(cs->feeds_fetched));
+    metric("streamvec_crawl_not_modified_total", "counter", "304 answers to conditional GETs.",
+           static_cast<double>(cs->not_modified));
+    metric("streamvec_crawl_items_emitted_total", "counter", "Feed items produced as documents.",
+           static_cast<double>(cs->items_emitted));
+    metric("streamvec_crawl_duplicates_skipped_total", "counter",
+           "Feed items skipped as already emitted.", static_cast<double>(cs->duplicates_skipped));
+    out += "# HELP streamvec_crawl_errors_total Crawl failures by kind.\n"
+           "# TYPE streamvec_crawl_errors_total counter\n";
+    for (const auto& [kind, n] : cs->errors) {
+      out += "streamvec_crawl_errors_total{kind=\"" + kind + "\"} " + std::to_string(n) + "\n";
+    }
+  }
+  return out;
 }
 
 int Usage(const std::string& message) {
@@ -71,7 +134,8 @@ int RunPipeline(RunFlags f) {
   if (!ParseHostPort(f.http, &host, &port)) {
     return Usage("--http: expected HOST:PORT (e.g. 127.0.0.1:8080), got '" + f.http + "'");
   }
-  if (f.data.empty()) f.data = DefaultDataDir();
+  if (f.data.empty()) f.data = BundledPath("data/run");
+  if (f.data.empty()) return Usage("--data: the bundled data/run was not found; give --data DIR");
   {
     std::error_code ec;
     if (!std::filesystem::exists(f.data, ec)) return Usage("--data: " + f.data + " does not exist");
@@ -123,18 +187,6 @@ int RunPipeline(RunFlags f) {
     return trainer.status().code() == StatusCode::kInternal ? 1 : 2;
   }
 
-  api::ServeOptions so;
-  so.state_dir = f.state;
-  so.host = host;
-  so.port = port;
-  so.poll_interval_s = 0.25;
-  StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(so);
-  if (!server.ok()) {
-    std::fprintf(stderr, "streamvec run: --http %s: %s\n", f.http.c_str(),
-                 server.status().message().c_str());
-    return server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-
   IngestOptions io;
   io.kafka = kafka;
   io.from = f.data;
@@ -145,24 +197,95 @@ int RunPipeline(RunFlags f) {
   StatusOr<std::unique_ptr<Ingestor>> ingestor = Ingestor::Create(io);
   if (!ingestor.ok()) return Usage("--data " + f.data + ": " + ingestor.status().message());
 
+  // The feed crawler, on the bundled feeds by default. Its dedup state is started afresh on each
+  // start: the embedded broker keeps nothing across restarts, so an item acknowledged before a
+  // crash may never have been trained; re-emitting it keeps "nothing accepted is lost" (at least
+  // once). `streamvec crawl --state` against a real cluster keeps its dedup state.
+  std::unique_ptr<crawler::Crawler> crawl;
+  if (!f.no_crawl) {
+    if (f.feeds.empty()) f.feeds = BundledPath("data/feeds/feeds.txt");
+    if (!f.feeds.empty()) {
+      StatusOr<std::vector<std::string>> feeds = crawler::ReadFeedsFile(f.feeds);
+      if (!feeds.ok()) return Usage("--feeds " + f.feeds + ": " + feeds.status().message());
+      crawler::CrawlerOptions co;
+      co.feeds = *feeds;
+      co.kafka = kafka;
+      co.interval_seconds = f.crawl_interval_s;
+      co.fetch.allow_file_dir = std::filesystem::path(f.feeds).parent_path().string();
+      const std::string crawl_state = (std::filesystem::path(f.state) / "crawler").string();
+      std::error_code ec;
+      std::filesystem::remove_all(crawl_state, ec);
+      co.state_dir = crawl_state;
+      StatusOr<std::unique_ptr<crawler::Crawler>> c = crawler::Crawler::Create(co);
+      if (!c.ok()) return Usage("--feeds " + f.feeds + ": " + c.status().message());
+      crawl = std::move(c).value();
+    }
+  }
+
+  // Figures for GET /metrics, refreshed by the report loop below (words/s over its interval).
+  std::atomic<double> words_per_second{0};
+  KafkaTrainer* trainer_ptr = trainer->get();
+  Ingestor* ingestor_ptr = ingestor->get();
+  crawler::Crawler* crawl_ptr = crawl.get();
+
+  api::ServeOptions so;
+  so.state_dir = f.state;
+  so.host = host;
+  so.port = port;
+  so.poll_interval_s = 0.25;
+  so.admin_token = f.admin_token;
+  so.similarity_files = f.similarity;
+  so.analogy_file = f.analogy;
+  so.on_snapshot = [trainer_ptr]() {
+    trainer_ptr->RequestSnapshot();
+    return Status::Ok();
+  };
+  so.on_pause_ingest = [ingestor_ptr]() {
+    ingestor_ptr->Pause(true);
+    return Status::Ok();
+  };
+  so.on_resume_ingest = [ingestor_ptr]() {
+    ingestor_ptr->Pause(false);
+    return Status::Ok();
+  };
+  so.extra_metrics = [trainer_ptr, ingestor_ptr, crawl_ptr, &words_per_second]() {
+    std::optional<crawler::CrawlStats> cs;
+    if (crawl_ptr != nullptr) cs = crawl_ptr->stats();
+    return PipelineMetrics(ingestor_ptr->stats(), trainer_ptr->stats(),
+                           cs ? &*cs : nullptr, words_per_second.load());
+  };
+  StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(so);
+  if (!server.ok()) {
+    std::fprintf(stderr, "streamvec run: --http %s: %s\n", f.http.c_str(),
+                 server.status().message().c_str());
+    return server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+
   const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   const std::string url = "http://" + shown_host + ":" + std::to_string((*server)->port());
   std::printf(
-      "streamvec run: broker %s, data %s%s, state %s\n"
-      "serving %s  (Ctrl-C writes a final snapshot and stops)\n"
+      "streamvec run: broker %s, data %s%s, feeds %s, state %s\n"
+      "serving %s  (dashboard: %s/ ; Ctrl-C writes a final snapshot and stops)\n"
       "  curl '%s/healthz'\n"
       "  curl '%s/v1/neighbors?word=music&k=10'\n"
       "  curl '%s/v1/similarity?w1=king&w2=queen'\n"
       "  curl '%s/v1/vectors/france'\n"
-      "  curl '%s/v1/snapshots'\n",
-      kafka.brokers.c_str(), f.data.c_str(), io.follow ? " (followed)" : "", f.state.c_str(),
-      url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str());
+      "  curl '%s/v1/most_similar?positive=king,woman&negative=man&topn=5'\n"
+      "  curl '%s/v1/snapshots'\n"
+      "  curl '%s/metrics'\n",
+      kafka.brokers.c_str(), f.data.c_str(), io.follow ? " (followed)" : "",
+      crawl ? f.feeds.c_str() : "none", f.state.c_str(),
+      url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(),
+      url.c_str(), url.c_str());
   if (!positions->empty()) {
     std::printf("resuming: %zu source position(s) from the last snapshot\n", positions->size());
   }
   std::fflush(stdout);
 
   std::atomic<bool> stop_ingest{false};
+  Status crawl_status;
+  std::thread crawl_thread;
+  if (crawl) crawl_thread = std::thread([&] { crawl_status = crawl->Run(stop_ingest); });
   std::atomic<bool> stop_trainer{false};
   std::atomic<bool> trainer_done{false};
   Status ingest_status;
@@ -176,6 +299,7 @@ int RunPipeline(RunFlags f) {
   const auto t0 = Clock::now();
   auto last_report = t0;
   uint64_t last_words = 0;
+  uint64_t reports = 0;
   bool by_signal = false;
   while (!trainer_done) {
     timespec wait{0, 200 * 1000 * 1000};
@@ -184,12 +308,13 @@ int RunPipeline(RunFlags f) {
       by_signal = true;
       break;
     }
-    if (Clock::now() - last_report >= std::chrono::seconds(10)) {
+    if (Clock::now() - last_report >= std::chrono::seconds(2)) {
       const double dt = std::chrono::duration<double>(Clock::now() - last_report).count();
       last_report = Clock::now();
       const KafkaTrainerStats ts = (*trainer)->stats();
       const IngestStats is = (*ingestor)->stats();
-      spdlog::info("ingested {} docs ({} rejected), trained {} docs, {} words ({:.0f} words/s), "
+      words_per_second = (ts.words - last_words) / dt;
+      if (++reports % 5 == 0) spdlog::info("ingested {} docs ({} rejected), trained {} docs, {} words ({:.0f} words/s), "
                    "snapshot {}, lag {}",
                    is.documents_delivered, is.rejected + ts.rejected, ts.documents, ts.words,
                    (ts.words - last_words) / dt, (*server)->snapshot_version(), ts.lag);
@@ -199,6 +324,7 @@ int RunPipeline(RunFlags f) {
   if (by_signal) spdlog::info("stopping: final snapshot of {}", f.state);
   stop_ingest = true;
   ingest_thread.join();
+  if (crawl_thread.joinable()) crawl_thread.join();
   stop_trainer = true;
   trainer_thread.join();
   (*server)->Stop();
@@ -240,6 +366,18 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--snapshot-every", flags->snapshot_every_s, "Seconds between snapshots")
       ->capture_default_str();
   cmd->add_flag("--no-follow", flags->no_follow, "Read --data once instead of following it");
+  cmd->add_option("--feeds", flags->feeds,
+                  "Feeds file to crawl (one URL or local path a line; default: the bundled "
+                  "data/feeds/feeds.txt)");
+  cmd->add_flag("--no-crawl", flags->no_crawl, "Do not crawl feeds");
+  cmd->add_option("--crawl-interval", flags->crawl_interval_s, "Seconds between passes over a feed")
+      ->capture_default_str();
+  cmd->add_option("--admin-token", flags->admin_token,
+                  "Bearer token for POST /v1/admin/... (snapshot, ingest pause/resume); "
+                  "empty: admin routes off");
+  cmd->add_option("--similarity", flags->similarity,
+                  "Word-pair file scored on every snapshot (repeatable; WS-353, MEN)");
+  cmd->add_option("--analogy", flags->analogy, "Analogy file scored on every snapshot");
   cmd->add_flag("--doc-per-file", flags->doc_per_file, "One document per file, not per line");
   cmd->add_option("--max-idle", flags->max_idle_s,
                   "Stop (after a final snapshot) once no document arrived for this many seconds "

@@ -90,6 +90,7 @@ struct Ingestor::Impl {
   std::atomic<int64_t> input_bytes{0};
   std::atomic<int64_t> message_bytes{0};
   std::atomic<double> throttled_seconds{0};
+  std::atomic<bool> paused{false};  // Pause(): no document is produced while set
 
   // Flow control state (Run thread only).
   int64_t produced_flow_bytes = 0;  // flow-control bytes of documents produced (incl. retries)
@@ -155,6 +156,12 @@ struct Ingestor::Impl {
 
   // Waits until `next` more bytes fit the budget. False when stopped first.
   bool WaitForBudget(int64_t next, const std::atomic<bool>& stop) {
+    // Paused (an operator's POST /v1/admin/ingest/pause): deliveries go on, nothing new is sent.
+    while (paused.load() && !stop.load()) {
+      rd_kafka_poll(producer, 100);
+      ProduceFailedAgain();
+    }
+    if (stop.load()) return false;
     if (Fits(next)) return true;
     const auto start = Clock::now();
     int wait_ms = 2;
@@ -579,6 +586,10 @@ StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& option
   impl->probe = std::move(probe).value();
   return std::unique_ptr<Ingestor>(new Ingestor(std::move(impl)));
 }
+
+void Ingestor::Pause(bool paused) { impl_->paused.store(paused); }
+
+bool Ingestor::paused() const { return impl_->paused.load(); }
 
 Status Ingestor::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;

@@ -167,6 +167,12 @@ class RunCliTest : public ::testing::Test {
 const std::vector<std::string> kSmallModel = {"--dim", "16", "--min-count", "2",
                                               "--vocab-capacity", "20000", "--threads", "1"};
 
+// The bundled feeds are crawled too unless --no-crawl: the line-count tests leave them out.
+std::vector<std::string> NoCrawl(std::vector<std::string> args) {
+  args.push_back("--no-crawl");
+  return args;
+}
+
 std::vector<std::string> Args(std::vector<std::string> args) {
   args.insert(args.end(), kSmallModel.begin(), kSmallModel.end());
   return args;
@@ -174,8 +180,8 @@ std::vector<std::string> Args(std::vector<std::string> args) {
 
 TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   const int docs = WriteData("a.txt", 1500);
-  RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                       "--snapshot-every", "0.5"}));
+  RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                               "--snapshot-every", "0.5"})));
   ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
 
   // Every line becomes a document that a snapshot covers, and REST serves that snapshot.
@@ -210,8 +216,8 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineExactlyOnceInTheSt
   // Two files of the bundled text: long enough that the process is killed mid-stream.
   const int docs = WriteData("a.txt", 1000000) + WriteData("b.txt", 1000000);
   {
-    RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                         "--snapshot-every", "0.3", "--no-follow"}));
+    RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                                 "--snapshot-every", "0.3", "--no-follow"})));
     ASSERT_GT(run.port(), 0);
     ASSERT_TRUE(WaitFor([&] {
       const nlohmann::json c = Entry("trainer/counters");
@@ -224,8 +230,8 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineExactlyOnceInTheSt
   EXPECT_LT(at_kill, docs) << "the stream had ended before the kill: the test proves nothing";
 
   // The restart resumes the connector from the snapshot's positions on a fresh embedded broker.
-  RunProcess again(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                         "--snapshot-every", "1", "--no-follow", "--max-idle", "3"}));
+  RunProcess again(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                                 "--snapshot-every", "1", "--no-follow", "--max-idle", "3"})));
   ASSERT_GT(again.port(), 0);
   EXPECT_EQ(again.Wait(), 0);
   // Documents are counted in the state: the snapshot at the kill covered exactly the lines
@@ -237,6 +243,88 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineExactlyOnceInTheSt
     ASSERT_TRUE(positions.contains(file)) << positions.dump();
     EXPECT_EQ(positions[file].get<int64_t>(), static_cast<int64_t>(fs::file_size(file)));
   }
+}
+
+// Sends a POST with an optional bearer token; the status code.
+int HttpPost(int port, const std::string& path, const std::string& token) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  std::string request = "POST " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n";
+  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+  request += "Connection: close\r\n\r\n";
+  (void)!::write(fd, request.data(), request.size());
+  std::string response;
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, got);
+  ::close(fd);
+  int status = 0;
+  std::sscanf(response.c_str(), "HTTP/%*s %d", &status);
+  return status;
+}
+
+// The value of an unlabelled sample in Prometheus text, or -1.
+double Metric(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
+  WriteData("a.txt", 200);
+  RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                       "--snapshot-every", "0.5", "--admin-token", "t0ken"}));
+  ASSERT_GT(run.port(), 0);
+  // The five bundled feeds hold 136 items (tests/crawler/data/feed_expectations.tsv).
+  ASSERT_TRUE(WaitFor([&] {
+    return Metric(HttpGet(run.port(), "/metrics").second, "streamvec_crawl_items_emitted_total") ==
+           136;
+  })) << HttpGet(run.port(), "/metrics").second;
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string m = HttpGet(run.port(), "/metrics").second;
+    return Metric(m, "streamvec_train_documents_total") == 200 + 136 &&
+           Metric(m, "streamvec_ingest_documents_total") == 200;
+  })) << HttpGet(run.port(), "/metrics").second;
+
+  EXPECT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", ""), 401);
+  EXPECT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", "wrong"), 401);
+  ASSERT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", "t0ken"), 200);
+  // Paused: a new line is not ingested. Resumed: it is.
+  {
+    std::ofstream out(dir_ / "data" / "a.txt", std::ios::app);
+    out << "one more paragraph while paused\n";
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Metric(HttpGet(run.port(), "/metrics").second, "streamvec_ingest_documents_total"),
+            200);
+  ASSERT_EQ(HttpPost(run.port(), "/v1/admin/ingest/resume", "t0ken"), 200);
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric(HttpGet(run.port(), "/metrics").second, "streamvec_ingest_documents_total") ==
+           201;
+  }));
+  const uint64_t before = SnapshotReader::OpenNewest(State()).value()->version();
+  {
+    std::ofstream out(dir_ / "data" / "a.txt", std::ios::app);
+    out << "and a last one before a snapshot on request\n";
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric(HttpGet(run.port(), "/metrics").second, "streamvec_train_documents_total") ==
+           200 + 136 + 2;
+  }));
+  ASSERT_EQ(HttpPost(run.port(), "/v1/admin/snapshot", "t0ken"), 200);
+  EXPECT_TRUE(WaitFor([&] {
+    auto r = SnapshotReader::OpenNewest(State());
+    return r.ok() && (*r)->version() > before;
+  }));
+  run.Signal(SIGTERM);
+  EXPECT_EQ(run.Wait(), 0);
 }
 
 TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {

@@ -141,6 +141,7 @@ struct PendingDocument {
 
 struct KafkaTrainer::Impl {
   KafkaTrainerOptions options;
+  std::atomic<bool> snapshot_requested{false};  // RequestSnapshot()
   std::string group;
   std::string topic;
   std::string rejected_topic;
@@ -318,6 +319,10 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.words = ls.words_seen - start_words;
     stats.words_trained = ls.words_trained - start_words_trained;
     stats.active_seconds = SecondsSince(first_message);
+    stats.vocab_size = ls.vocab_size;
+    stats.evictions = ls.evictions;
+    const double loss = learner->TakeLoss();
+    if (loss > 0) stats.loss = loss;
   }
   for (const PendingDocument& d : batch) {
     int64_t& next = next_offsets[d.partition];
@@ -549,6 +554,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   return std::unique_ptr<KafkaTrainer>(new KafkaTrainer(std::move(impl)));
 }
 
+void KafkaTrainer::RequestSnapshot() { impl_->snapshot_requested.store(true); }
+
 Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
@@ -622,11 +629,17 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
         spdlog::warn("trainer: micro-batch: {}", s.message());
       }
     }
-    if (m.dirty && ((m.options.snapshot_every_s > 0 &&
+    const bool requested = m.snapshot_requested.exchange(false);
+    if (requested && !m.batch.empty()) {
+      if (Status s = m.TrainPending(); !s.ok()) {
+        spdlog::warn("trainer: micro-batch: {}", s.message());
+      }
+    }
+    if (m.dirty && (requested || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
                      m.bytes_since_snapshot >= m.options.snapshot_every_bytes))) {
-      if (Status s = m.Snapshot("periodic"); !s.ok()) {
+      if (Status s = m.Snapshot(requested ? "requested" : "periodic"); !s.ok()) {
         spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
         m.last_snapshot_time = Clock::now();  // retry after another interval
         m.bytes_since_snapshot = 0;

@@ -101,6 +101,11 @@ class Ingestor {
 
   IngestStats stats() const;
 
+  // Pauses (true) or resumes (false) producing: while paused, Run sends no new document (what was
+  // already produced is still delivered) and keeps its source positions. Thread-safe.
+  void Pause(bool paused);
+  bool paused() const;
+
  private:
   struct Impl;
   explicit Ingestor(std::unique_ptr<Impl> impl);

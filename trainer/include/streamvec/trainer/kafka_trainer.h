@@ -84,6 +84,9 @@ struct KafkaTrainerStats {
   double seconds = 0;             // wall seconds in Run
   double active_seconds = 0;      // wall seconds from the first message to the end of the last
                                   // micro-batch (rates without the group join and idle time)
+  uint64_t vocab_size = 0;        // words held by the learner (<= its capacity)
+  uint64_t evictions = 0;         // words that lost their slot (space-saving), state's lifetime
+  double loss = 0;                // mean loss per positive pair of the last micro-batch, nats
 };
 
 class KafkaTrainer {
@@ -107,6 +110,10 @@ class KafkaTrainer {
   Status Run(const std::atomic<bool>& stop);
 
   KafkaTrainerStats stats() const;
+
+  // Asks Run to train what is pending and write a snapshot at its next loop turn (within about
+  // 100 ms), if anything was consumed since the last one. Thread-safe; returns at once.
+  void RequestSnapshot();
 
   // Per document source, the largest "offset" trained so far (resumed from the snapshot).
   std::map<std::string, int64_t> source_positions() const;
