@@ -2,7 +2,6 @@
 // published snapshots (api/README.md, docs/serving.md), until SIGINT or SIGTERM.
 #include <signal.h>
 
-#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "host_port.h"
 #include "streamvec/api/server.h"
 
 namespace streamvec::app {
@@ -32,25 +32,6 @@ struct ServeFlags {
   size_t history = 4;
   std::string web_root = api::DefaultWebRoot();
 };
-
-// "HOST:PORT" or "[IPv6]:PORT", PORT in [0, 65535] (0 = pick a free one).
-bool ParseHostPort(const std::string& text, std::string* host, int* port) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  std::string h = text.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  if (h.empty()) return false;
-  const std::string p = text.substr(colon + 1);
-  int value = -1;
-  const auto r = std::from_chars(p.data(), p.data() + p.size(), value);
-  if (p.empty() || r.ec != std::errc() || r.ptr != p.data() + p.size() || value < 0 ||
-      value > 65535) {
-    return false;
-  }
-  *host = h;
-  *port = value;
-  return true;
-}
 
 int RunServe(const ServeFlags& flags) {
   api::ServeOptions options;

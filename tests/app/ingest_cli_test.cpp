@@ -17,6 +17,7 @@
 #include "../kafka/kafka_test_util.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/kafka/document.h"
+#include "cli_util.h"
 
 namespace streamvec {
 namespace {
@@ -24,32 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct IngestCliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command line, the streamvec binary substituted for "SV".
-IngestCliRun Sh(const std::string& line) {
-  std::string command;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line.compare(i, 2, "SV") == 0) {
-      command += std::string("'") + STREAMVEC_BINARY + "'";
-      ++i;
-    } else {
-      command += line[i];
-    }
-  }
-  IngestCliRun run;
-  std::FILE* pipe = popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, got);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 class IngestCliTest : public ::testing::Test {
  protected:
@@ -91,34 +66,34 @@ class IngestCliTest : public ::testing::Test {
 };
 
 TEST_F(IngestCliTest, BadFlagsExitTwoNamingTheFlag) {
-  IngestCliRun run = Sh("SV ingest --from x.txt --brokers 127.0.0.1:1 --max-lag-bytes lots");
+  CliRun run = Shell("SV ingest --from x.txt --brokers 127.0.0.1:1 --max-lag-bytes lots");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--max-lag-bytes"));
 
-  run = Sh("SV ingest --brokers 127.0.0.1:1");
+  run = Shell("SV ingest --brokers 127.0.0.1:1");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--from"));
 
-  run = Sh("SV ingest --from - --brokers 127.0.0.1:1 --kafka-config novalue");
+  run = Shell("SV ingest --from - --brokers 127.0.0.1:1 --kafka-config novalue");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--kafka-config"));
 
-  run = Sh("SV ingest --from -");
+  run = Shell("SV ingest --from -");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--brokers"));
 
-  run = Sh("SV broker --brokers 0");
+  run = Shell("SV broker --brokers 0");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--brokers"));
 }
 
 TEST_F(IngestCliTest, MissingInputOrBootstrapFileExitsTwo) {
-  IngestCliRun run = Sh("SV ingest --from '" + (dir_ / "nope.txt").string() +
+  CliRun run = Shell("SV ingest --from '" + (dir_ / "nope.txt").string() +
                         "' --brokers 127.0.0.1:1");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("nope.txt"));
 
-  run = Sh("SV ingest --from - --bootstrap-file '" + (dir_ / "none").string() + "'");
+  run = Shell("SV ingest --from - --bootstrap-file '" + (dir_ / "none").string() + "'");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--bootstrap-file"));
 }
@@ -126,8 +101,8 @@ TEST_F(IngestCliTest, MissingInputOrBootstrapFileExitsTwo) {
 TEST_F(IngestCliTest, StdinThroughABrokerProcessArrivesInTheTopic) {
   const std::string bootstrap = StartBroker("cli");
   ASSERT_FALSE(bootstrap.empty());
-  const IngestCliRun run =
-      Sh("printf 'alpha beta\\n\\ngamma \\377\\ndelta' | SV ingest --from - --bootstrap-file '" +
+  const CliRun run =
+      Shell("printf 'alpha beta\\n\\ngamma \\377\\ndelta' | SV ingest --from - --bootstrap-file '" +
          (dir_ / "bootstrap").string() + "' --prefix cli");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("ingest: 2 documents (2 delivered), 1 rejected"));

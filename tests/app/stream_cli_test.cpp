@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "streamvec/store/word2vec_format.h"
+#include "cli_util.h"
 
 namespace streamvec {
 namespace {
@@ -21,32 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command line, the streamvec binary substituted for "SV".
-CliRun Shell(const std::string& line) {
-  std::string command;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line.compare(i, 2, "SV") == 0) {
-      command += std::string("'") + STREAMVEC_BINARY + "'";
-      ++i;
-    } else {
-      command += line[i];
-    }
-  }
-  CliRun run;
-  std::FILE* pipe = popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, got);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

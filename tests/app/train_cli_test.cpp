@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli_util.h"
 #include "streamvec/store/word2vec_format.h"
 
 namespace streamvec {
@@ -18,23 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-CliRun Train(const std::string& args) {
-  const std::string command = std::string("'") + STREAMVEC_BINARY + "' train " + args + " 2>&1";
-  CliRun run;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buf[4096];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.output.append(buf, got);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+CliRun Train(const std::string& args) { return Shell("SV train " + args); }
 
 class TrainCliTest : public ::testing::Test {
  protected:
