@@ -48,6 +48,8 @@ struct Source {
   int64_t pos = 0;            // bytes consumed from the source
   std::string pending;        // the current line (or file, with doc_per_file), not yet sent
   int64_t pending_start = 0;  // source offset of pending[0]
+  int64_t covered = 0;        // end of the source range the documents produced so far cover
+                              // (the next document's Document::start)
   bool done = false;          // reached EOF (without follow) or vanished
   bool grew = false;          // follow + doc_per_file: data arrived during the last poll
 
@@ -101,6 +103,8 @@ struct Ingestor::Impl {
   int64_t lag_total_bytes = 0;      // at the last query, including unacked bytes then
   int64_t lag_partition_bytes = 0;
   int64_t since_query_bytes = 0;    // flow-control bytes produced since the last query
+  int64_t partition_count = 0;      // partitions of <prefix>.docs (0 until the first lag query)
+  uint64_t next_partition = 0;      // round-robin cursor over them
   Clock::time_point last_query_log{};
 
   std::map<std::string, std::unique_ptr<Source>> sources;  // by path ("" key for stdin)
@@ -131,6 +135,7 @@ struct Ingestor::Impl {
     }
     if (budget_total == 0) {
       const int64_t parts = static_cast<int64_t>(lag->partitions.size());
+      partition_count = parts;
       budget_total = options.max_lag_bytes > 0 ? options.max_lag_bytes
                                                : parts * kMockPartitionRingBytes * 2 / 5;
       budget_partition = options.max_partition_lag_bytes > 0 ? options.max_partition_lag_bytes
@@ -150,8 +155,11 @@ struct Ingestor::Impl {
   bool Fits(int64_t next) const {
     if (!lag_known) return false;
     if (lag_total_bytes + since_query_bytes == 0) return true;  // a lone oversize message
+    // Documents go round robin, so a partition got about 1/partitions of what was sent since the
+    // query (rounded up, plus the next one).
+    const int64_t parts = std::max<int64_t>(partition_count, 1);
     return lag_total_bytes + since_query_bytes + next <= budget_total &&
-           lag_partition_bytes + since_query_bytes + next <= budget_partition;
+           lag_partition_bytes + (since_query_bytes + parts - 1) / parts + next <= budget_partition;
   }
 
   // Waits until `next` more bytes fit the budget. False when stopped first.
@@ -186,10 +194,11 @@ struct Ingestor::Impl {
   // Hands one message to librdkafka, waiting while its queue is full. `flow_bytes` > 0 marks a
   // document (accounted for flow control); rejections pass kRejectionTag.
   void ProduceRaw(const std::string& topic, const std::string& key, const std::string& value,
-                  intptr_t flow_bytes) {
+                  intptr_t flow_bytes, int32_t partition = RD_KAFKA_PARTITION_UA) {
     while (true) {
       const rd_kafka_resp_err_t e = rd_kafka_producev(
-          producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
+          producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+          RD_KAFKA_V_KEY(key.data(), key.size()),
           RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(flow_bytes)), RD_KAFKA_V_END);
@@ -237,13 +246,14 @@ struct Ingestor::Impl {
   }
 
   // False when stopped while waiting for the budget (the document was not produced).
-  bool ProduceDocument(const Source& src, int64_t start, std::string_view text, int64_t end,
+  bool ProduceDocument(Source& src, int64_t start, std::string_view text, int64_t end,
                        const std::atomic<bool>& stop) {
     Document doc;
     doc.id = src.id + ":" + std::to_string(start);
     doc.source = src.id;
     doc.text = std::string(text);
     doc.offset = end;
+    doc.start = std::min(src.covered, start);
     const std::string value = DocumentToJson(doc);
     if (value.size() > kMaxDocumentMessageBytes) {
       Reject(src, start, "document is " + std::to_string(value.size()) +
@@ -253,7 +263,14 @@ struct Ingestor::Impl {
     }
     const int64_t flow = static_cast<int64_t>(src.id.size() + value.size()) + kRecordOverheadBytes;
     if (!WaitForBudget(flow, stop)) return false;
-    ProduceRaw(docs_topic, src.id, value, flow);
+    // Round robin over the partitions (a single source, like a one-line 100 MB corpus, would
+    // otherwise fill one partition's 5 MiB ring on the mock and be throttled to it); the
+    // [start, offset) ranges let the trainer record a contiguous trained prefix per source.
+    const int32_t partition =
+        partition_count > 0 ? static_cast<int32_t>(next_partition++ % partition_count)
+                            : RD_KAFKA_PARTITION_UA;
+    ProduceRaw(docs_topic, src.id, value, flow, partition);
+    src.covered = std::max(src.covered, end);
     ++produced_docs;
     message_bytes += static_cast<int64_t>(src.id.size() + value.size());
     return true;
@@ -352,6 +369,7 @@ struct Ingestor::Impl {
     src.pos = start;
     src.pending.clear();
     src.pending_start = start;
+    src.covered = start;
     return Status::Ok();
   }
 
@@ -434,6 +452,7 @@ struct Ingestor::Impl {
             std::min<int64_t>(StartPosition(src.id) - src.pos, static_cast<int64_t>(n)));
         src.pos += static_cast<int64_t>(skip);
         src.pending_start = src.pos;
+        src.covered = src.pos;
         input_bytes += static_cast<int64_t>(skip);
         data.remove_prefix(skip);
       }

@@ -38,6 +38,7 @@ std::string DocumentToJson(const Document& doc) {
   if (!doc.published_at.empty()) j["published_at"] = doc.published_at;
   if (!doc.fetched_at.empty()) j["fetched_at"] = doc.fetched_at;
   if (doc.offset >= 0) j["offset"] = doc.offset;
+  if (doc.start >= 0) j["start"] = doc.start;
   // Invalid UTF-8 is replaced rather than thrown on: ParseDocument rejects nothing we write.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -79,6 +80,15 @@ StatusOr<Document> ParseDocument(std::string_view json) {
       return Status::InvalidArgument("field 'offset' must be a non-negative integer");
     }
     doc.offset = it->get<int64_t>();
+  }
+  if (const auto it = j.find("start"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return Status::InvalidArgument("field 'start' must be a non-negative integer");
+    }
+    doc.start = it->get<int64_t>();
+    if (doc.offset < 0 || doc.start > doc.offset) {
+      return Status::InvalidArgument("field 'start' needs an 'offset' at or after it");
+    }
   }
   return doc;
 }

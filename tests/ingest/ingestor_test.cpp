@@ -18,6 +18,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "../kafka/kafka_test_util.h"
@@ -89,7 +91,9 @@ class IngestorTest : public ::testing::Test {
     return (*ingestor)->stats();
   }
 
-  // Parses every record as a Document (failing the test on a malformed one).
+  // Parses every record as a Document (failing the test on a malformed one), in source order:
+  // by source, then offset (documents are spread over the partitions, so the consumer sees them
+  // in no particular order across partitions).
   static std::vector<Document> Docs(const std::vector<Record>& records) {
     std::vector<Document> docs;
     for (const Record& r : records) {
@@ -99,6 +103,9 @@ class IngestorTest : public ::testing::Test {
       EXPECT_EQ(r.key, d->source);
       docs.push_back(std::move(d).value());
     }
+    std::stable_sort(docs.begin(), docs.end(), [](const Document& a, const Document& b) {
+      return a.source != b.source ? a.source < b.source : a.offset < b.offset;
+    });
     return docs;
   }
 
@@ -132,7 +139,9 @@ TEST_F(IngestorTest, EveryLineArrivesOnceWithItsEndOffset) {
   const std::vector<Document> docs = Docs(consumer.Read(3000, 10000));
   ASSERT_EQ(docs.size(), 3000u);
   EXPECT_TRUE(consumer.Read(1, 300).empty());
+  // The [start, offset) ranges tile the file (blank lines fall inside the next document's range).
   for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_EQ(docs[i].start, i == 0 ? 0 : docs[i - 1].offset);
     EXPECT_EQ(docs[i].source, path);
     EXPECT_EQ(docs[i].text, expected[i].first);
     EXPECT_EQ(docs[i].offset, expected[i].second);

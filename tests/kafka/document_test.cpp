@@ -33,6 +33,7 @@ TEST(DocumentTest, RoundTripKeepsEveryField) {
   doc.published_at = "2026-11-22T10:00:00Z";
   doc.fetched_at = "2026-11-22T10:00:05Z";
   doc.offset = 12345;
+  doc.start = 12000;
   StatusOr<Document> back = ParseDocument(DocumentToJson(doc));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->id, doc.id);
@@ -44,6 +45,7 @@ TEST(DocumentTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(back->published_at, doc.published_at);
   EXPECT_EQ(back->fetched_at, doc.fetched_at);
   EXPECT_EQ(back->offset, 12345);
+  EXPECT_EQ(back->start, 12000);
 }
 
 TEST(DocumentTest, EmptyOptionalFieldsAreLeftOut) {
@@ -87,6 +89,9 @@ TEST(DocumentTest, RejectionsNameWhatIsWrong) {
       {R"({"id":"a","source":"s","text":"t","offset":-1})", "field 'offset'"},
       {R"({"id":"a","source":"s","text":"t","offset":1.5})", "field 'offset'"},
       {R"({"id":"a","source":"s","text":"t","offset":"3"})", "field 'offset'"},
+      {R"({"id":"a","source":"s","text":"t","offset":3,"start":-2})", "field 'start'"},
+      {R"({"id":"a","source":"s","text":"t","offset":3,"start":4})", "field 'start' needs"},
+      {R"({"id":"a","source":"s","text":"t","start":0})", "field 'start' needs"},
       {"{\"id\":\"a\",\"source\":\"s\",\"text\":\"\xFF\xFE\"}", "not JSON"},
   };
   for (const BadCase& c : cases) {

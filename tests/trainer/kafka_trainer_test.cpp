@@ -181,6 +181,38 @@ TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbed
   EXPECT_EQ((*learner)->stats().words_seen, words);
 }
 
+TEST_F(KafkaTrainerTest, PositionIsTheContiguousTrainedPrefixOfOutOfOrderRanges) {
+  // One source's documents cover [0,100), [100,200), ...; they arrive out of order (as when a
+  // source is spread over partitions) and [300,400) comes last. Until it does, the position may
+  // not pass the gap: a connector restarted from it resends from 300 (at least once).
+  auto ranged = [](int i) {
+    Document d = Doc("src", i);  // offset (i + 1) * 100
+    d.start = i * 100;
+    return std::make_pair(d.source, DocumentToJson(d));
+  };
+  KafkaTrainerOptions o = Options(*broker_);
+  o.max_idle_s = 0;  // runs until stopped
+  auto trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop{false};
+  Produce(*broker_, {ranged(5), ranged(1), ranged(4), ranged(0), ranged(2), ranged(6)});
+  std::thread run([&] { EXPECT_TRUE((*trainer)->Run(stop).ok()); });
+  auto wait_documents = [&](uint64_t n) {  // bounded wait, not a timed assertion
+    for (int i = 0; i < 600 && (*trainer)->stats().documents < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return (*trainer)->stats().documents;
+  };
+  EXPECT_EQ(wait_documents(6), 6u);
+  EXPECT_EQ((*trainer)->source_positions().at("src"), 300);
+  Produce(*broker_, {ranged(3)});
+  EXPECT_EQ(wait_documents(7), 7u);
+  EXPECT_EQ((*trainer)->source_positions().at("src"), 700);
+  stop = true;
+  run.join();
+  EXPECT_EQ(Entry(kSourcePositionsEntry).at("src"), 700);
+}
+
 TEST_F(KafkaTrainerTest, MalformedMessagesGoToRejectedTopicAndTrainingContinues) {
   const Document good = Doc("s0", 0);
   Produce(*broker_, {{"s0", DocumentToJson(good)},

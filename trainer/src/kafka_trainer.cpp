@@ -22,6 +22,9 @@
 namespace streamvec {
 namespace {
 
+// Seconds without a message after which pending training is snapshotted and committed.
+constexpr double kIdleSnapshotSeconds = 0.5;
+
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
@@ -181,8 +184,12 @@ struct KafkaTrainer::Impl {
   mutable std::mutex mu;
   KafkaTrainerStats stats;                   // GUARDED_BY(mu)
   std::map<std::string, int64_t> positions;  // GUARDED_BY(mu)
+  // Per source, trained [start, offset) ranges beyond its position (documents of one source are
+  // spread over partitions and arrive out of order): start -> offset. GUARDED_BY(mu)
+  std::map<std::string, std::map<int64_t, int64_t>> ahead;
 
   Status TrainPending();
+  void AdvancePosition(const Document& doc);
   Status Snapshot(const char* why);
   void Commit();
   void Reject(const RdKafka::Message& m, const std::string& reason);
@@ -292,6 +299,30 @@ void KafkaTrainer::Impl::Reject(const RdKafka::Message& m, const std::string& re
   ++stats.rejected;
 }
 
+// A source's position is the end of its contiguous trained prefix: a document with a `start`
+// advances it only when it begins at or before the position (then the ranges trained ahead are
+// absorbed); one without `start` (a producer that sends a source in order, on one partition)
+// moves it to its offset. Called with mu held.
+void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
+  int64_t& pos = positions[doc.source];
+  if (doc.start < 0) {
+    pos = std::max(pos, doc.offset);
+    return;
+  }
+  std::map<int64_t, int64_t>& later = ahead[doc.source];
+  if (doc.start > pos) {
+    int64_t& end = later[doc.start];
+    end = std::max(end, doc.offset);
+    return;
+  }
+  pos = std::max(pos, doc.offset);
+  while (!later.empty() && later.begin()->first <= pos) {
+    pos = std::max(pos, later.begin()->second);
+    later.erase(later.begin());
+  }
+  if (later.empty()) ahead.erase(doc.source);
+}
+
 Status KafkaTrainer::Impl::TrainPending() {
   if (batch.empty()) return Status::Ok();
   std::vector<std::string_view> texts;
@@ -309,10 +340,7 @@ Status KafkaTrainer::Impl::TrainPending() {
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const PendingDocument& d : batch) {
-      if (d.doc.offset >= 0) {
-        int64_t& pos = positions[d.doc.source];
-        pos = std::max(pos, d.doc.offset);
-      }
+      if (d.doc.offset >= 0) AdvancePosition(d.doc);
     }
     stats.documents += batch.size();
     stats.micro_batches += 1;
@@ -635,11 +663,16 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
         spdlog::warn("trainer: micro-batch: {}", s.message());
       }
     }
-    if (m.dirty && (requested || (m.options.snapshot_every_s > 0 &&
+    // A pause in the stream makes what was trained durable at once (and commits it): a producer
+    // throttled on the group's committed lag can go on without waiting for the next interval.
+    const bool pause = m.options.snapshot_every_s > 0 && m.batch.empty() &&
+                       SecondsSince(m.last_activity) >= kIdleSnapshotSeconds &&
+                       SecondsSince(m.last_snapshot_time) >= kIdleSnapshotSeconds;
+    if (m.dirty && (requested || pause || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
                      m.bytes_since_snapshot >= m.options.snapshot_every_bytes))) {
-      if (Status s = m.Snapshot(requested ? "requested" : "periodic"); !s.ok()) {
+      if (Status s = m.Snapshot(requested ? "requested" : pause ? "pause" : "periodic"); !s.ok()) {
         spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
         m.last_snapshot_time = Clock::now();  // retry after another interval
         m.bytes_since_snapshot = 0;

@@ -8,7 +8,9 @@
 // all documents of one source go to one partition, in order). The other fields are optional
 // strings (absent, null or a string). "offset" is optional: a non-negative integer, the byte
 // position in the source just past this document, which the trainer records in its snapshot so
-// that a restarted connector resumes there (at least once). Unknown fields are ignored.
+// that a restarted connector resumes there (at least once). "start" is optional too: where the
+// source range the document covers begins (see Document::start); start <= offset. Unknown fields
+// are ignored.
 #ifndef STREAMVEC_KAFKA_DOCUMENT_H_
 #define STREAMVEC_KAFKA_DOCUMENT_H_
 
@@ -39,6 +41,11 @@ struct Document {
   std::string published_at;  // optional, RFC 3339
   std::string fetched_at;    // optional, RFC 3339
   int64_t offset = -1;       // byte position in the source past this document; -1: none
+  int64_t start = -1;        // byte position where the source range this document covers begins:
+                             // the previous document's `offset` (blank or rejected lines in
+                             // between are covered too); -1: none. [start, offset) ranges let a
+                             // trainer that sees a source's documents out of order (they are
+                             // spread over partitions) record only a contiguous trained prefix.
 };
 
 // Serializes to one JSON object (empty optional fields and offset -1 are left out).

@@ -59,6 +59,8 @@ struct KafkaTrainerOptions {
   size_t micro_batch_max_bytes = size_t{4} << 20;  // message bytes per micro-batch, at most
   double micro_batch_max_wait_s = 0.2;             // seconds a partial micro-batch waits for more
   double snapshot_every_s = 5;                     // seconds between snapshots (0: no time trigger)
+                                                   // (also taken 0.5 s into a pause of the stream,
+                                                   // so a throttled producer need not wait for it)
   uint64_t snapshot_every_bytes = uint64_t{256} << 20;  // message bytes between snapshots
                                                         // (0: no byte trigger)
   double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once no message has

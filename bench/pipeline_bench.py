@@ -1,0 +1,801 @@
+#!/usr/bin/python3
+"""Pipeline benchmark: ingest -> embedded Kafka broker -> trainer -> RocksDB -> REST.
+
+Four measurements (`--only e2e|freshness|kill|wrk`, repeatable or comma-separated; all by default),
+each driving the `streamvec` binary as separate processes on 127.0.0.1:
+
+  e2e        the corpus through `ingest` -> `broker` -> `train --bootstrap-file` (trainer started
+             first) vs `train --stream` on the same corpus from stdin, same learner flags,
+             alternating A B A B (--reps). Words/s end to end, the ratio kafka/stream (bar >= 0.8),
+             and "every document trained": documents produced by ingest == trainer/counters
+             documents in the final state.
+  freshness  `streamvec run` follows a data dir; N times a line holding a brand-new word 10 times is
+             appended, and GET /v1/vectors/<word> is polled every 50 ms until 200 (bar: median <= 5 s).
+  kill       `train --bootstrap-file` killed with SIGKILL after its first snapshot while ingest
+             runs, restarted with --max-idle: documents produced vs documents in the final state.
+  wrk        wrk on /v1/vectors/<w> and /v1/neighbors?word=<w>&k=10 while `streamvec run` trains
+             on the bundled data, and again once it is idle: req/s, p99, non-2xx.
+
+Standard library only. Every wait is bounded in time; every process started here is stopped here.
+See bench/README.md.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+DATA = Path("/work/shared/data")
+DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
+SMALL_CORPUS = DATA / "corpus" / "enwiki-text8style-small-5m.txt"
+RUN_DATA = REPO / "data" / "run"
+FRESH_SOURCE = RUN_DATA / "enwiki-small-5m.txt"
+PARTS = ("e2e", "freshness", "kill", "wrk")
+EMBEDDED_KAFKA = ["--kafka-config", "session.timeout.ms=6000",
+                  "--kafka-config", "heartbeat.interval.ms=500"]
+
+
+def log(msg: str):
+    print(f"[pipeline-bench] {msg}", file=sys.stderr, flush=True)
+
+
+def fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# processes (all started in their own session; stopped by their own id only)
+
+class Proc:
+    """A child process whose stdout/stderr go to files under the run folder."""
+
+    live: list["Proc"] = []
+
+    def __init__(self, name: str, cmd: list[str], work: Path, stdin_path: Path | None = None):
+        self.name, self.cmd = name, cmd
+        self.out = work / f"{name}.stdout"
+        self.err = work / f"{name}.stderr"
+        self.stdin_path = stdin_path
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        with open(self.out, "wb") as o, open(self.err, "wb") as e:
+            self.t0 = time.monotonic()
+            self.p = subprocess.Popen(cmd, stdin=stdin, stdout=o, stderr=e, start_new_session=True)
+        if stdin_path:
+            stdin.close()
+        self.t_exit = None
+        Proc.live.append(self)
+
+    def shell(self) -> str:
+        s = shlex.join(self.cmd)
+        return s + (f" < {shlex.quote(str(self.stdin_path))}" if self.stdin_path else "")
+
+    def poll(self):
+        rc = self.p.poll()
+        if rc is not None and self.t_exit is None:
+            self.t_exit = time.monotonic()
+        return rc
+
+    def wait(self, timeout: float):
+        """Exit status, or None if still running after timeout seconds."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            rc = self.poll()
+            if rc is not None:
+                return rc
+            time.sleep(0.02)
+        return self.poll()
+
+    def signal(self, sig):
+        if self.poll() is None:
+            try:
+                os.kill(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, timeout: float = 30.0):
+        """SIGTERM, then SIGKILL after timeout. Returns the exit status."""
+        if self.poll() is None:
+            self.signal(signal.SIGTERM)
+            if self.wait(timeout) is None:
+                self.signal(signal.SIGKILL)
+                self.wait(10)
+        return self.poll()
+
+    def text(self) -> str:
+        try:
+            return self.out.read_text(errors="replace") + self.err.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_for(self, regex: str, timeout: float):
+        """First match of regex in stdout+stderr, or None (timeout or exit)."""
+        end = time.monotonic() + timeout
+        rx = re.compile(regex)
+        while time.monotonic() < end:
+            m = rx.search(self.text())
+            if m:
+                return m
+            if self.poll() is not None:
+                return rx.search(self.text())
+            time.sleep(0.05)
+        return None
+
+
+def stop_all():
+    for p in reversed(Proc.live):
+        if p.poll() is None:
+            log(f"stopping {p.name} (pid {p.p.pid})")
+            p.stop(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP and state
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return 0, b""
+
+
+def snapshots(base: str) -> list[dict]:
+    code, body = http_get(base + "/v1/snapshots")
+    if code != 200:
+        return []
+    try:
+        return json.loads(body).get("snapshots", [])
+    except ValueError:
+        return []
+
+
+def newest(snaps: list[dict]) -> dict | None:
+    return max(snaps, key=lambda s: s.get("version", -1)) if snaps else None
+
+
+def state_info(sv: Path, state: Path, work: Path, name: str) -> dict:
+    """Newest snapshot's metadata of a state, read by `streamvec serve` (read-only)."""
+    p = Proc(name, [str(sv), "serve", "--state", str(state), "--http", "127.0.0.1:0"], work)
+    try:
+        m = p.wait_for(r"serving (http://127\.0\.0\.1:\d+)", 60)
+        if not m:
+            return {"error": "serve did not start: " + p.text()[-300:]}
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            s = newest(snapshots(m.group(1)))
+            if s:
+                offs = (s.get("offsets") or {}).get("partitions") or {}
+                return {"version": s.get("version"), "documents": s.get("documents"),
+                        "words_seen": s.get("words_seen"), "offsets_sum": sum(offs.values()),
+                        "partitions_used": len(offs), "command": p.shell()}
+            time.sleep(0.2)
+        return {"error": "no snapshot in " + str(state)}
+    finally:
+        p.stop(10)
+
+
+SCALE = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}
+INGEST_RE = re.compile(r"ingest: (\d+) documents \((\d+) delivered\), (\d+) rejected.*?"
+                       r"([0-9.]+) s, [0-9.]+ MB/s, throttled ([0-9.]+) s")
+KTRAIN_RE = re.compile(r"streamvec train: kafka .*?(\d+) documents \((\d+) rejected\), (\d+) words "
+                       r"\((\d+) trained\).*?([0-9.]+)([kMG]?) words/s.*?snapshot (\d+)")
+STRAIN_RE = re.compile(r"streamvec train: stream.*?(\d+) words \((\d+) in total\).*?"
+                       r"([0-9.]+)([kMG]?) words/s.*?total ([0-9.]+) s")
+
+
+def parse_ingest(text: str) -> dict:
+    m = INGEST_RE.search(text)
+    if not m:
+        return {}
+    return {"produced": int(m.group(1)), "delivered": int(m.group(2)),
+            "ingest_rejected": int(m.group(3)), "ingest_s": float(m.group(4)),
+            "throttled_s": float(m.group(5))}
+
+
+def parse_ktrain(text: str) -> dict:
+    m = KTRAIN_RE.search(text)
+    if not m:
+        return {}
+    return {"trainer_documents": int(m.group(1)), "words": int(m.group(3)),
+            "own_words_per_s": float(m.group(5)) * SCALE[m.group(6)],
+            "summary": m.group(0)}
+
+
+def parse_strain(text: str) -> dict:
+    m = STRAIN_RE.search(text)
+    if not m:
+        return {}
+    return {"words": int(m.group(1)), "own_words_per_s": float(m.group(3)) * SCALE[m.group(4)],
+            "summary": m.group(0)}
+
+
+def learner_flags(a) -> list[str]:
+    return ["--vocab-capacity", str(a.vocab_capacity), "--threads", str(a.threads)]
+
+
+# ---------------------------------------------------------------------------------------------
+# e2e
+
+def start_broker(sv: Path, work: Path, tag: str, a) -> tuple[Proc, Path]:
+    bs = work / f"{tag}.bootstrap"
+    bs.unlink(missing_ok=True)
+    broker = Proc(f"{tag}-broker", [str(sv), "broker", "--bootstrap-file", str(bs),
+                                    "--partitions", str(a.partitions)], work)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not (bs.exists() and bs.read_text().strip()):
+        if broker.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not (bs.exists() and bs.read_text().strip()):
+        raise RuntimeError("broker wrote no bootstrap file: " + broker.text()[-300:])
+    return broker, bs
+
+
+def kafka_trainer(sv: Path, work: Path, name: str, bs: Path, state: Path, max_idle: float, a) -> Proc:
+    return Proc(name, [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(state),
+                       "--max-idle", f"{max_idle:g}"] + EMBEDDED_KAFKA + learner_flags(a)
+                + a.train_arg, work)
+
+
+def ingest_proc(sv: Path, work: Path, name: str, bs: Path, corpus: Path, a) -> Proc:
+    return Proc(name, [str(sv), "ingest", "--from", str(corpus), "--bootstrap-file", str(bs)]
+                + a.ingest_arg, work)
+
+
+def wait_pair(ingest: Proc, trainer: Proc, timeout: float, grace: float) -> str | None:
+    """Waits for both to exit. An ingest still running `grace` s after the trainer exited would
+    wait for a consumer forever: it is stopped and reported."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        ri, rt = ingest.poll(), trainer.poll()
+        if ri is not None and rt is not None:
+            return None
+        if rt is not None and ri is None and time.monotonic() - trainer.t_exit > grace:
+            ingest.stop(10)
+            return (f"trainer exited (rc {rt}) {grace:.0f} s before ingest finished: "
+                    "ingest stopped, its remaining documents were never consumed")
+        time.sleep(0.05)
+    ingest.stop(10)
+    trainer.stop(30)
+    return f"timed out after {timeout:.0f} s"
+
+
+def run_e2e_kafka(sv: Path, work: Path, rep: int, corpus: Path, a) -> dict:
+    tag = f"e2e-kafka-{rep}"
+    state = work / f"{tag}.state"
+    shutil.rmtree(state, ignore_errors=True)
+    row = {"peer": "kafka", "run": rep}
+    broker, bs = start_broker(sv, work, tag, a)
+    try:
+        trainer = kafka_trainer(sv, work, f"{tag}-train", bs, state, a.max_idle, a)
+        if not trainer.wait_for(r"partition\(s\) of \S+ assigned", 60):
+            trainer.stop(10)
+            return {**row, "error": "trainer got no partition assignment in 60 s: "
+                    + trainer.text()[-300:]}
+        row["join_s"] = time.monotonic() - trainer.t0
+        t0 = time.monotonic()
+        ingest = ingest_proc(sv, work, f"{tag}-ingest", bs, corpus, a)
+        err = wait_pair(ingest, trainer, a.timeout, grace=max(30.0, 3 * a.max_idle))
+        row["commands"] = [broker.shell(), trainer.shell(), ingest.shell()]
+        row.update(parse_ingest(ingest.text()))
+        row.update(parse_ktrain(trainer.text()))
+        row["ingest_wall_s"] = (ingest.t_exit - t0) if ingest.t_exit else None
+        if trainer.t_exit:
+            row["wall_s"] = trainer.t_exit - t0 - a.max_idle
+        row["rc"] = {"trainer": trainer.poll(), "ingest": ingest.poll()}
+        if err:
+            row["error"] = err
+        elif trainer.poll() != 0 or ingest.poll() != 0:
+            row["error"] = f"exit status trainer {trainer.poll()}, ingest {ingest.poll()}"
+    finally:
+        broker.stop(10)
+    info = state_info(sv, state, work, f"{tag}-serve")
+    row["state"] = info
+    row["state_documents"] = info.get("documents")
+    if row.get("words") and row.get("wall_s"):
+        row["words_per_s"] = row["words"] / row["wall_s"]
+    if row.get("produced") is not None and row.get("state_documents") is not None:
+        row["all_trained"] = row["produced"] == row["state_documents"]
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return row
+
+
+def run_e2e_stream(sv: Path, work: Path, rep: int, corpus: Path, a) -> dict:
+    tag = f"e2e-stream-{rep}"
+    state = work / f"{tag}.state"
+    shutil.rmtree(state, ignore_errors=True)
+    row = {"peer": "stream", "run": rep}
+    p = Proc(f"{tag}-train", [str(sv), "train", "--input", "-", "--stream", "--state", str(state)]
+             + learner_flags(a) + a.train_arg_stream, work, stdin_path=corpus)
+    rc = p.wait(a.timeout)
+    if rc is None:
+        p.stop(30)
+        row["error"] = f"timed out after {a.timeout:.0f} s"
+    row["commands"] = [p.shell()]
+    row["rc"] = p.poll()
+    if p.t_exit:
+        row["wall_s"] = p.t_exit - p.t0
+    row.update(parse_strain(p.text()))
+    if row["rc"] != 0 and "error" not in row:
+        row["error"] = f"exit status {row['rc']}: " + p.text()[-300:]
+    if row.get("words") and row.get("wall_s"):
+        row["words_per_s"] = row["words"] / row["wall_s"]
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return row
+
+
+def bench_e2e(sv: Path, work: Path, a) -> dict:
+    rows = []
+    for rep in range(1, a.reps + 1):
+        for peer in ("kafka", "stream"):
+            log(f"e2e run {rep}/{a.reps} {peer} on {a.corpus} (load {load():.1f}) ...")
+            try:
+                r = (run_e2e_kafka if peer == "kafka" else run_e2e_stream)(sv, work, rep, a.corpus, a)
+            except RuntimeError as e:
+                r = {"peer": peer, "run": rep, "error": str(e)}
+            rows.append(r)
+            log(f"  {peer}: wall {fmt(r.get('wall_s'), '.2f')} s, words {r.get('words')}, "
+                f"words/s {fmt(r.get('words_per_s'), '.0f')}"
+                + (f", produced {r.get('produced')}, state documents {r.get('state_documents')}"
+                   if peer == "kafka" else "")
+                + (f"  ERROR {r['error']}" if r.get("error") else ""))
+    med = {}
+    for peer in ("kafka", "stream"):
+        ok = [r["words_per_s"] for r in rows if r["peer"] == peer and r.get("words_per_s")
+              and not r.get("error")]
+        med[peer] = statistics.median(ok) if ok else None
+    ratio = med["kafka"] / med["stream"] if med["kafka"] and med["stream"] else None
+    kafka_rows = [r for r in rows if r["peer"] == "kafka"]
+    all_trained = bool(kafka_rows) and all(r.get("all_trained") for r in kafka_rows)
+    return {"rows": rows, "median_words_per_s": med, "ratio": ratio,
+            "bar_ratio_met": ratio is not None and ratio >= 0.8, "every_document_trained": all_trained}
+
+
+def e2e_text(res: dict, a) -> str:
+    head = (f"{'peer':<7} {'run':>3} {'wall s':>7} {'words':>10} {'words/s':>9} {'own w/s':>9} "
+            f"{'join s':>6} {'produced':>8} {'state docs':>10} {'throttled s':>11}")
+    lines = [f"e2e: {a.corpus}; learner flags {' '.join(learner_flags(a) + a.train_arg)}; "
+             f"kafka wall = ingest start -> trainer exit - max-idle ({a.max_idle:g} s); "
+             f"stream wall = whole process", head, "-" * len(head)]
+    for r in res["rows"]:
+        lines.append(
+            f"{r['peer']:<7} {r['run']:>3} {fmt(r.get('wall_s'), '.2f'):>7} {fmt(r.get('words'), 'd'):>10} "
+            f"{fmt(r.get('words_per_s') and r['words_per_s'] / 1e3, '.0f') + 'k':>9} "
+            f"{fmt(r.get('own_words_per_s') and r['own_words_per_s'] / 1e3, '.0f') + 'k':>9} "
+            f"{fmt(r.get('join_s'), '.1f'):>6} {fmt(r.get('produced'), 'd'):>8} "
+            f"{fmt(r.get('state_documents'), 'd'):>10} {fmt(r.get('throttled_s'), '.1f'):>11}"
+            + (f"  FAILED: {r['error']}" if r.get("error") else ""))
+    m = res["median_words_per_s"]
+    lines.append(f"median words/s: kafka {fmt(m['kafka'], ',.0f')}, stream {fmt(m['stream'], ',.0f')}; "
+                 f"ratio kafka/stream {fmt(res['ratio'], '.2f')} (bar >= 0.8: "
+                 f"{'MET' if res['bar_ratio_met'] else 'NOT MET'}); every document trained: "
+                 f"{'yes' if res['every_document_trained'] else 'NO'}")
+    lines.append("commands (rep 1):")
+    for r in res["rows"]:
+        if r["run"] == 1:
+            lines.extend("  " + c for c in r.get("commands", []))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# freshness
+
+def start_run(sv: Path, work: Path, name: str, state: Path, data: Path | None, extra: list[str]) -> tuple[Proc, str]:
+    cmd = [str(sv), "run", "--state", str(state), "--http", "127.0.0.1:0"]
+    if data is not None:
+        cmd += ["--data", str(data)]
+    p = Proc(name, cmd + extra, work)
+    m = p.wait_for(r"serving (http://127\.0\.0\.1:\d+)", 90)
+    if not m:
+        p.stop(30)
+        raise RuntimeError(f"{name}: no 'serving' line in 90 s: " + p.text()[-300:])
+    return p, m.group(1)
+
+
+def wait_documents(base: str, at_least: int, timeout: float) -> int | None:
+    end = time.monotonic() + timeout
+    docs = None
+    while time.monotonic() < end:
+        s = newest(snapshots(base))
+        docs = s.get("documents") if s else None
+        if docs is not None and docs >= at_least:
+            return docs
+        time.sleep(0.25)
+    return docs
+
+
+def letters(i: int) -> str:
+    s = ""
+    i += 26 * 26
+    while i:
+        i, r = divmod(i, 26)
+        s = chr(ord("a") + r) + s
+    return s
+
+
+def bench_freshness(sv: Path, work: Path, a) -> dict:
+    data = work / "fresh.data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir()
+    text_file = data / "stream.txt"
+    with open(FRESH_SOURCE, "rb") as src, open(text_file, "wb") as dst:
+        for i, line in enumerate(src):
+            if i >= a.fresh_lines:
+                break
+            dst.write(line)
+    state = work / "fresh.state"
+    shutil.rmtree(state, ignore_errors=True)
+    res = {"lines": a.fresh_lines, "samples": []}
+    run, base = start_run(sv, work, "fresh-run", state, data, [])
+    res["command"] = run.shell()
+    try:
+        docs = wait_documents(base, a.fresh_lines, 120)
+        res["initial_documents"] = docs
+        log(f"freshness: {base} serving, {docs} documents trained before the first probe")
+        tag = letters(os.getpid() % 17576)
+        for i in range(a.fresh_n):
+            if run.poll() is not None:
+                res["error"] = f"run exited (rc {run.poll()})"
+                break
+            word = f"zqfresh{tag}{letters(i)}"
+            code, _ = http_get(f"{base}/v1/vectors/{word}")
+            if code == 200:
+                res["error"] = f"{word} known before it was written"
+                break
+            with open(text_file, "a") as f:
+                f.write(" ".join([word] * 10) + "\n")
+            t = time.monotonic()
+            dt_s, end = None, t + a.fresh_timeout
+            while time.monotonic() < end:
+                code, _ = http_get(f"{base}/v1/vectors/{word}", timeout=2)
+                if code == 200:
+                    dt_s = time.monotonic() - t
+                    break
+                time.sleep(0.05)
+            res["samples"].append({"word": word, "seconds": dt_s})
+            log(f"  {word}: {fmt(dt_s, '.2f', f'> {a.fresh_timeout:g}')} s")
+    finally:
+        res["run_rc"] = run.stop(60)
+    got = [s["seconds"] for s in res["samples"] if s["seconds"] is not None]
+    res["missed"] = sum(1 for s in res["samples"] if s["seconds"] is None)
+    res["median_s"] = statistics.median(got) if got else None
+    res["max_s"] = max(got) if got else None
+    res["bar_met"] = bool(got) and res["missed"] == 0 and res["median_s"] <= 5.0
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return res
+
+
+def freshness_text(res: dict, a) -> str:
+    return "\n".join([
+        f"freshness: {res['lines']} lines of {FRESH_SOURCE} then {len(res['samples'])} appended lines "
+        f"(a new word x10; run's --min-count default 5), poll GET /v1/vectors/<word> every 50 ms",
+        f"  median {fmt(res.get('median_s'), '.2f')} s, max {fmt(res.get('max_s'), '.2f')} s, "
+        f"missed (> {a.fresh_timeout:g} s) {res.get('missed')}; bar median <= 5 s: "
+        f"{'MET' if res.get('bar_met') else 'NOT MET'}"
+        + (f"  FAILED: {res['error']}" if res.get("error") else ""),
+        "  samples: " + " ".join(fmt(s["seconds"], ".2f", "miss") for s in res["samples"]),
+        f"  command: {res.get('command')}"])
+
+
+# ---------------------------------------------------------------------------------------------
+# kill -9 of the trainer
+
+def bench_kill(sv: Path, work: Path, a) -> dict:
+    corpus = a.kill_corpus
+    state = work / "kill.state"
+    shutil.rmtree(state, ignore_errors=True)
+    res = {"corpus": str(corpus)}
+    broker, bs = start_broker(sv, work, "kill", a)
+    try:
+        t1 = kafka_trainer(sv, work, "kill-train1", bs, state, 600, a)
+        if not t1.wait_for(r"partition\(s\) of \S+ assigned", 60):
+            t1.stop(10)
+            res["error"] = "trainer 1 got no partition assignment: " + t1.text()[-300:]
+            return res
+        ingest = ingest_proc(sv, work, "kill-ingest", bs, corpus, a)
+        ckpt = state / "checkpoints"
+        end = time.monotonic() + 120
+        first = None
+        while time.monotonic() < end and first is None:
+            if ckpt.is_dir():
+                first = next((d for d in ckpt.iterdir() if d.name.isdigit()), None)
+            if t1.poll() is not None:
+                break
+            if first is None:
+                time.sleep(0.02)
+        if first is None:
+            res["error"] = "no snapshot appeared within 120 s (or trainer 1 exited)"
+            ingest.stop(10)
+            t1.stop(10)
+            return res
+        t1.signal(signal.SIGKILL)
+        t1.wait(10)
+        res["killed_after_checkpoint"] = first.name
+        res["trainer1_rc"] = t1.poll()
+        res["ingest_running_at_kill"] = ingest.poll() is None
+        log(f"kill: trainer 1 SIGKILLed after checkpoint {first.name}; ingest "
+            f"{'still running' if res['ingest_running_at_kill'] else 'done'}")
+        before = state_info(sv, state, work, "kill-serve-before")
+        res["state_before_restart"] = before
+        t2 = kafka_trainer(sv, work, "kill-train2", bs, state, a.max_idle, a)
+        err = wait_pair(ingest, t2, a.timeout, grace=max(30.0, 3 * a.max_idle))
+        if err:
+            res["error"] = err
+        res.update(parse_ingest(ingest.text()))
+        res["trainer2"] = parse_ktrain(t2.text())
+        res["rc"] = {"ingest": ingest.poll(), "trainer2": t2.poll()}
+        res["commands"] = [broker.shell(), t1.shell() + "   # SIGKILL after the first snapshot",
+                           ingest.shell(), t2.shell()]
+    finally:
+        broker.stop(10)
+    after = state_info(sv, state, work, "kill-serve-after")
+    res["state_after"] = after
+    produced, final = res.get("produced"), after.get("documents")
+    if produced is not None and final is not None:
+        res["final_documents"] = final
+        res["duplicates"] = final - produced
+        res["lost"] = max(0, produced - final)
+        res["bar_met"] = final >= produced and not res.get("error")
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return res
+
+
+def kill_text(res: dict) -> str:
+    b = res.get("state_before_restart") or {}
+    t2 = res.get("trainer2") or {}
+    lines = [f"kill: {res['corpus']}; trainer SIGKILLed right after checkpoint "
+             f"{res.get('killed_after_checkpoint')} appeared, restarted with --max-idle",
+             f"  produced {fmt(res.get('produced'), 'd')}, in the snapshot before restart "
+             f"{fmt(b.get('documents'), 'd')} (offsets sum {fmt(b.get('offsets_sum'), 'd')}), "
+             f"consumed by the restarted trainer {fmt(t2.get('trainer_documents'), 'd')}, "
+             f"final state {fmt(res.get('final_documents'), 'd')} "
+             f"(offsets sum {fmt((res.get('state_after') or {}).get('offsets_sum'), 'd')}); "
+             f"duplicates (final - produced) {fmt(res.get('duplicates'), 'd')}, "
+             f"lost {fmt(res.get('lost'), 'd')}; bar no loss: {'MET' if res.get('bar_met') else 'NOT MET'}"
+             + (f"  FAILED: {res['error']}" if res.get("error") else "")]
+    lines.extend("  " + c for c in res.get("commands", []))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# wrk
+
+UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
+
+
+def parse_wrk(text: str) -> dict:
+    out = {}
+    m = re.search(r"Requests/sec:\s+([0-9.]+)", text)
+    if m:
+        out["rps"] = float(m.group(1))
+    m = re.search(r"^\s*99%\s+([0-9.]+)(us|ms|s|m)\s*$", text, re.M)
+    if m:
+        out["p99_ms"] = float(m.group(1)) * UNIT[m.group(2)] * 1e3
+    m = re.search(r"^\s*50%\s+([0-9.]+)(us|ms|s|m)\s*$", text, re.M)
+    if m:
+        out["p50_ms"] = float(m.group(1)) * UNIT[m.group(2)] * 1e3
+    m = re.search(r"(\d+) requests in", text)
+    if m:
+        out["requests"] = int(m.group(1))
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    out["non2xx"] = int(m.group(1)) if m else 0
+    m = re.search(r"Socket errors:(.*)", text)
+    out["socket_errors"] = m.group(1).strip() if m else None
+    return out
+
+
+def wrk_once(base: str, path: str, a, work: Path, name: str) -> dict:
+    cmd = [a.wrk, f"-t{a.wrk_threads}", f"-c{a.wrk_connections}", f"-d{a.wrk_duration}s",
+           "--latency", base + path]
+    before = newest(snapshots(base)) or {}
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.wrk_duration + 60)
+        text = p.stdout + p.stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"path": path, "command": shlex.join(cmd), "error": str(e)}
+    after = newest(snapshots(base)) or {}
+    (work / f"{name}.wrk.txt").write_text(text)
+    r = {"path": path, "command": shlex.join(cmd), **parse_wrk(text),
+         "docs_before": before.get("documents"), "docs_after": after.get("documents"),
+         "snap_before": before.get("version"), "snap_after": after.get("version")}
+    if "rps" not in r:
+        r["error"] = "no Requests/sec in wrk output: " + text[-200:]
+    return r
+
+
+def bench_wrk(sv: Path, work: Path, a) -> dict:
+    if not shutil.which(a.wrk):
+        return {"error": f"{a.wrk} not found", "rows": []}
+    state = work / "wrk.state"
+    shutil.rmtree(state, ignore_errors=True)
+    res = {"rows": [], "word": a.word}
+    run, base = start_run(sv, work, "wrk-run", state, a.wrk_data, [])
+    res["command"] = run.shell()
+    paths = [f"/v1/vectors/{a.word}", f"/v1/neighbors?word={a.word}&k=10"]
+    try:
+        end = time.monotonic() + 120
+        while time.monotonic() < end and http_get(base + paths[0])[0] != 200:
+            time.sleep(0.05)
+        if http_get(base + paths[0])[0] != 200:
+            res["error"] = f"{paths[0]} not served within 120 s"
+            return res
+        for path in paths:
+            r = wrk_once(base, path, a, work, f"wrk-training-{len(res['rows'])}")
+            r["phase"] = "training"
+            res["rows"].append(r)
+            log(f"wrk training {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms, "
+                f"documents {r.get('docs_before')} -> {r.get('docs_after')}")
+        # idle: the trained-document count unchanged over the last `idle_s` seconds
+        idle_s, last, since, end = 3 * 2.0 + 1, None, time.monotonic(), time.monotonic() + 300
+        while time.monotonic() < end:
+            s = newest(snapshots(base)) or {}
+            d = s.get("documents")
+            if d != last:
+                last, since = d, time.monotonic()
+            elif time.monotonic() - since >= idle_s:
+                break
+            time.sleep(0.5)
+        res["idle_documents"] = last
+        for path in paths:
+            r = wrk_once(base, path, a, work, f"wrk-idle-{len(res['rows'])}")
+            r["phase"] = "idle"
+            res["rows"].append(r)
+            log(f"wrk idle {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms")
+    finally:
+        res["run_rc"] = run.stop(60)
+        if not a.keep_state:
+            shutil.rmtree(state, ignore_errors=True)
+    return res
+
+
+def wrk_text(res: dict, a) -> str:
+    head = f"{'phase':<8} {'path':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'non-2xx':>7} {'docs trained during':>20}"
+    lines = [f"wrk: -t{a.wrk_threads} -c{a.wrk_connections} -d{a.wrk_duration}s --latency against "
+             f"`streamvec run` on {a.wrk_data or 'the bundled data/run'}", head, "-" * len(head)]
+    for r in res.get("rows", []):
+        span = f"{fmt(r.get('docs_before'), 'd')}->{fmt(r.get('docs_after'), 'd')}"
+        lines.append(f"{r.get('phase', ''):<8} {r['path']:<34} {fmt(r.get('rps'), '.0f'):>8} "
+                     f"{fmt(r.get('p50_ms'), '.2f'):>7} {fmt(r.get('p99_ms'), '.2f'):>7} "
+                     f"{fmt(r.get('non2xx'), 'd'):>7} {span:>20}"
+                     + (f"  socket errors: {r['socket_errors']}" if r.get("socket_errors") else "")
+                     + (f"  FAILED: {r['error']}" if r.get("error") else ""))
+    if res.get("error"):
+        lines.append(f"FAILED: {res['error']}")
+    lines.append(f"  command: {res.get('command')}")
+    if res.get("rows"):
+        lines.append(f"  wrk:     {res['rows'][0]['command']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--only", action="append", default=[],
+                   help="run only these parts (repeatable or comma-separated): " + ",".join(PARTS))
+    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="e2e corpus")
+    p.add_argument("--kill-corpus", type=Path, default=SMALL_CORPUS, help="corpus of the kill test")
+    p.add_argument("--reps", type=int, default=2, help="e2e repetitions of the A B cycle")
+    p.add_argument("--vocab-capacity", type=int, default=50000)
+    p.add_argument("--threads", type=int, default=2, help="training threads of both trainers")
+    p.add_argument("--partitions", type=int, default=16, help="partitions of the broker")
+    p.add_argument("--max-idle", type=float, default=10.0,
+                   help="--max-idle of the Kafka trainer; must exceed ingest's longest flow-control "
+                        "stall (the trainer commits only after a snapshot, every 5 s by default)")
+    p.add_argument("--train-arg", action="append", default=[],
+                   help="extra argument for `train --bootstrap-file` (repeatable), e.g. --train-arg=--snapshot-every=1s")
+    p.add_argument("--train-arg-stream", action="append", default=[],
+                   help="extra argument for `train --stream` (repeatable)")
+    p.add_argument("--ingest-arg", action="append", default=[],
+                   help="extra argument for `ingest` (repeatable)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds per e2e/kill run")
+    p.add_argument("--fresh-n", type=int, default=10, help="freshness probes")
+    p.add_argument("--fresh-lines", type=int, default=2000, help=f"lines of {FRESH_SOURCE} to start with")
+    p.add_argument("--fresh-timeout", type=float, default=30.0, help="seconds per freshness probe")
+    p.add_argument("--wrk", default="/usr/bin/wrk")
+    p.add_argument("--wrk-data", type=Path, default=None, help="--data of `run` (default: bundled)")
+    p.add_argument("--wrk-threads", type=int, default=2)
+    p.add_argument("--wrk-connections", type=int, default=16)
+    p.add_argument("--wrk-duration", type=int, default=5)
+    p.add_argument("--word", default="the", help="word of the wrk requests")
+    p.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec")
+    p.add_argument("--results", type=Path, default=BENCH_DIR / "results")
+    p.add_argument("--keep-state", action="store_true", help="keep the state directories")
+    a = p.parse_args()
+
+    parts = [x.strip() for o in a.only for x in o.split(",") if x.strip()] or list(PARTS)
+    bad = [x for x in parts if x not in PARTS]
+    if bad:
+        p.error(f"unknown part(s) {bad}; choose from {','.join(PARTS)}")
+    sv = a.streamvec.resolve()
+    if not os.access(sv, os.X_OK):
+        p.error(f"{sv} not found (build it, or pass --streamvec)")
+    for c in ([a.corpus] if "e2e" in parts else []) + ([a.kill_corpus] if "kill" in parts else []):
+        if not c.is_file():
+            p.error(f"corpus {c} not found")
+    if a.reps < 1:
+        p.error("--reps must be >= 1")
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = f"pipeline-{stamp}"
+    work = (a.results / "runs" / name).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()
+    log(f"parts {','.join(parts)}; {sv}; runs in {work}; load {load_before[0]:.2f} on {os.cpu_count()} CPUs")
+
+    results, texts = {}, []
+    benches = {"e2e": (bench_e2e, e2e_text), "freshness": (bench_freshness, freshness_text),
+               "kill": (bench_kill, lambda r, a: kill_text(r)), "wrk": (bench_wrk, wrk_text)}
+    prev = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum, frame):
+        stop_all()
+        sys.exit(130)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        for part in parts:
+            fn, txt = benches[part]
+            t = time.monotonic()
+            try:
+                res = fn(sv, work, a)
+            except RuntimeError as e:
+                res = {"error": str(e), "rows": [], "samples": []}
+            res["seconds"] = time.monotonic() - t
+            res["load_after"] = load()
+            results[part] = res
+            try:
+                texts.append(txt(res, a))
+            except (KeyError, TypeError) as e:
+                texts.append(f"{part}: FAILED ({res.get('error') or e})")
+            stop_all()
+    except KeyboardInterrupt:
+        log("interrupted")
+    finally:
+        stop_all()
+        for s, h in prev.items():
+            signal.signal(s, h)
+
+    load_after = os.getloadavg()
+    header = (f"streamvec pipeline benchmark {stamp}\n{sv}\n"
+              f"{os.cpu_count()} CPUs, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after "
+              f"(shared machine: figures under load are lower bounds)")
+    text = "\n\n".join([header] + texts) + "\n"
+    a.results.mkdir(parents=True, exist_ok=True)
+    out_txt, out_json = a.results / f"{name}.txt", a.results / f"{name}.json"
+    out_txt.write_text(text)
+    out_json.write_text(json.dumps({"when": stamp, "streamvec": str(sv), "parts": parts,
+                                    "args": {k: str(v) for k, v in vars(a).items()},
+                                    "load_before": load_before, "load_after": load_after,
+                                    "results": results}, indent=1, default=str))
+    print(text, end="", flush=True)
+    log(f"saved {out_txt} and {out_json}")
+    return 0 if results and not any(r.get("error") for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
