@@ -656,6 +656,9 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
       if (Status s = m.TrainPending(); !s.ok()) {
         spdlog::warn("trainer: micro-batch: {}", s.message());
       }
+      // Training time is not idle time (for the pause snapshot and --max-idle): messages that
+      // arrived meanwhile wait in librdkafka's queue.
+      m.last_activity = Clock::now();
     }
     const bool requested = m.snapshot_requested.exchange(false);
     if (requested && !m.batch.empty()) {
