@@ -2,11 +2,13 @@
 // published snapshots (api/README.md, docs/serving.md), until SIGINT or SIGTERM.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
@@ -17,6 +19,9 @@ namespace streamvec::app {
 namespace {
 
 struct ServeFlags {
+  // cpprestsdk's thread pool: one thread a core measured best on 2 cores (lookups 5.8k -> 16k
+  // req/s, most_similar p99 14 -> 4.5 ms with wrk -c16 against 40 threads); 0: its default, 40.
+  size_t http_threads = std::max(2u, std::thread::hardware_concurrency());
   std::string state;
   std::string http = "127.0.0.1:8000";
   double poll_interval_s = 0.5;
@@ -74,6 +79,12 @@ int RunServe(const ServeFlags& flags) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+  if (flags.http_threads > 0) {
+    if (Status s = api::InitializeHttpThreads(flags.http_threads); !s.ok()) {
+      std::fprintf(stderr, "streamvec: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
   StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "streamvec serve: %s\n", server.status().ToString().c_str());
@@ -114,6 +125,9 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       "newest snapshot (hot-swapped as a trainer publishes)");
   cmd->add_option("--state", flags->state, "State directory a trainer writes (may not exist yet)")
       ->required();
+  cmd->add_option("--http-threads", flags->http_threads,
+                  "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
+      ->capture_default_str();
   cmd->add_option("--http", flags->http, "HOST:PORT to listen on (PORT 0 picks a free one)")
       ->capture_default_str();
   cmd->add_option("--poll-interval", flags->poll_interval_s,

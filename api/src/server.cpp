@@ -3,6 +3,7 @@
 #include "streamvec/api/server.h"
 
 #include <cpprest/http_listener.h>
+#include <pplx/threadpool.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -165,6 +166,19 @@ struct Server::Impl {
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() { Stop(); }
+
+Status InitializeHttpThreads(size_t threads) {
+  if (threads < 1 || threads > 1024) {
+    return Status::InvalidArgument("--http-threads must be in [1, 1024], not " +
+                                   std::to_string(threads));
+  }
+  try {
+    crossplat::threadpool::initialize_with_threads(threads);
+  } catch (const std::exception& e) {
+    return Status::FailedPrecondition(std::string("HTTP threads already started: ") + e.what());
+  }
+  return Status::Ok();
+}
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
   if (options.state_dir.empty()) return Status::InvalidArgument("state_dir is empty");

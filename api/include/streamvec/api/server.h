@@ -85,6 +85,12 @@ struct ServeOptions {
   std::string web_root = DefaultWebRoot();
 };
 
+// Sizes cpprestsdk's process-wide thread pool (its default is 40 threads), which serves every
+// listener of the process. Call once, before the first Server::Start: on 2 cores, fewer threads
+// answer more requests per second (../shared/STACK.md: 8 beat 40). Errors: InvalidArgument for
+// 0 or more than 1024; FailedPrecondition once the pool has started.
+Status InitializeHttpThreads(size_t threads);
+
 class Server {
  public:
   // Loads the newest published snapshot of options.state_dir if there is one (a missing one is
