@@ -16,7 +16,7 @@ add_library(streamvec_crawler_parse STATIC
 target_include_directories(streamvec_crawler_parse PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_link_libraries(streamvec_crawler_parse
   PUBLIC streamvec::base
-  PRIVATE LibXml2::LibXml2 PkgConfig::UTF8PROC OpenSSL::Crypto)
+  PRIVATE streamvec::tokenizer LibXml2::LibXml2 OpenSSL::Crypto)
 streamvec_warnings(streamvec_crawler_parse)
 
 add_library(streamvec_crawler
@@ -27,6 +27,6 @@ add_library(streamvec::crawler ALIAS streamvec_crawler)
 target_include_directories(streamvec_crawler PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_link_libraries(streamvec_crawler
   PUBLIC streamvec::kafka streamvec::base streamvec_crawler_parse
-  PRIVATE LibXml2::LibXml2 PkgConfig::UTF8PROC CURL::libcurl RocksDB::rocksdb-shared
+  PRIVATE LibXml2::LibXml2 CURL::libcurl RocksDB::rocksdb-shared
           nlohmann_json::nlohmann_json spdlog::spdlog Threads::Threads)
 streamvec_warnings(streamvec_crawler)

@@ -21,6 +21,7 @@
 
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/tokenizer/utf8.h"
 #include "streamvec/kafka/rdkafka_conf.h"
 
 namespace streamvec {

@@ -124,42 +124,6 @@ std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text, size_t m
   return pieces;
 }
 
-size_t FindInvalidUtf8(std::string_view text) {
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    if (b0 < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte (RFC 3629, section 4)
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      len = 2;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      len = 3;
-      if (b0 == 0xE0) lo = 0xA0;  // no overlong forms
-      if (b0 == 0xED) hi = 0x9F;  // no surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      len = 4;
-      if (b0 == 0xF0) lo = 0x90;  // no overlong forms
-      if (b0 == 0xF4) hi = 0x8F;  // nothing over U+10FFFF
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    const auto b1 = static_cast<unsigned char>(text[i + 1]);
-    if (b1 < lo || b1 > hi) return i;
-    for (size_t k = 2; k < len; ++k) {
-      const auto b = static_cast<unsigned char>(text[i + k]);
-      if (b < 0x80 || b > 0xBF) return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 std::string RejectionToJson(const std::string& reason, const std::string& origin,
                             std::string_view payload) {
   nlohmann::json j;

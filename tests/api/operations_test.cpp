@@ -25,16 +25,8 @@ namespace {
 
 using namespace testing_util;
 
-class OperationsTest : public ::testing::Test {
+class OperationsTest : public ServerFixture {
  protected:
-  void StartServer(ServeOptions options = {}) {
-    options.port = 0;
-    options.poll_interval_s = 0.02;
-    StatusOr<std::unique_ptr<Server>> s = Server::Start(options, source_);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    client_ = std::make_unique<Client>(server_->port());
-  }
   std::string Text(const std::string& path, int* status = nullptr,
                    http::http_headers* headers = nullptr) {
     http::http_response r = client_->Raw(http::methods::GET, path);
@@ -42,9 +34,6 @@ class OperationsTest : public ::testing::Test {
     if (headers != nullptr) *headers = r.headers();
     return r.extract_utf8string(true).get();
   }
-  std::shared_ptr<MemorySource> source_ = std::make_shared<MemorySource>();
-  std::unique_ptr<Server> server_;
-  std::unique_ptr<Client> client_;
 };
 
 // Parses Prometheus text: sample name (with labels) -> value; checks that every sample belongs to

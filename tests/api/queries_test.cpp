@@ -15,20 +15,7 @@ namespace {
 
 using namespace testing_util;
 
-class QueriesTest : public ::testing::Test {
- protected:
-  void StartServer(ServeOptions options = {}) {
-    options.port = 0;
-    options.poll_interval_s = 0.02;
-    StatusOr<std::unique_ptr<Server>> s = Server::Start(options, source_);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    client_ = std::make_unique<Client>(server_->port());
-  }
-  std::shared_ptr<MemorySource> source_ = std::make_shared<MemorySource>();
-  std::unique_ptr<Server> server_;
-  std::unique_ptr<Client> client_;
-};
+class QueriesTest : public ServerFixture {};
 
 // unit(sum of unit(+p) and unit(-n)) -> top k, query words excluded, among the first `limit` rows.
 std::vector<std::string> Reference(const Embeddings& e, const std::vector<size_t>& pos,

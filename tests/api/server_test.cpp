@@ -29,21 +29,7 @@ using nlohmann::json;
 namespace http = web::http;
 using namespace testing_util;
 
-class ServerTest : public ::testing::Test {
- protected:
-  void StartServer() {
-    ServeOptions options;
-    options.port = 0;
-    options.poll_interval_s = 0.02;
-    StatusOr<std::unique_ptr<Server>> s = Server::Start(options, source_);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    client_ = std::make_unique<Client>(server_->port());
-  }
-  std::shared_ptr<MemorySource> source_ = std::make_shared<MemorySource>();
-  std::unique_ptr<Server> server_;
-  std::unique_ptr<Client> client_;
-};
+class ServerTest : public ServerFixture {};
 
 TEST_F(ServerTest, VectorOfAWord) {
   source_->Publish(Toy(), 3);

@@ -129,6 +129,22 @@ bool WaitFor(F done) {
   return true;
 }
 
+// A server over a MemorySource on a free port of 127.0.0.1, with a client; the base of the tests.
+class ServerFixture : public ::testing::Test {
+ protected:
+  void StartServer(ServeOptions options = {}) {
+    options.port = 0;
+    options.poll_interval_s = 0.02;
+    StatusOr<std::unique_ptr<Server>> s = Server::Start(options, source_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    client_ = std::make_unique<Client>(server_->port());
+  }
+  std::shared_ptr<MemorySource> source_ = std::make_shared<MemorySource>();
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
 }  // namespace streamvec::api::testing_util
 
 #endif  // STREAMVEC_TESTS_API_TEST_UTIL_H_

@@ -1,5 +1,6 @@
 // The <prefix>.docs wire format: round trips, validation messages, SplitText, UTF-8 checks.
 #include "streamvec/kafka/document.h"
+#include "streamvec/tokenizer/utf8.h"
 
 #include <random>
 #include <sstream>
@@ -162,17 +163,6 @@ TEST(DocumentTest, SplitTextDropsWhitespaceOnlyInput) {
   const auto one = SplitText("  hello world \r");
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0], std::make_pair(size_t{2}, size_t{11}));
-}
-
-TEST(DocumentTest, FindInvalidUtf8FindsTheFirstBadByte) {
-  EXPECT_EQ(FindInvalidUtf8("plain ascii"), std::string_view::npos);
-  EXPECT_EQ(FindInvalidUtf8("caf\xC3\xA9 \xF0\x9F\x98\x80"), std::string_view::npos);
-  EXPECT_EQ(FindInvalidUtf8("ab\xFFz"), 2u);
-  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);          // overlong '/'
-  EXPECT_EQ(FindInvalidUtf8("x\xED\xA0\x80"), 1u);       // surrogate U+D800
-  EXPECT_EQ(FindInvalidUtf8("x\xF4\x90\x80\x80"), 1u);   // over U+10FFFF
-  EXPECT_EQ(FindInvalidUtf8("abc\xE2\x82"), 3u);         // cut off by the end
-  EXPECT_EQ(FindInvalidUtf8("\xC3\xA9\x80"), 2u);        // stray continuation byte
 }
 
 TEST(DocumentTest, RejectionCarriesReasonOriginAndABoundedPayload) {

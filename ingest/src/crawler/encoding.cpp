@@ -1,10 +1,11 @@
 #include "encoding.h"
 
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <string>
+
+#include "streamvec/tokenizer/utf8.h"
 
 namespace streamvec::crawler::internal {
 namespace {
@@ -58,24 +59,6 @@ std::string AttributeAfter(std::string_view lower_text, std::string_view origina
 }
 
 }  // namespace
-
-bool IsValidUtf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
-  while (left > 0) {
-    if (*p < 0x80) {
-      ++p;
-      --left;
-      continue;
-    }
-    utf8proc_int32_t cp;
-    const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
-    if (n < 0) return false;
-    p += n;
-    left -= n;
-  }
-  return true;
-}
 
 std::string NormalizeCharset(std::string_view label) {
   std::string l = Lower(label);
@@ -145,7 +128,7 @@ std::string ChooseHtmlEncoding(std::string_view body, std::string_view http_char
       // legacy label on bytes that are valid multi-byte UTF-8 (pages re-saved as UTF-8 keep
       // their old <meta>; such byte runs are vanishingly rare in legacy encodings).
       if (c.rfind("UTF-16", 0) == 0) return "UTF-8";
-      if (c != "UTF-8" && IsValidUtf8(body) &&
+      if (c != "UTF-8" && FindInvalidUtf8(body) == std::string_view::npos &&
           std::any_of(body.begin(), body.end(), [](char ch) { return ch & 0x80; })) {
         return "UTF-8";
       }
@@ -153,7 +136,7 @@ std::string ChooseHtmlEncoding(std::string_view body, std::string_view http_char
     }
     meta = lower.find("<meta", meta + 5);
   }
-  return IsValidUtf8(body) ? "UTF-8" : "WINDOWS-1252";
+  return FindInvalidUtf8(body) == std::string_view::npos ? "UTF-8" : "WINDOWS-1252";
 }
 
 }  // namespace streamvec::crawler::internal

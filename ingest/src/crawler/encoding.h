@@ -25,9 +25,6 @@ std::string NormalizeCharset(std::string_view label);
 // The charset parameter of a Content-Type header value ("text/xml; charset=utf-8" -> "utf-8").
 std::string CharsetFromContentType(std::string_view content_type);
 
-// True when `text` is valid UTF-8.
-bool IsValidUtf8(std::string_view text);
-
 }  // namespace streamvec::crawler::internal
 
 #endif  // STREAMVEC_INGEST_SRC_CRAWLER_ENCODING_H_

@@ -62,12 +62,6 @@ StatusOr<Document> ParseDocument(std::string_view json);
 std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text,
                                                  size_t max_bytes = kMaxDocumentTextBytes);
 
-// Byte index of the first byte of `text` that does not start a well-formed UTF-8 sequence
-// (overlong forms, surrogates and code points over U+10FFFF are ill-formed), or
-// std::string_view::npos when all of `text` is valid UTF-8. A sequence cut off by the end of
-// `text` is reported at its first byte.
-size_t FindInvalidUtf8(std::string_view text);
-
 // A message for `<prefix>.rejected`: {"reason": ..., "origin": ..., "payload": ...}. `origin` says
 // where the input was ("streamvec.docs/3@1234" for a message, "/data/a.txt:5678" for a line);
 // `payload` is the start of the rejected bytes (at most 4 KiB, invalid UTF-8 replaced).

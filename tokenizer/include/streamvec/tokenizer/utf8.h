@@ -1,0 +1,19 @@
+// UTF-8 validation shared by the tokenizer, the connectors and the crawler (utf8proc).
+#ifndef STREAMVEC_TOKENIZER_UTF8_H_
+#define STREAMVEC_TOKENIZER_UTF8_H_
+
+#include <cstddef>
+#include <string_view>
+
+namespace streamvec {
+
+// Byte index of the first byte of `text` that does not start a well-formed UTF-8 sequence
+// (RFC 3629: overlong forms, surrogates and code points over U+10FFFF are ill-formed; checked by
+// utf8proc_iterate), or std::string_view::npos when all of `text` is valid UTF-8. A sequence cut
+// off by the end of `text` is reported at its first byte. NUL is valid here (see IsValidToken).
+// O(n); ASCII bytes take a fast path.
+size_t FindInvalidUtf8(std::string_view text);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TOKENIZER_UTF8_H_
