@@ -1,19 +1,17 @@
 // streamvec broker: the embedded Kafka broker (librdkafka's mock cluster) as a process of its own.
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "commands.h"
+#include "stop_signal.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 
 namespace streamvec::app {
 namespace {
 
-volatile std::sig_atomic_t g_broker_stop = 0;
-void OnBrokerSignal(int) { g_broker_stop = 1; }
 
 struct BrokerFlags {
   int brokers = 1;
@@ -60,9 +58,8 @@ int RunBroker(const BrokerFlags& flags) {
                "Ctrl-C stops\n",
                flags.brokers, bootstrap.c_str(), DocsTopic(flags.prefix).c_str(),
                RejectedTopic(flags.prefix).c_str(), flags.partitions);
-  std::signal(SIGINT, OnBrokerSignal);
-  std::signal(SIGTERM, OnBrokerSignal);
-  while (g_broker_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::atomic<bool>& stop = StopOnSignals();
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::fprintf(stderr, "streamvec broker: stopping\n");
   return 0;
 }

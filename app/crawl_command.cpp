@@ -1,7 +1,6 @@
 // streamvec crawl: feeds into <prefix>.docs (or JSON lines with --dry-run);
 // streamvec extract: the main text of one HTML page (a file or a URL).
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "stop_signal.h"
 #include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/crawler/extract.h"
 #include "streamvec/ingest/crawler/fetcher.h"
@@ -20,8 +20,6 @@
 namespace streamvec::app {
 namespace {
 
-std::atomic<bool> g_crawl_stop{false};
-void OnCrawlSignal(int) { g_crawl_stop.store(true); }
 
 struct CrawlFlags {
   std::string feeds_file;
@@ -108,9 +106,7 @@ int RunCrawl(const CrawlFlags& flags) {
     std::fprintf(stderr, "streamvec crawl: %s\n", c.status().message().c_str());
     return c.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::signal(SIGINT, OnCrawlSignal);
-  std::signal(SIGTERM, OnCrawlSignal);
-  const Status s = (*c)->Run(g_crawl_stop);
+  const Status s = (*c)->Run(StopOnSignals());
   std::fflush(stdout);
   std::fprintf(stderr, "crawl: %s\n", crawler::FormatStats((*c)->stats()).c_str());
   if (!s.ok()) {

@@ -1,21 +1,19 @@
 // streamvec ingest: files, a directory (optionally followed) or stdin into <prefix>.docs.
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "commands.h"
+#include "stop_signal.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/client_config.h"
 
 namespace streamvec::app {
 namespace {
 
-std::atomic<bool> g_ingest_stop{false};
-void OnIngestSignal(int) { g_ingest_stop.store(true); }
 
 struct IngestFlags {
   std::string from;
@@ -72,10 +70,9 @@ int RunIngest(const IngestFlags& flags) {
     const StatusCode code = ingestor.status().code();
     return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? 2 : 1;
   }
-  std::signal(SIGINT, OnIngestSignal);
-  std::signal(SIGTERM, OnIngestSignal);
+  const std::atomic<bool>& stop = StopOnSignals();
   const auto start = std::chrono::steady_clock::now();
-  const Status s = (*ingestor)->Run(g_ingest_stop);
+  const Status s = (*ingestor)->Run(stop);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const IngestStats st = (*ingestor)->stats();

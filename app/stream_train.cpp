@@ -1,19 +1,18 @@
 #include "stream_train.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "stop_signal.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
 #include "streamvec/kafka/document.h"
@@ -21,27 +20,6 @@
 
 namespace streamvec::app {
 namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-// The same flag for KafkaTrainer::Run (a lock-free atomic store is async-signal-safe).
-std::atomic<bool> g_stop_flag{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-void OnSignal(int) {
-  g_stop = 1;
-  g_stop_flag.store(true);
-}
-
-// SIGINT / SIGTERM end the stream like EOF (then the final snapshot is written). No SA_RESTART:
-// a blocked read returns EINTR and the loop sees the flag.
-void InstallSignalHandlers() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 int Fail(const Status& status, int code) {
   std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
@@ -146,7 +124,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
         LearnerMetadataJson(*learner));
   };
 
-  InstallSignalHandlers();
+  const std::atomic<bool>& stop = StopOnSignals();
   spdlog::info("streaming from {} into {}; SIGINT or SIGTERM stops after a final snapshot",
                f.input == "-" ? "stdin" : f.input, f.state);
   std::vector<char> buffer(size_t{1} << 20);
@@ -156,7 +134,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   auto last_report = Clock::now();
   double last_loss = 0.0;
   Status read_error;
-  while (!g_stop) {
+  while (!stop) {
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -225,7 +203,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                "streamvec train: stream%s, dim %d, %llu words (%llu in total), vocabulary %llu "
                "(%llu admitted, %llu evictions), %s words/s, snapshot %llu in %s, loss %.4f, "
                "total %.2f s\n",
-               g_stop ? " (stopped by signal)" : "", learner->options().dim,
+               stop ? " (stopped by signal)" : "", learner->options().dim,
                static_cast<unsigned long long>(trained_now),
                static_cast<unsigned long long>(st.words_seen),
                static_cast<unsigned long long>(st.vocab_size),
@@ -280,18 +258,18 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     for (const std::string& flag : f.explicit_flags) given += " " + flag;
     spdlog::warn("ignored on resume:{} (a state keeps the options it was created with)", given);
   }
-  InstallSignalHandlers();
+  const std::atomic<bool>& stop = StopOnSignals();
   spdlog::info("training from Kafka {} (group {}) into {}; SIGINT or SIGTERM stops after a final "
                "snapshot",
                DocsTopic(f.kafka.topic_prefix), trainer.group(), f.state);
-  const Status run = trainer.Run(g_stop_flag);
+  const Status run = trainer.Run(stop);
   const KafkaTrainerStats st = trainer.stats();
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
   std::fprintf(stderr,
                "streamvec train: kafka %s%s, group %s, %llu documents (%llu rejected), %llu words "
                "(%llu trained), %llu micro-batches, %s words/s (from the first message), snapshot %llu in %s, lag %lld, "
                "total %.2f s\n",
-               DocsTopic(f.kafka.topic_prefix).c_str(), g_stop ? " (stopped by signal)" : "",
+               DocsTopic(f.kafka.topic_prefix).c_str(), stop ? " (stopped by signal)" : "",
                trainer.group().c_str(), static_cast<unsigned long long>(st.documents),
                static_cast<unsigned long long>(st.rejected),
                static_cast<unsigned long long>(st.words),
