@@ -370,6 +370,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--http-threads", flags->http_threads,
                   "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   cmd->add_option("--http", flags->http, "REST address HOST:PORT (port 0: pick a free one)")
       ->capture_default_str();

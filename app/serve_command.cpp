@@ -127,6 +127,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       ->required();
   cmd->add_option("--http-threads", flags->http_threads,
                   "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   cmd->add_option("--http", flags->http, "HOST:PORT to listen on (PORT 0 picks a free one)")
       ->capture_default_str();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.h"
 #include "streamvec/store/snapshot_reader.h"
 
 namespace streamvec {
@@ -317,12 +318,15 @@ TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
 }
 
 TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--data", "/nonexistent/streamvec", "--state", "s", "--http", "127.0.0.1:0"},
-           {"--http", "localhost", "--state", "s"},
-           {"--dim", "0", "--http", "127.0.0.1:0", "--state", "s"}}) {
-    RunProcess run(args);
-    EXPECT_EQ(run.Wait(), 2);
+  const std::string state = " --state '" + State() + "'";
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"--data /nonexistent/streamvec --http 127.0.0.1:0" + state, "--data"},
+           {"--http localhost" + state, "--http"},
+           {"--dim 0 --http 127.0.0.1:0" + state, "--dim"},
+           {"--http-threads 5000 --http 127.0.0.1:0 --no-crawl" + state, "--http-threads"}}) {
+    const CliRun run = Shell("SV run " + args);
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+    EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
   }
 }
 
