@@ -27,6 +27,7 @@
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/ingest/crawler/crawler.h"
+#include "streamvec/base/thread_priority.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
@@ -55,8 +56,29 @@ struct RunFlags {
   std::vector<std::string> similarity;
   std::string analogy;
   int threads = 1;
+  // Nice value of the pipeline's threads (broker, connector, crawler, trainer): on shared cores
+  // requests come first, and the pipeline takes every cycle they leave (sched(7)). 0: the same
+  // priority as requests.
+  int trainer_nice = 10;
   StreamingOptions learner;
 };
+
+// Runs `f` on a new thread at nice value `nice` (at least the caller's), joins it, and returns
+// what f returned: threads that f starts (librdkafka's, the learner's workers) inherit the value,
+// while the caller keeps its own. See base/thread_priority.h.
+template <typename F>
+auto OnNicedThread(int nice, F f) -> decltype(f()) {
+  std::optional<decltype(f())> out;
+  std::thread([&] {
+    if (nice > ThreadNice()) {
+      if (Status s = SetThreadNice(nice); !s.ok()) {
+        spdlog::warn("run: the pipeline keeps its priority: {}", s.ToString());
+      }
+    }
+    out.emplace(f());
+  }).join();
+  return std::move(*out);
+}
 
 // A bundled path: ./<relative>, else <repo>/<relative> above build/app/streamvec; "" if neither.
 std::string BundledPath(const std::string& relative) {
@@ -165,7 +187,11 @@ int RunPipeline(RunFlags f) {
 
   EmbeddedBrokerOptions broker_options;
   broker_options.partitions = f.partitions;
-  StatusOr<std::unique_ptr<EmbeddedBroker>> broker = EmbeddedBroker::Start(broker_options);
+  // The pipeline (broker, connector, crawler, trainer) runs at --trainer-nice; the REST server and
+  // its snapshot polling at the caller's priority: on shared cores requests come first.
+  const int nice = f.trainer_nice;
+  StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
+      OnNicedThread(nice, [&] { return EmbeddedBroker::Start(broker_options); });
   if (!broker.ok()) return Usage(broker.status().message());
   for (const std::string& topic : {DocsTopic(f.prefix), RejectedTopic(f.prefix)}) {
     if (Status s = (*broker)->CreateTopic(topic); !s.ok()) return Usage(s.message());
@@ -184,7 +210,8 @@ int RunPipeline(RunFlags f) {
   to.snapshot_every_s = f.snapshot_every_s;
   to.normalize_text = true;
   to.max_idle_s = f.max_idle_s;
-  StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(to);
+  StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
+      OnNicedThread(nice, [&] { return KafkaTrainer::Create(to); });
   if (!trainer.ok()) {
     std::fprintf(stderr, "streamvec run: --state %s: %s\n", f.state.c_str(),
                  trainer.status().message().c_str());
@@ -198,7 +225,8 @@ int RunPipeline(RunFlags f) {
   io.doc_per_file = f.doc_per_file;
   io.group = (*trainer)->group();
   io.start_positions = *positions;
-  StatusOr<std::unique_ptr<Ingestor>> ingestor = Ingestor::Create(io);
+  StatusOr<std::unique_ptr<Ingestor>> ingestor =
+      OnNicedThread(nice, [&] { return Ingestor::Create(io); });
   if (!ingestor.ok()) return Usage("--data " + f.data + ": " + ingestor.status().message());
 
   // The feed crawler, on the bundled feeds by default. Its dedup state is started afresh on each
@@ -220,7 +248,8 @@ int RunPipeline(RunFlags f) {
       std::error_code ec;
       std::filesystem::remove_all(crawl_state, ec);
       co.state_dir = crawl_state;
-      StatusOr<std::unique_ptr<crawler::Crawler>> c = crawler::Crawler::Create(co);
+      StatusOr<std::unique_ptr<crawler::Crawler>> c =
+          OnNicedThread(nice, [&] { return crawler::Crawler::Create(co); });
       if (!c.ok()) return Usage("--feeds " + f.feeds + ": " + c.status().message());
       crawl = std::move(c).value();
     }
@@ -295,13 +324,22 @@ int RunPipeline(RunFlags f) {
   std::atomic<bool> stop_ingest{false};
   Status crawl_status;
   std::thread crawl_thread;
-  if (crawl) crawl_thread = std::thread([&] { crawl_status = crawl->Run(stop_ingest); });
+  if (crawl) {
+    crawl_thread = std::thread([&] {
+      if (nice > ThreadNice()) (void)SetThreadNice(nice);
+      crawl_status = crawl->Run(stop_ingest);
+    });
+  }
   std::atomic<bool> stop_trainer{false};
   std::atomic<bool> trainer_done{false};
   Status ingest_status;
   Status trainer_status;
-  std::thread ingest_thread([&] { ingest_status = (*ingestor)->Run(stop_ingest); });
+  std::thread ingest_thread([&] {
+    if (nice > ThreadNice()) (void)SetThreadNice(nice);
+    ingest_status = (*ingestor)->Run(stop_ingest);
+  });
   std::thread trainer_thread([&] {
+    if (nice > ThreadNice()) (void)SetThreadNice(nice);
     trainer_status = (*trainer)->Run(stop_trainer);
     trainer_done = true;
   });
@@ -411,6 +449,11 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "Training threads (Hogwild)")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--trainer-nice", flags->trainer_nice,
+                  "Nice value of the pipeline's threads (broker, connector, crawler, trainer; "
+                  "0-19): requests first on shared cores; 0: equal priority")
+      ->check(CLI::Range(0, 19))
+      ->capture_default_str();
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }
 

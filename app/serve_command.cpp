@@ -34,6 +34,7 @@ struct ServeFlags {
   size_t exact_max_words = 20000;
   int hnsw_ef = 100;
   int index_threads = 1;
+  double index_rebuild_s = 30;
   size_t history = 4;
   std::string web_root = api::DefaultWebRoot();
 };
@@ -50,6 +51,7 @@ int RunServe(const ServeFlags& flags) {
   options.exact_max_words = flags.exact_max_words;
   options.hnsw_ef_search = flags.hnsw_ef;
   options.index_threads = flags.index_threads;
+  options.index_rebuild_interval_s = flags.index_rebuild_s;
   options.history_snapshots = flags.history;
   options.web_root = flags.web_root;
   if (!flags.admin_token_file.empty()) {
@@ -155,6 +157,11 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--hnsw-ef", flags->hnsw_ef, "HNSW search candidate list (recall vs speed)")
       ->capture_default_str();
   cmd->add_option("--index-threads", flags->index_threads, "Threads building an HNSW index")
+      ->capture_default_str();
+  cmd->add_option("--index-rebuild-interval", flags->index_rebuild_s,
+                  "Seconds at least between HNSW rebuilds while snapshots keep coming (each new "
+                  "snapshot carries the last index over meanwhile)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")
       ->capture_default_str();

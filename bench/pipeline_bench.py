@@ -626,44 +626,113 @@ def wrk_once(base: str, path: str, a, work: Path, name: str) -> dict:
     return r
 
 
+def metrics(base: str) -> dict:
+    """GET /metrics as {sample name with labels: value}; {} when it cannot be read."""
+    try:
+        code, body = http_get(base + "/metrics")
+    except OSError:
+        return {}
+    out = {}
+    if code != 200:
+        return out
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line and not line.startswith("#") and " " in line:
+            k, v = line.rsplit(" ", 1)
+            try:
+                out[k] = float(v)
+            except ValueError:
+                pass
+    return out
+
+
+def wrk_paths(word: str) -> list[str]:
+    return [f"/v1/vectors/{word}", f"/v1/neighbors?word={word}&k=10",
+            f"/v1/most_similar?positive={word}&topn=10"]
+
+
 def bench_wrk(sv: Path, work: Path, a) -> dict:
+    """wrk while `run` trains (and swaps snapshots), then with ingestion paused and training idle.
+
+    With --wrk-data FILE the file is linked into a followed data directory, and linked again
+    under a new name before each training-phase wrk run, so the trainer always has at least one
+    more pass of the corpus to train while wrk runs ("docs trained during" shows it did)."""
     if not shutil.which(a.wrk):
         return {"error": f"{a.wrk} not found", "rows": []}
     state = work / "wrk.state"
     shutil.rmtree(state, ignore_errors=True)
     res = {"rows": [], "word": a.word}
-    run, base = start_run(sv, work, "wrk-run", state, a.wrk_data, [])
+    data, copies = None, 0
+    if a.wrk_data is not None and a.wrk_data.is_file():
+        data = work / "wrk.data"
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir()
+        (data / "corpus-0.txt").symlink_to(a.wrk_data.resolve())
+        copies = 1
+    elif a.wrk_data is not None:
+        data = a.wrk_data
+    token = "bench-token"
+    run, base = start_run(sv, work, "wrk-run", state, data, ["--admin-token", token] + a.run_arg)
     res["command"] = run.shell()
-    paths = [f"/v1/vectors/{a.word}", f"/v1/neighbors?word={a.word}&k=10"]
+    paths = wrk_paths(a.word)
     try:
-        end = time.monotonic() + 120
-        while time.monotonic() < end and http_get(base + paths[0])[0] != 200:
-            time.sleep(0.05)
-        if http_get(base + paths[0])[0] != 200:
-            res["error"] = f"{paths[0]} not served within 120 s"
-            return res
-        for path in paths:
-            r = wrk_once(base, path, a, work, f"wrk-training-{len(res['rows'])}")
-            r["phase"] = "training"
-            res["rows"].append(r)
-            log(f"wrk training {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms, "
-                f"documents {r.get('docs_before')} -> {r.get('docs_after')}")
-        # idle: the trained-document count unchanged over the last `idle_s` seconds
-        idle_s, last, since, end = 3 * 2.0 + 1, None, time.monotonic(), time.monotonic() + 300
+        # Training phase: once the vocabulary holds --wrk-min-words and an index serves it.
+        end = time.monotonic() + a.wrk_wait
+        m = {}
         while time.monotonic() < end:
-            s = newest(snapshots(base)) or {}
-            d = s.get("documents")
+            m = metrics(base)
+            if (m.get("streamvec_vocabulary_size", 0) >= a.wrk_min_words
+                    and (m.get("streamvec_index_words", 0) >= a.wrk_min_words
+                         or m.get("streamvec_vocabulary_size", 0) <= 20000)
+                    and http_get(base + paths[0])[0] == 200):
+                break
+            time.sleep(0.25)
+        else:
+            res["error"] = (f"no index of >= {a.wrk_min_words} words within {a.wrk_wait} s "
+                            f"(vocabulary {m.get('streamvec_vocabulary_size')})")
+            return res
+        for rep in range(a.wrk_reps):
+            for path in paths:
+                if copies:
+                    (data / f"corpus-{copies}.txt").symlink_to(a.wrk_data.resolve())
+                    copies += 1
+                before = metrics(base)
+                r = wrk_once(base, path, a, work, f"wrk-training-{len(res['rows'])}")
+                after = metrics(base)
+                r["phase"] = "training"
+                r["words_before"] = before.get("streamvec_train_words_total")
+                r["words_after"] = after.get("streamvec_train_words_total")
+                r["vocab"] = after.get("streamvec_vocabulary_size")
+                r["index_snapshot"] = after.get("streamvec_index_snapshot_version")
+                r["unindexed"] = after.get("streamvec_index_unindexed_words")
+                r["recall"] = after.get("streamvec_index_recall_at_10")
+                res["rows"].append(r)
+                log(f"wrk training {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms, "
+                    f"snapshots {r.get('snap_before')} -> {r.get('snap_after')}, words "
+                    f"{fmt(r['words_before'], '.0f')} -> {fmt(r['words_after'], '.0f')}, "
+                    f"index over {r['index_snapshot']}, unindexed {r['unindexed']}, vocabulary {r['vocab']}, "
+                    f"recall@10 {r['recall']}")
+        # Idle: ingestion paused, the trained-word count unchanged over the last few seconds.
+        req = urllib.request.Request(base + "/v1/admin/ingest/pause", method="POST",
+                                     headers={"Authorization": f"Bearer {token}"})
+        try:
+            urllib.request.urlopen(req, timeout=5).read()
+        except (OSError, urllib.error.HTTPError) as e:
+            log(f"pause failed: {e}")
+        idle_s, last, since, end = 5.0, None, time.monotonic(), time.monotonic() + a.wrk_wait
+        while time.monotonic() < end:
+            d = metrics(base).get("streamvec_train_words_total")
             if d != last:
                 last, since = d, time.monotonic()
             elif time.monotonic() - since >= idle_s:
                 break
             time.sleep(0.5)
-        res["idle_documents"] = last
-        for path in paths:
-            r = wrk_once(base, path, a, work, f"wrk-idle-{len(res['rows'])}")
-            r["phase"] = "idle"
-            res["rows"].append(r)
-            log(f"wrk idle {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms")
+        res["idle_words"] = last
+        for rep in range(a.wrk_reps):
+            for path in paths:
+                r = wrk_once(base, path, a, work, f"wrk-idle-{len(res['rows'])}")
+                r["phase"] = "idle"
+                res["rows"].append(r)
+                log(f"wrk idle {path}: {fmt(r.get('rps'), '.0f')} req/s, p99 {fmt(r.get('p99_ms'), '.2f')} ms")
     finally:
         res["run_rc"] = run.stop(60)
         if not a.keep_state:
@@ -672,14 +741,18 @@ def bench_wrk(sv: Path, work: Path, a) -> dict:
 
 
 def wrk_text(res: dict, a) -> str:
-    head = f"{'phase':<8} {'path':<34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'non-2xx':>7} {'docs trained during':>20}"
+    head = (f"{'phase':<8} {'path':<42} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'non-2xx':>7} "
+            f"{'snapshots':>9} {'words trained':>13} {'index of':>8} {'recall':>6}")
     lines = [f"wrk: -t{a.wrk_threads} -c{a.wrk_connections} -d{a.wrk_duration}s --latency against "
              f"`streamvec run` on {a.wrk_data or 'the bundled data/run'}", head, "-" * len(head)]
     for r in res.get("rows", []):
-        span = f"{fmt(r.get('docs_before'), 'd')}->{fmt(r.get('docs_after'), 'd')}"
-        lines.append(f"{r.get('phase', ''):<8} {r['path']:<34} {fmt(r.get('rps'), '.0f'):>8} "
+        snaps = f"{fmt(r.get('snap_before'), 'd')}->{fmt(r.get('snap_after'), 'd')}"
+        trained = (None if r.get("words_after") is None or r.get("words_before") is None
+                   else r["words_after"] - r["words_before"])
+        lines.append(f"{r.get('phase', ''):<8} {r['path']:<42} {fmt(r.get('rps'), '.0f'):>8} "
                      f"{fmt(r.get('p50_ms'), '.2f'):>7} {fmt(r.get('p99_ms'), '.2f'):>7} "
-                     f"{fmt(r.get('non2xx'), 'd'):>7} {span:>20}"
+                     f"{fmt(r.get('non2xx'), 'd'):>7} {snaps:>9} {fmt(trained, '.0f'):>13} "
+                     f"{fmt(r.get('index_snapshot'), '.0f'):>8} {fmt(r.get('recall'), '.3f'):>6}"
                      + (f"  socket errors: {r['socket_errors']}" if r.get("socket_errors") else "")
                      + (f"  FAILED: {r['error']}" if r.get("error") else ""))
     if res.get("error"):
@@ -721,6 +794,13 @@ def main() -> int:
     p.add_argument("--wrk-threads", type=int, default=2)
     p.add_argument("--wrk-connections", type=int, default=16)
     p.add_argument("--wrk-duration", type=int, default=5)
+    p.add_argument("--wrk-reps", type=int, default=1, help="wrk runs of each path per phase")
+    p.add_argument("--wrk-min-words", type=int, default=0,
+                   help="training-phase wrk starts once the served vocabulary and the index hold this many words")
+    p.add_argument("--wrk-wait", type=float, default=600, help="seconds to wait for that")
+    p.add_argument("--run-arg", action="append", default=[],
+                   help="extra argument for `run` in the wrk part (repeatable), e.g. "
+                        "--run-arg=--vocab-capacity=120000")
     p.add_argument("--word", default="the", help="word of the wrk requests")
     p.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec")
     p.add_argument("--results", type=Path, default=BENCH_DIR / "results")

@@ -45,6 +45,7 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   insert();
   for (std::thread& t : threads) t.join();
   std::unique_ptr<AnnIndex> index(new AnnIndex(std::move(impl)));
+  index->ef_search_ = static_cast<size_t>(std::max(options.ef_search, 10));
   index->build_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -42,6 +42,8 @@ class AnnIndex {
   // its own list), in [0, 1].
   double recall_at_10() const { return recall_at_10_; }
   double build_seconds() const { return build_seconds_; }
+  // The search candidate list length (AnnOptions::ef_search, at least 10).
+  size_t ef_search() const { return ef_search_; }
 
  private:
   struct Impl;
@@ -49,6 +51,7 @@ class AnnIndex {
   std::unique_ptr<Impl> impl_;
   double recall_at_10_ = 0;
   double build_seconds_ = 0;
+  size_t ef_search_ = 10;
 };
 
 }  // namespace streamvec::api

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -22,27 +23,153 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 json Finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// quality["index"]: how neighbour queries over the whole vocabulary are answered. recall_at_10
+// is the index's own (measured when it was built); a carried index's recall on this snapshot is
+// measured later by the server's index thread (Service) and replaces it in the evaluation.
+void IndexQuality(Served* served) {
+  if (!served->index) {
+    served->quality["index"] = {{"kind", "exact"}, {"recall_at_10", 1.0}, {"build_seconds", 0.0}};
+    return;
+  }
+  served->quality["index"] = {{"kind", "hnsw"},
+                              {"recall_at_10", served->index->recall_at_10()},
+                              {"build_seconds", served->index->build_seconds()},
+                              {"built_on_snapshot", served->index_snapshot->version()},
+                              {"carried", served->IndexCarried()},
+                              {"unindexed_words", served->unindexed_rows.size()}};
+}
+
 }  // namespace
 
 std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, size_t k,
                                                        std::span<const size_t> exclude,
                                                        size_t limit_rows) const {
-  if (index && limit_rows >= snapshot->rows()) return index->Search(unit_query, k, exclude);
-  return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
+  if (!index || limit_rows < snapshot->rows()) {
+    return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
+  }
+  if (!IndexCarried()) return index->Search(unit_query, k, exclude);
+  // Carried over: the index proposes candidates (its search list is ef long at no extra cost),
+  // the served snapshot scores them, and the rows the index lacks are scored too.
+  std::vector<ServingSnapshot::Neighbor> out;
+  if (k == 0) return out;
+  const size_t ask = std::max(k + exclude.size(), index->ef_search());
+  auto excluded = [&exclude](size_t r) {
+    return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
+  };
+  out.reserve(ask + unindexed_rows.size());
+  for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask, {})) {
+    const uint32_t row = row_of_index_row[c.row];
+    if (row == kNoRow || excluded(row)) continue;
+    out.push_back({row, snapshot->UnitDot(row, unit_query)});
+  }
+  if (unindexed) {
+    for (const ServingSnapshot::Neighbor& n :
+         unindexed->NearestToVector(unit_query, k + exclude.size(), {}, unindexed->rows())) {
+      const uint32_t row = unindexed_rows[n.row];
+      if (!excluded(row)) out.push_back({row, n.similarity});
+    }
+  }
+  auto better = [](const ServingSnapshot::Neighbor& x, const ServingSnapshot::Neighbor& y) {
+    return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
+  };
+  std::erase_if(out, [](const ServingSnapshot::Neighbor& n) { return std::isnan(n.similarity); });
+  const size_t keep = std::min(k, out.size());
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(),
+                    better);
+  out.resize(keep);
+  return out;
 }
 
-std::shared_ptr<const Served> WithIndex(const Served& served, const ServeOptions& options) {
-  auto copy = std::make_shared<Served>(served);
+void CarryIndex(const Served& from, Served* to) {
+  to->index.reset();
+  to->index_snapshot.reset();
+  to->row_of_index_row.clear();
+  to->unindexed_rows.clear();
+  to->unindexed.reset();
+  if (!from.index || !from.index_snapshot) return;
+  const ServingSnapshot& old = *from.index_snapshot;
+  const ServingSnapshot& now = *to->snapshot;
+  if (old.dim() != now.dim()) return;
+  if (from.index_snapshot == to->snapshot) {
+    to->index = from.index;
+    to->index_snapshot = from.index_snapshot;
+    return;
+  }
+  std::vector<uint32_t> unindexed;
+  for (size_t r = 0; r < now.rows(); ++r) {
+    if (!old.Find(now.word(r))) unindexed.push_back(static_cast<uint32_t>(r));
+  }
+  if (unindexed.size() > now.rows() / 4) return;  // mostly new words: the exact scan serves
+  std::vector<uint32_t> map(old.rows(), Served::kNoRow);
+  for (size_t r = 0; r < old.rows(); ++r) {
+    if (const std::optional<size_t> row = now.Find(old.word(r))) {
+      map[r] = static_cast<uint32_t>(*row);
+    }
+  }
+  to->index = from.index;
+  to->index_snapshot = from.index_snapshot;
+  if (!unindexed.empty()) {
+    // The same vectors as `now`'s rows, so the scan gives the same cosines as now's own scan.
+    Embeddings e;
+    e.dim = now.dim();
+    e.words.reserve(unindexed.size());
+    e.vectors.reserve(unindexed.size() * static_cast<size_t>(now.dim()));
+    for (const uint32_t r : unindexed) {
+      e.words.push_back(now.word(r));
+      e.vectors.insert(e.vectors.end(), now.vector(r), now.vector(r) + now.dim());
+    }
+    to->unindexed = std::make_shared<const ServingSnapshot>(std::move(e), SnapshotInfo{});
+  }
+  to->row_of_index_row = std::move(map);
+  to->unindexed_rows = std::move(unindexed);
+}
+
+double MeasureRecallAt10(const Served& served, size_t queries) {
+  const ServingSnapshot& s = *served.snapshot;
+  const size_t rows = s.rows();
+  queries = std::min(queries, rows);
+  if (!served.index || queries == 0) return 1.0;
+  double hits = 0, wanted = 0;
+  std::vector<float> unit(static_cast<size_t>(s.dim()));
+  for (size_t q = 0; q < queries; ++q) {
+    const size_t row = q * rows / queries;
+    s.UnitVector(row, unit.data());
+    const size_t self[] = {row};
+    const auto exact = s.NearestToVector(unit.data(), 10, self, rows);
+    const auto approx = served.Nearest(unit.data(), 10, self, rows);
+    for (const auto& e : exact) {
+      for (const auto& a : approx) {
+        if (a.row == e.row) {
+          hits += 1;
+          break;
+        }
+      }
+    }
+    wanted += static_cast<double>(exact.size());
+  }
+  return wanted > 0 ? hits / wanted : 1.0;
+}
+
+std::shared_ptr<const AnnIndex> BuildIndex(const ServingSnapshot& snapshot,
+                                           const ServeOptions& options) {
   AnnOptions ann;
   ann.m = options.hnsw_m;
   ann.ef_construction = options.hnsw_ef_construction;
   ann.ef_search = options.hnsw_ef_search;
   ann.threads = options.index_threads;
   ann.recall_queries = options.recall_queries;
-  copy->index = AnnIndex::Build(*served.snapshot, ann);
-  copy->quality["index"] = {{"kind", "hnsw"},
-                            {"recall_at_10", copy->index->recall_at_10()},
-                            {"build_seconds", copy->index->build_seconds()}};
+  return AnnIndex::Build(snapshot, ann);
+}
+
+std::shared_ptr<const Served> WithIndex(const Served& served,
+                                        std::shared_ptr<const AnnIndex> index,
+                                        std::shared_ptr<const ServingSnapshot> index_snapshot) {
+  auto copy = std::make_shared<Served>(served);
+  Served holder;
+  holder.index = std::move(index);
+  holder.index_snapshot = std::move(index_snapshot);
+  CarryIndex(holder, copy.get());
+  IndexQuality(copy.get());
   return copy;
 }
 
@@ -54,10 +181,14 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
   served->snapshot = next;
   const ServingSnapshot& s = *next;
 
-  served->quality["index"] = {{"kind", "exact"}, {"recall_at_10", 1.0}, {"build_seconds", 0.0}};
-  if (build_index && s.rows() > options.exact_max_words) {
-    served = std::const_pointer_cast<Served>(WithIndex(*served, options));
+  if (s.rows() > options.exact_max_words) {
+    if (build_index) {
+      CarryIndex(Served{.index = BuildIndex(s, options), .index_snapshot = next}, served.get());
+    } else if (previous != nullptr) {
+      CarryIndex(*previous, served.get());
+    }
   }
+  IndexQuality(served.get());
 
   // Quality on the configured sets: the same calls (and defaults) as `streamvec eval`.
   json similarity = json::array();

@@ -5,6 +5,7 @@
 #define STREAMVEC_API_SRC_SERVED_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,9 +27,27 @@ struct HistoryEntry {
 };
 
 // Immutable after Prepare: shared by request threads through shared_ptr<const Served>.
+//
+// The index may be *carried over* from an older snapshot: building an HNSW graph takes seconds to
+// minutes, snapshots of a live stream come every few seconds, so each new snapshot is served at
+// once with the newest index built so far. A carried index only proposes candidates: their words
+// are mapped to this snapshot's rows and re-ranked by exact cosine on this snapshot's vectors,
+// words the index does not hold (admitted since it was built) are scanned exactly, and words this
+// snapshot no longer holds are dropped. Results are therefore always this snapshot's words and
+// cosines; only recall depends on how far the vectors moved since the build (measured:
+// streamvec_index_recall_at_10).
 struct Served {
   std::shared_ptr<const ServingSnapshot> snapshot;
   std::shared_ptr<const AnnIndex> index;  // null: exact scan (small vocabulary)
+  // The snapshot `index` was built over: == snapshot when built for it, older when carried over.
+  std::shared_ptr<const ServingSnapshot> index_snapshot;
+  // Carried index only: snapshot row of each index row's word (kNoRow: the word left), the rows
+  // whose words the index lacks (ascending), and those rows' vectors laid out for the exact scan
+  // (row i of `unindexed` is snapshot row unindexed_rows[i]; null when there are none).
+  static constexpr uint32_t kNoRow = 0xffffffffu;
+  std::vector<uint32_t> row_of_index_row;
+  std::vector<uint32_t> unindexed_rows;
+  std::shared_ptr<const ServingSnapshot> unindexed;
   // {"similarity":[{file,spearman,pearson,pairs,oov_ratio}...], "analogy":{...}, "pip":{...},
   //  "index":{kind, recall_at_10, build_seconds}, "prepare_seconds"}; see api/README.md.
   nlohmann::json quality = nlohmann::json::object();
@@ -36,14 +55,31 @@ struct Served {
   std::vector<HistoryEntry> history;  // older snapshots, oldest first (same dim only)
 
   // Top k by cosine to `unit_query` among the first `limit_rows` rows, `exclude` skipped: the
-  // HNSW index when there is one and the whole vocabulary is searched, else the exact scan.
+  // HNSW index when there is one (carried or not, see above) and the whole vocabulary is
+  // searched, else the exact scan. Sorted by similarity descending, ties by row ascending.
   std::vector<ServingSnapshot::Neighbor> Nearest(const float* unit_query, size_t k,
                                                  std::span<const size_t> exclude,
                                                  size_t limit_rows) const;
+  // True when Nearest over the whole vocabulary goes through the index.
+  bool UsesIndex() const { return index != nullptr; }
+  bool IndexCarried() const { return index != nullptr && index_snapshot != snapshot; }
 };
 
+// Gives `to` the index of `from` (built over from.index_snapshot), carried over as described at
+// Served: maps the index's words to `to`'s rows and lists `to`'s words the index lacks. Cost: one
+// hash lookup per row of either snapshot (tens of ms for 100k words). No index is attached when
+// `from` has none, the dimensions differ, or more than a quarter of `to`'s rows are not indexed
+// (the exact scan is then as fast).
+void CarryIndex(const Served& from, Served* to);
+
+// Mean recall@10 of to.Nearest against the exact scan of to.snapshot over `queries` rows spread
+// evenly over the vocabulary (each row excluded from its own list), in [0, 1]; 1 without an index.
+// Cost: `queries` exact scans.
+double MeasureRecallAt10(const Served& served, size_t queries);
+
 // Builds what `next` needs to be served: the index (above options.exact_max_words, only when
-// `build_index`; otherwise it is served by exact scan until WithIndex attaches one), quality on
+// `build_index`; otherwise `previous`'s index is carried over, if any, and the exact scan serves
+// until WithIndex attaches one), quality on
 // the configured files, PIP loss against `previous` (if any) over their shared words, and
 // Procrustes alignments of the retained older snapshots (previous's history + previous itself,
 // at most options.history_snapshots). Runs on the polling thread; seconds to minutes.
@@ -51,9 +87,16 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
                                             const Served* previous, const ServeOptions& options,
                                             bool build_index = true);
 
-// A copy of `served` with an HNSW index over its snapshot (seconds for tens of thousands of
-// words): built after the snapshot is already served, so a new snapshot is never held back.
-std::shared_ptr<const Served> WithIndex(const Served& served, const ServeOptions& options);
+// An HNSW index over `snapshot` (seconds for tens of thousands of words, about a minute for 200k
+// on one core): built on the server's index thread while snapshots keep being served.
+std::shared_ptr<const AnnIndex> BuildIndex(const ServingSnapshot& snapshot,
+                                           const ServeOptions& options);
+
+// A copy of `served` searched by `index`, which was built over `index_snapshot` (carried over
+// when that is not served.snapshot). quality["index"] describes it.
+std::shared_ptr<const Served> WithIndex(const Served& served,
+                                        std::shared_ptr<const AnnIndex> index,
+                                        std::shared_ptr<const ServingSnapshot> index_snapshot);
 
 }  // namespace streamvec::api
 

@@ -204,6 +204,13 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options,
   if (!options.analogy_file.empty() && !std::filesystem::is_regular_file(options.analogy_file)) {
     return Status::InvalidArgument("analogy file '" + options.analogy_file + "' does not exist");
   }
+  if (options.index_nice < 0 || options.index_nice > 19) {
+    return Status::InvalidArgument("index_nice " + std::to_string(options.index_nice) +
+                                   " is outside [0, 19]");
+  }
+  if (!(options.index_rebuild_interval_s >= 0)) {
+    return Status::InvalidArgument("index_rebuild_interval_s must be >= 0 seconds");
+  }
   if (options.quality_gate_drop >= 0 && options.similarity_files.empty()) {
     return Status::InvalidArgument("the quality gate needs at least one similarity file");
   }

@@ -1,5 +1,7 @@
 #include "service.h"
 
+#include "streamvec/base/thread_priority.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -93,44 +95,122 @@ void Service::PollOnce() {
     evaluations_[version] = std::move(evaluation);
     while (evaluations_.size() > 1000) evaluations_.erase(evaluations_.begin());
   }
+  {
+    // An index attached while this snapshot was being prepared is carried over too.
+    std::lock_guard<std::mutex> swap(swap_mu_);
+    const std::shared_ptr<const Served> latest = current_.load();
+    if (latest != old && latest != nullptr && latest->index != nullptr &&
+        prepared->snapshot->rows() > options_.exact_max_words) {
+      prepared = WithIndex(*prepared, latest->index, latest->index_snapshot);
+      std::lock_guard<std::mutex> lock(evaluations_mu_);
+      evaluations_[version]["quality"]["index"] = prepared->quality["index"];
+    }
+    current_.store(prepared);
+  }
+  // The replaced snapshot is freed here at the next swap, not by whichever request thread
+  // happens to drop the last reference to it (tens of MB and a hash map for 100k words).
+  retired_ = old;
   spdlog::info("serve: now serving snapshot {} ({} words x {}, {} search, prepared in {:.2f} s)",
                version, prepared->snapshot->rows(), prepared->snapshot->dim(),
-               prepared->index ? "hnsw" : "exact", prepared->quality.value("prepare_seconds", 0.0));
+               !prepared->index           ? "exact"
+               : prepared->IndexCarried() ? "hnsw (carried over)"
+                                          : "hnsw",
+               prepared->quality.value("prepare_seconds", 0.0));
   ++snapshots_loaded_;
-  current_.store(prepared);
-  if (prepared->snapshot->rows() <= options_.exact_max_words) return;
-  // Build the HNSW index unless a newer snapshot already waits (it would replace this one before
-  // the index is done: on a fast stream the exact scan serves), and attach it if this snapshot
-  // is still the served one.
-  StatusOr<std::vector<SnapshotInfo>> list = source_->List();
-  if (list.ok() && !list->empty() && list->back().version > version) return;
-  std::shared_ptr<const Served> indexed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    index_pending_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Service::IndexOnce() {
+  const std::shared_ptr<const Served> served = current_.load();
+  if (!served || served->snapshot->rows() <= options_.exact_max_words) return;
+  if (served->index && !served->IndexCarried()) return;  // built for the served snapshot
+  const auto now = std::chrono::steady_clock::now();
+  // Carried over until the next build is due; sooner when many words are new since the last
+  // build (each query scans them exactly).
+  const bool churned = served->unindexed_rows.size() > served->snapshot->rows() / 50;
+  if (served->index && now < (churned ? next_early_build_ : next_build_)) return;
+  const uint64_t version = served->snapshot->version();
+  if (served->index) {
+    // The carried index at its stalest, just before it is replaced.
+    const double recall = MeasureRecallAt10(*served, options_.recall_queries);
+    index_recall_ = recall;
+    std::lock_guard<std::mutex> lock(evaluations_mu_);
+    auto it = evaluations_.find(version);
+    if (it != evaluations_.end()) it->second["quality"]["index"]["recall_at_10"] = recall;
+  }
+  std::shared_ptr<const AnnIndex> index;
   try {
-    indexed = WithIndex(*prepared, options_);
+    index = BuildIndex(*served->snapshot, options_);
   } catch (const std::exception& e) {
     spdlog::warn("serve: building the index of snapshot {} failed: {}", version, e.what());
+    next_build_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(options_.index_rebuild_interval_s));
     return;
   }
-  std::shared_ptr<const Served> expected = prepared;
-  if (current_.compare_exchange_strong(expected, indexed)) {
-    {
-      std::lock_guard<std::mutex> lock(evaluations_mu_);
-      evaluations_[version]["quality"]["index"] = indexed->quality["index"];
+  // The next build waits at least as long as this one took: indexing takes at most half a core
+  // (index_rebuild_interval_s unless more than 2% of the served words are not indexed).
+  const auto built = std::chrono::steady_clock::now();
+  const std::chrono::duration<double> pause =
+      std::max(std::chrono::duration<double>(options_.index_rebuild_interval_s),
+               std::chrono::duration<double>(built - now));
+  next_build_ = built + std::chrono::duration_cast<std::chrono::steady_clock::duration>(pause);
+  next_early_build_ = built + (built - now);
+  index_builds_++;
+  std::shared_ptr<const Served> indexed;
+  {
+    std::lock_guard<std::mutex> swap(swap_mu_);
+    const std::shared_ptr<const Served> latest = current_.load();
+    indexed = WithIndex(*latest, index, served->snapshot);
+    current_.store(indexed);
+  }
+  index_recall_ = indexed->IndexCarried() ? MeasureRecallAt10(*indexed, options_.recall_queries)
+                                          : index->recall_at_10();
+  {
+    std::lock_guard<std::mutex> lock(evaluations_mu_);
+    auto it = evaluations_.find(indexed->snapshot->version());
+    if (it != evaluations_.end()) {
+      it->second["quality"]["index"] = indexed->quality["index"];
+      it->second["quality"]["index"]["recall_at_10"] = index_recall_.load();
     }
-    spdlog::info("serve: snapshot {} now searched by an HNSW index (recall@10 {:.3f}, built in "
-                 "{:.1f} s)",
-                 version, indexed->index->recall_at_10(), indexed->index->build_seconds());
+  }
+  spdlog::info("serve: HNSW index over snapshot {} built in {:.1f} s, serving snapshot {} "
+               "(recall@10 {:.3f})",
+               version, index->build_seconds(), indexed->snapshot->version(),
+               index_recall_.load());
+}
+
+void Service::IndexLoop() {
+  if (options_.index_nice > ThreadNice()) {
+    if (Status s = SetThreadNice(options_.index_nice); !s.ok()) {
+      spdlog::warn("serve: index thread keeps its priority: {}", s.ToString());
+    }
+  }
+  const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, interval, [this] { return stopping_ || index_pending_; });
+    if (stopping_) break;
+    index_pending_ = false;
+    lock.unlock();
+    IndexOnce();
+    lock.lock();
   }
 }
 
 void Service::StartPolling() {
   poller_ = std::thread([this] { PollLoop(); });
+  indexer_ = std::thread([this] { IndexLoop(); });
 }
 
 void Service::PollLoop() {
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);
-  while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+  while (!poll_wake_.wait_for(lock, interval, [this] { return stopping_; })) {
     lock.unlock();
     PollOnce();
     lock.lock();
@@ -144,7 +224,9 @@ void Service::StopPolling() {
     stopping_ = true;
   }
   wake_.notify_all();
+  poll_wake_.notify_all();
   if (poller_.joinable()) poller_.join();
+  if (indexer_.joinable()) indexer_.join();
 }
 
 uint64_t Service::snapshot_version() const {
@@ -204,12 +286,26 @@ std::string Service::Metrics() const {
                  "1 when neighbour queries use an HNSW index, 0 for the exact scan.",
                  s->index ? 1 : 0);
     AppendMetric(&out, "streamvec_index_recall_at_10", "gauge",
-                 "Recall@10 of the neighbour index against the exact scan on sampled words "
-                 "(1 for the exact scan).",
-                 s->index ? s->index->recall_at_10() : 1.0);
+                 "Recall@10 of neighbour queries against the exact scan on sampled words, last "
+                 "measured (when an index is built, and when a carried-over index is about to be "
+                 "replaced; 1 for the exact scan).",
+                 s->index ? index_recall_.load() : 1.0);
     AppendMetric(&out, "streamvec_index_build_seconds", "gauge",
-                 "Seconds building the served snapshot's index.",
+                 "Seconds building the index that serves neighbour queries.",
                  s->index ? s->index->build_seconds() : 0.0);
+    AppendMetric(&out, "streamvec_index_snapshot_version", "gauge",
+                 "Version of the snapshot the index was built over (older than the served one "
+                 "when carried over; 0: no index).",
+                 s->index ? static_cast<double>(s->index_snapshot->version()) : 0.0);
+    AppendMetric(&out, "streamvec_index_words", "gauge",
+                 "Words in the index (those of the snapshot it was built over; 0: no index).",
+                 s->index ? static_cast<double>(s->index_snapshot->rows()) : 0.0);
+    AppendMetric(&out, "streamvec_index_unindexed_words", "gauge",
+                 "Served words a carried-over index lacks, scanned exactly on each query.",
+                 static_cast<double>(s->unindexed_rows.size()));
+    AppendMetric(&out, "streamvec_index_builds_total", "counter",
+                 "HNSW indexes built since the server started.",
+                 static_cast<double>(index_builds_.load()));
     AppendMetric(&out, "streamvec_snapshot_prepare_seconds", "gauge",
                  "Seconds preparing the served snapshot (index, quality, alignment).",
                  q.value("prepare_seconds", 0.0));

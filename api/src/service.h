@@ -5,6 +5,7 @@
 #define STREAMVEC_API_SRC_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -41,6 +42,12 @@ class Service {
 
  private:
   void PollLoop();
+  // The index thread: builds an HNSW index over the served snapshot when it has none of its own
+  // (at most every max(index_rebuild_interval_s, last build time) while snapshots keep coming;
+  // in between each new snapshot carries the last index over, see Served), attaches it to
+  // whatever snapshot is served by then, and measures recall@10.
+  void IndexLoop();
+  void IndexOnce();
   nlohmann::json EvaluationOf(uint64_t version) const;
 
   const ServeOptions options_;
@@ -57,11 +64,21 @@ class Service {
   std::atomic<uint64_t> gate_rejections_{0};
   uint64_t rejected_version_ = 0;  // newest version refused at the gate; polling thread only
   std::string last_error_;         // polling thread only
+  std::shared_ptr<const Served> retired_;  // polling thread only: the last one replaced
+
+  std::mutex swap_mu_;  // serialises stores to current_ by the polling and index threads
+  std::atomic<double> index_recall_{1.0};
+  std::atomic<uint64_t> index_builds_{0};
+  std::chrono::steady_clock::time_point next_build_{};        // index thread only
+  std::chrono::steady_clock::time_point next_early_build_{};  // index thread only
 
   std::thread poller_;
+  std::thread indexer_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  std::condition_variable poll_wake_;  // the polling thread's
+  std::condition_variable wake_;       // the index thread's
+  bool stopping_ = false;       // GUARDED_BY(mu_)
+  bool index_pending_ = false;  // GUARDED_BY(mu_): a snapshot was swapped in
 };
 
 }  // namespace streamvec::api

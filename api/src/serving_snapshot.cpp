@@ -63,6 +63,15 @@ void ServingSnapshot::UnitVector(size_t row, float* out) const {
   for (size_t j = 0; j < dim; ++j) out[j] = blocks_[(b * dim + j) * kBlock + i];
 }
 
+float ServingSnapshot::UnitDot(size_t row, const float* unit_query) const {
+  SV_CHECK(row < rows());
+  const size_t dim = static_cast<size_t>(emb_.dim);
+  const float* column = blocks_.data() + (row / kBlock) * dim * kBlock + row % kBlock;
+  float score = 0;
+  for (size_t j = 0; j < dim; ++j) score += column[j * kBlock] * unit_query[j];
+  return score;
+}
+
 std::vector<ServingSnapshot::Neighbor> ServingSnapshot::Neighbors(size_t row, size_t k) const {
   SV_CHECK(row < rows());
   std::vector<float> query(static_cast<size_t>(emb_.dim));

@@ -226,8 +226,12 @@ TEST_F(OperationsTest, HnswAboveTheThresholdAgreesWithExactSearchAndSwapsWithout
   ServeOptions options;
   options.exact_max_words = 1000;
   StartServer(options);
+  // The index is built on the index thread; the exact scan serves until it is attached.
+  ASSERT_TRUE(WaitFor([&] { return ParseMetrics(Text("/metrics")).at("streamvec_index_hnsw"); }));
   const std::map<std::string, double> m = ParseMetrics(Text("/metrics"));
   EXPECT_EQ(m.at("streamvec_index_hnsw"), 1);
+  EXPECT_EQ(m.at("streamvec_index_snapshot_version"), 1);
+  EXPECT_EQ(m.at("streamvec_index_builds_total"), 1);
   EXPECT_GE(m.at("streamvec_index_recall_at_10"), 0.9);
   EXPECT_LE(m.at("streamvec_index_recall_at_10"), 1.0);
   // Over HTTP, against the plain scan.
@@ -279,6 +283,89 @@ TEST_F(OperationsTest, HnswAboveTheThresholdAgreesWithExactSearchAndSwapsWithout
   for (std::thread& t : loops) t.join();
   EXPECT_EQ(failures, 0);
   EXPECT_GT(done, 0);
+}
+
+// Snapshot v2 of `v1`: every vector moved a little, words w10..w19 gone, and new words n0..n19,
+// each a near copy of w(100 + i), so that n_i is w(100 + i)'s nearest neighbour.
+Embeddings Drifted(const Embeddings& v1, uint32_t seed) {
+  const Embeddings noise = RandomEmbeddings(v1.rows() + 20, v1.dim, seed);
+  Embeddings e;
+  e.dim = v1.dim;
+  const size_t dim = static_cast<size_t>(v1.dim);
+  for (size_t r = 0; r < v1.rows(); ++r) {
+    if (r >= 10 && r < 20) continue;
+    e.words.push_back(v1.words[r]);
+    for (size_t j = 0; j < dim; ++j) {
+      e.vectors.push_back(v1.row(r)[j] + 0.05f * noise.row(r)[j]);
+    }
+  }
+  for (size_t i = 0; i < 20; ++i) {
+    e.words.push_back("n" + std::to_string(i));
+    const size_t row = 100 + i - 10;  // w(100 + i) in e (10 rows were dropped before it)
+    for (size_t j = 0; j < dim; ++j) {
+      e.vectors.push_back(e.vectors[row * dim + j] + 0.001f * noise.row(v1.rows() + i)[j]);
+    }
+  }
+  return e;
+}
+
+TEST_F(OperationsTest, CarriedOverIndexAnswersWithTheNewSnapshotsWordsAndCosines) {
+  const Embeddings v1 = Clustered(3000, 16, 31, 0.5f);
+  source_->Publish(v1, 1);
+  ServeOptions options;
+  options.exact_max_words = 1000;
+  options.index_rebuild_interval_s = 1e6;  // one build: v2 is served by v1's index
+  StartServer(options);
+  ASSERT_TRUE(WaitFor([&] { return ParseMetrics(Text("/metrics")).at("streamvec_index_hnsw"); }));
+  const Embeddings v2 = Drifted(v1, 32);
+  source_->Publish(v2, 2);
+  ASSERT_TRUE(WaitFor([&] { return server_->snapshot_version() == 2; }));
+  std::map<std::string, double> m = ParseMetrics(Text("/metrics"));
+  EXPECT_EQ(m.at("streamvec_index_hnsw"), 1);
+  EXPECT_EQ(m.at("streamvec_index_snapshot_version"), 1);  // carried over, not rebuilt
+  EXPECT_EQ(m.at("streamvec_index_unindexed_words"), 20);
+  EXPECT_EQ(m.at("streamvec_index_builds_total"), 1);
+
+  // Results are v2's: its words only, its exact cosines, and the words v1's index lacks.
+  const std::vector<float> unit = eval::NormalizeRows(v2.vectors.data(), v2.rows(), v2.dim);
+  double hits = 0, wanted = 0;
+  for (size_t row = 3; row < v2.rows(); row += 97) {
+    const std::string word = v2.words[row];
+    const Reply r = client_->Get("/v1/neighbors?word=" + word + "&k=10");
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::map<std::string, double> got;
+    for (const json& n : r.body["neighbors"]) got[n["word"]] = n["similarity"];
+    EXPECT_EQ(got.size(), 10u);
+    const size_t self[] = {row};
+    std::map<std::string, double> exact_cosine;
+    for (const eval::Neighbor& n :
+         eval::TopKByDot(unit.data(), v2.rows(), v2.dim, unit.data() + row * v2.dim, 3000, self)) {
+      exact_cosine[v2.words[n.row]] = n.similarity;
+    }
+    for (const auto& [w, similarity] : got) {
+      ASSERT_TRUE(exact_cosine.count(w)) << w << " is not a word of snapshot 2";
+      EXPECT_NEAR(similarity, exact_cosine[w], 1e-5) << w;
+    }
+    for (const eval::Neighbor& n :
+         eval::TopKByDot(unit.data(), v2.rows(), v2.dim, unit.data() + row * v2.dim, 10, self)) {
+      hits += got.count(v2.words[n.row]);
+      wanted += 1;
+    }
+  }
+  EXPECT_GE(hits / wanted, 0.9);
+  for (int i : {0, 7, 19}) {
+    const Reply r = client_->Get("/v1/neighbors?word=w" + std::to_string(100 + i) + "&k=3");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["neighbors"][0]["word"], "n" + std::to_string(i)) << r.body;
+  }
+  EXPECT_EQ(client_->Get("/v1/neighbors?word=w15&k=3").status, 404);
+  const Reply ms = client_->Get("/v1/most_similar?positive=w100&topn=5");
+  ASSERT_EQ(ms.status, 200);
+  EXPECT_EQ(ms.body["search"], "hnsw");
+  EXPECT_EQ(ms.body["results"][0]["word"], "n0");
+  const Reply snaps = client_->Get("/v1/snapshots");
+  ASSERT_EQ(snaps.status, 200);
+  EXPECT_NE(snaps.body.dump().find("\"carried\":true"), std::string::npos) << snaps.body;
 }
 
 std::string WritePairs(const std::string& name, const std::string& text) {

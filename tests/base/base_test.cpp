@@ -1,10 +1,13 @@
+#include <algorithm>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/base/rng.h"
 #include "streamvec/base/status.h"
+#include "streamvec/base/thread_priority.h"
 
 namespace streamvec {
 namespace {
@@ -67,6 +70,23 @@ TEST(CpuFeaturesTest, ParsesNamesAndPortableIsAlwaysSupported) {
   EXPECT_EQ(isa, DetectBestIsa());
   EXPECT_FALSE(ParseIsa("sse9", &isa));
   EXPECT_TRUE(IsaSupported(Isa::kPortable));
+}
+
+TEST(ThreadPriorityTest, NiceIsPerThreadAndInheritedByNewThreads) {
+  int before = -1, inherited = -1, after = -1;
+  Status set;
+  std::thread([&] {
+    before = ThreadNice();
+    set = SetThreadNice(std::min(before + 5, 19));
+    std::thread([&] { inherited = ThreadNice(); }).join();
+    after = ThreadNice();
+  }).join();
+  ASSERT_TRUE(set.ok()) << set.ToString();
+  EXPECT_EQ(after, std::min(before + 5, 19));
+  EXPECT_EQ(inherited, after);
+  EXPECT_EQ(ThreadNice(), before);  // this thread is untouched
+  EXPECT_EQ(SetThreadNice(20).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetThreadNice(-1).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

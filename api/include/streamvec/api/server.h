@@ -57,13 +57,19 @@ struct ServeOptions {
   // from several at once: must be thread-safe and fast (no I/O). Unset: nothing appended.
   std::function<std::string()> extra_metrics;
 
-  // --- neighbour index (per snapshot, built before the snapshot is swapped in) ---
+  // --- neighbour index (built in the background; carried over to newer snapshots meanwhile) ---
   size_t exact_max_words = 20000;  // vocabulary <= this: exact scan; above: an HNSW index
   int hnsw_m = 16;                 // HNSW links per node
   int hnsw_ef_construction = 100;  // HNSW candidate list while building
   int hnsw_ef_search = 100;        // HNSW candidate list while searching (>= k is used)
   int index_threads = 1;           // threads building the index (the trainer shares the cores)
   size_t recall_queries = 200;     // sampled rows for streamvec_index_recall_at_10
+  // Seconds at least between two index builds while snapshots keep coming (also at least the
+  // last build's duration; only the latter once more than 2% of the served words are newer than
+  // the index); meanwhile the newest index is carried over to each new snapshot.
+  double index_rebuild_interval_s = 30;
+  // Nice value of the index thread (0..19): index builds yield the cores to requests.
+  int index_nice = 10;
 
   // --- quality per snapshot (eval/, before the snapshot is swapped in) ---
   std::vector<std::string> similarity_files;  // word-pair files (WS-353, MEN...); checked at Start
