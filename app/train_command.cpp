@@ -284,6 +284,11 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--sample", o.sample,
                   "Subsampling threshold t: keep a word with probability sqrt(t/f)+t/f")
       ->capture_default_str();
+  cmd->add_option("--negative-share", o.negative_share,
+                  "Batch: consecutive positions sharing one draw of negatives (0: 2 for cbow, 1 "
+                  "for sgns; 1: word2vec's draw per position; docs/training.md)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Passes over the corpus")->capture_default_str();

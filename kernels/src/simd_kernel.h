@@ -31,9 +31,13 @@ struct TargetCount<0> {
   static int Get(int runtime) { return runtime; }
 };
 
+// kLocality as __builtin_prefetch's: 3 (into L1), 2 (into L2; prefetcht1).
+template <int kLocality = 3>
 inline void PrefetchRow(const float* row, size_t stride) {
   const char* p = reinterpret_cast<const char*>(row);
-  for (size_t off = 0; off < stride * sizeof(float); off += 64) __builtin_prefetch(p + off, 1, 3);
+  for (size_t off = 0; off < stride * sizeof(float); off += 64) {
+    __builtin_prefetch(p + off, 1, kLocality);
+  }
 }
 
 class SimdKernel final : public streamvec::SgnsKernel {
@@ -56,6 +60,21 @@ class SimdKernel final : public streamvec::SgnsKernel {
 
   void Cbow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
             streamvec::StepStats* stats) override {
+    // The common shape (5 negatives, rows of at most 8 vectors: dim <= 128 with AVX-512) takes
+    // the register-resident path; statistics (the loss) need the scalar gradient path.
+    if (b.negative == 5 && stats == nullptr && m.stride / L <= 8) {
+      switch (m.stride / L) {
+        case 1: return CbowFused<6, 1>(m, b, lr);
+        case 2: return CbowFused<6, 2>(m, b, lr);
+        case 3: return CbowFused<6, 3>(m, b, lr);
+        case 4: return CbowFused<6, 4>(m, b, lr);
+        case 5: return CbowFused<6, 5>(m, b, lr);
+        case 6: return CbowFused<6, 6>(m, b, lr);
+        case 7: return CbowFused<6, 7>(m, b, lr);
+        case 8: return CbowFused<6, 8>(m, b, lr);
+        default: break;
+      }
+    }
     switch (b.negative + 1) {
       case 6:
         return CbowImpl<6>(m, b, lr, stats);
@@ -89,10 +108,13 @@ class SimdKernel final : public streamvec::SgnsKernel {
   }
 
   // Output rows (centre and negatives) of position i.
+  template <int kLocality = 3>
   void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
-    PrefetchRow(m.output + b.tokens[i] * m.stride, m.stride);
+    PrefetchRow<kLocality>(m.output + b.tokens[i] * m.stride, m.stride);
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
-    for (int k = 0; k < b.negative; ++k) PrefetchRow(m.output + neg[k] * m.stride, m.stride);
+    for (int k = 0; k < b.negative; ++k) {
+      PrefetchRow<kLocality>(m.output + neg[k] * m.stride, m.stride);
+    }
   }
 
   // Prefetch distances in positions: output rows kTargetLead positions ahead; input rows
@@ -382,6 +404,86 @@ class SimdKernel final : public streamvec::SgnsKernel {
             Vec::Store(ctx_[q] + off, Vec::Add(Vec::Load(ctx_[q] + off), ev));
         }
         if (stats) ++stats->pairs;
+      }
+    }
+  }
+
+  // CBOW with K = kNT - 1 negatives and rows of exactly kChunks vectors, no statistics: the same
+  // math and update order as CbowImpl (and the reference), with h kept in registers and fused
+  // with the dot products (one pass over the context rows and targets computes h and the logits,
+  // a second applies the updates). Output rows of the centre and negatives are prefetched into
+  // L2 kFusedFarLead positions ahead and into L1 one position ahead: they are random rows of a
+  // table far larger than L2, and most of a CBOW step's time is waiting for them.
+  static constexpr int kFusedFarLead = 6;
+
+  template <int kNT, int kChunks>
+  void CbowFused(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr) {
+    static_assert(kNT <= 8, "Sum8 / Gradients8 handle up to 8 targets");
+    const size_t stride = m.stride;
+    Prepare(b, stride);
+    float** ctx = ctx_.data();
+    float* const* t = rows_.data();
+    alignas(32) float logits[8];
+    alignas(32) float g[8];
+    for (int s = 0; s < b.num_sentences; ++s) {
+      const int begin = static_cast<int>(b.sentence_offsets[s]);
+      const int end = static_cast<int>(b.sentence_offsets[s + 1]);
+      for (int i = begin; i < end && i < begin + kFusedFarLead; ++i) PrefetchTargets<2>(m, b, i);
+      for (int i = begin; i < end && i < begin + kInputLead; ++i) {
+        PrefetchRow(m.input + b.tokens[i] * stride, stride);
+      }
+      for (int i = begin; i < end; ++i) {
+        if (i + kFusedFarLead < end) PrefetchTargets<2>(m, b, i + kFusedFarLead);
+        if (i + 1 < end) PrefetchTargets(m, b, i + 1);
+        if (i + kInputLead < end) PrefetchRow(m.input + b.tokens[i + kInputLead] * stride, stride);
+        const int r = b.windows[i];
+        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+        const int count = hi - lo;
+        if (count <= 0) continue;
+        LoadTargets(m, b, i, kNT);
+        int nc = 0;
+        for (int c = lo; c <= hi; ++c) {
+          if (c != i) ctx[nc++] = m.input + b.tokens[c] * stride;
+        }
+        // Pass 1: h = mean of the context rows (same summation order as CbowImpl), logits = T h.
+        const R inv = Vec::Set1(1.0f / static_cast<float>(count));
+        R h[kChunks];
+        R acc[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; ++k) acc[k] = Vec::Zero();
+        _Pragma("GCC unroll 8") for (int ch = 0; ch < kChunks; ++ch) {
+          const size_t off = static_cast<size_t>(ch) * L;
+          R sum = Vec::Zero();
+          for (int q = 0; q < nc; ++q) sum = Vec::Add(sum, Vec::Load(ctx[q] + off));
+          h[ch] = Vec::Mul(sum, inv);
+          _Pragma("GCC unroll 8") for (int k = 0; k < kNT; ++k) acc[k] = Vec::Fma(h[ch], Vec::Load(t[k] + off), acc[k]);
+        }
+        if constexpr (Vec::kHasSum8) {
+          Vec::Sum8(acc, logits);
+        } else {
+          for (int k = 0; k < kNT; ++k) logits[k] = Vec::Sum(acc[k]);
+        }
+        if constexpr (Vec::kHasGradients8) {
+          Vec::Gradients8(sigmoid_, logits, lr, g);
+          for (int k = 1; k < kNT; ++k) {
+            if (targets_[k] == targets_[0]) g[k] = 0.0f;  // as Gradient(): skipped negative
+          }
+        } else {
+          for (int k = 0; k < kNT; ++k) g[k] = Gradient(k, logits[k], lr, nullptr);
+        }
+        R gv[kNT];
+        _Pragma("GCC unroll 8") for (int k = 0; k < kNT; ++k) gv[k] = Vec::Set1(g[k]);
+        // Pass 2, per chunk as CbowImpl: e = sum_k g_k t_k and t_k += g_k h in target order (a
+        // repeated target sees its earlier update), then every context row += e in order.
+        _Pragma("GCC unroll 8") for (int ch = 0; ch < kChunks; ++ch) {
+          const size_t off = static_cast<size_t>(ch) * L;
+          R ev = Vec::Zero();
+          _Pragma("GCC unroll 8") for (int k = 0; k < kNT; ++k) {
+            const R tv = Vec::Load(t[k] + off);
+            ev = Vec::Fma(gv[k], tv, ev);
+            Vec::Store(t[k] + off, Vec::Fma(gv[k], h[ch], tv));
+          }
+          for (int q = 0; q < nc; ++q) Vec::Store(ctx[q] + off, Vec::Add(Vec::Load(ctx[q] + off), ev));
+        }
       }
     }
   }

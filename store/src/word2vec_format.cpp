@@ -44,15 +44,31 @@ Status ValidateWords(const std::vector<std::string>& words) {
   return Status::Ok();
 }
 
-// Appends "<word> v_0 ... v_{dim-1}\n" for rows [begin, end) to *out.
+// A reusable output buffer that is not zero-filled when it grows (std::string::resize writes
+// every byte it adds: for 4096 rows of dim 100 that is ~13 MB of memset per task).
+struct TextBuffer {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+  size_t size = 0;
+  char* Reserve(size_t n) {
+    if (n > capacity) {
+      data.reset(new char[n]);  // default-initialised: no fill
+      capacity = n;
+    }
+    return data.get();
+  }
+};
+
+// Writes "<word> v_0 ... v_{dim-1}\n" for rows [begin, end) into *out (replacing its contents).
 void FormatTextRows(const std::vector<std::string>& words, const float* rows, size_t stride,
-                    int dim, size_t begin, size_t end, std::string* out) {
-  out->clear();
+                    int dim, size_t begin, size_t end, TextBuffer* out) {
   size_t bytes = 0;
   for (size_t i = begin; i < end; ++i) bytes += words[i].size();
-  out->resize(bytes + (end - begin) * (static_cast<size_t>(dim) * (kMaxFloatChars + 1) + 1));
-  char* p = out->data();
-  char* const limit = out->data() + out->size();
+  const size_t capacity =
+      bytes + (end - begin) * (static_cast<size_t>(dim) * (kMaxFloatChars + 1) + 1);
+  char* const start = out->Reserve(capacity);
+  char* p = start;
+  char* const limit = start + capacity;
   for (size_t i = begin; i < end; ++i) {
     std::memcpy(p, words[i].data(), words[i].size());
     p += words[i].size();
@@ -66,7 +82,7 @@ void FormatTextRows(const std::vector<std::string>& words, const float* rows, si
     }
     *p++ = '\n';
   }
-  out->resize(static_cast<size_t>(p - out->data()));
+  out->size = static_cast<size_t>(p - start);
 }
 
 void AppendBinaryRow(const std::string& word, const float* row, int dim, std::string* out) {
@@ -81,6 +97,13 @@ void AppendBinaryRow(const std::string& word, const float* row, int dim, std::st
     std::memcpy(p + j * sizeof(float), &bits, sizeof(bits));
   }
   out->push_back('\n');
+}
+
+Status WriteAll(std::FILE* f, const TextBuffer& bytes, const std::string& tmp_path) {
+  if (bytes.size > 0 && std::fwrite(bytes.data.get(), 1, bytes.size, f) != bytes.size) {
+    return Status::IoError("write failed on " + tmp_path + ": " + ErrnoText());
+  }
+  return Status::Ok();
 }
 
 Status WriteAll(std::FILE* f, const std::string& bytes, const std::string& tmp_path) {
@@ -108,7 +131,7 @@ Status WriteBody(std::FILE* f, const std::string& tmp_path, const std::vector<st
   // thread writes the previous round's buffers, in order, so the file is identical for any
   // thread count and the write overlaps the formatting.
   const size_t workers = static_cast<size_t>(std::max(1, threads));
-  std::vector<std::string> current(workers), previous(workers);
+  std::vector<TextBuffer> current(workers), previous(workers);
   size_t previous_used = 0;
   Status status;
   for (size_t round_begin = 0; round_begin < n || previous_used > 0;

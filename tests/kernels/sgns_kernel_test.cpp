@@ -231,6 +231,23 @@ TEST_P(SimdKernelTest, CbowMatchesReferenceOnRandomInputs) {
   }
 }
 
+// The register-resident CBOW path (5 negatives, rows of at most 8 vectors, no statistics) on
+// tables large enough that most rows are distinct, and on tiny ones where context rows, targets
+// and negatives repeat within a window (a negative equal to the centre is skipped).
+TEST_P(SimdKernelTest, CbowFusedPathMatchesReference) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  for (int rows : {5, 40, 5000}) {
+    for (int dim : {3, 16, 50, 100, 128}) {
+      Fixture a(rows, dim, 5, 3000 + rows + dim, /*num_sentences=*/20);
+      Fixture b(a);
+      MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, nullptr);
+      MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, nullptr);
+      SCOPED_TRACE(testing::Message() << "rows " << rows << " dim " << dim);
+      ExpectTablesNear(a, b, 2e-4f);
+    }
+  }
+}
+
 TEST_P(SimdKernelTest, PaddingStaysZero) {
   if (!IsaSupported(GetParam())) GTEST_SKIP();
   Fixture f(10, 20, 5, 99);

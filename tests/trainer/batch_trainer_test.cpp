@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,35 @@ TEST_F(BatchTrainerTest, CbowSeparatesPlantedGroups) {
   EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
 }
 
+TEST_F(BatchTrainerTest, CbowLearnsWithAndWithoutSharedNegatives) {
+  // negative_share 1 is word2vec's own draw per position; 2 (the CBOW default) and 4 share a
+  // draw between neighbouring positions: all must learn the planted groups, and a shared draw
+  // changes the result (it is not ignored).
+  Corpus c = Load(PlantedCorpus(2000, 6));
+  TrainOptions o;
+  o.model = TrainModel::kCbow;
+  o.dim = 16;
+  o.epochs = 3;
+  o.threads = 1;
+  o.alpha = 0.05f;
+  o.sample = 0;
+  o.isa = DetectBestIsa();
+  std::vector<std::vector<float>> inputs;
+  for (int share : {1, 2, 4}) {
+    o.negative_share = share;
+    BatchTrainer t(c, o);
+    t.Train();
+    EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5) << "negative_share " << share;
+    inputs.emplace_back(t.input(), t.input() + c.vocab.size() * t.stride());
+  }
+  EXPECT_NE(inputs[0], inputs[1]);
+  EXPECT_NE(inputs[1], inputs[2]);
+  o.negative_share = 0;  // the default for CBOW: 2
+  BatchTrainer d(c, o);
+  d.Train();
+  EXPECT_EQ(std::vector<float>(d.input(), d.input() + c.vocab.size() * d.stride()), inputs[1]);
+}
+
 TEST_F(BatchTrainerTest, UntrainedVectorsDoNotSeparateGroups) {
   // The check above can fail: random initial vectors show no group structure.
   Corpus c = Load(PlantedCorpus(200, 3));
@@ -161,6 +191,9 @@ TEST(TrainOptionsTest, ValidationNamesTheFlag) {
   o = TrainOptions{};
   o.min_alpha = 1.0f;
   EXPECT_NE(ValidateTrainOptions(o).message().find("--min-alpha"), std::string::npos);
+  o = TrainOptions{};
+  o.negative_share = -1;
+  EXPECT_FALSE(ValidateTrainOptions(o).ok());
   EXPECT_TRUE(ValidateTrainOptions(TrainOptions{}).ok());
 }
 

@@ -205,12 +205,35 @@ StatusOr<Corpus> LoadCorpus(const std::string& path, const CorpusOptions& option
                                    std::to_string(options.min_count) + " times");
   }
 
-  // Compact each part in place (in parallel): drop out-of-vocabulary words, cut sentences at
-  // newlines and every max_sentence_length kept words. Each part starts a new sentence.
+  // Compact each part (in parallel): drop out-of-vocabulary words, cut sentences at newlines and
+  // every max_sentence_length kept words. Each part starts a new sentence. With several parts,
+  // each writes straight into its slice of the final token array (no merge copy afterwards): the
+  // kept words of part t >= 1 are the sum of its local counts of kept words, and part 0 keeps the
+  // rest of the vocabulary's total.
   const size_t max_len = static_cast<size_t>(options.max_sentence_length);
+  std::vector<uint64_t> part_begin(parts.size() + 1, 0);
+  if (parts.size() > 1) {
+    uint64_t others = 0;
+    for (size_t t = 1; t < parts.size(); ++t) {
+      const VocabularyBuilder& local = parts[t]->builder;
+      uint64_t kept = 0;
+      for (uint32_t id = 0; id < local.size(); ++id) {
+        if (remap[to_global[t][id]] != VocabularyBuilder::kDropped) kept += local.count(id);
+      }
+      part_begin[t + 1] = kept;
+      others += kept;
+    }
+    SV_CHECK(corpus.vocab.total_count() >= others);
+    part_begin[1] = corpus.vocab.total_count() - others;
+    for (size_t t = 1; t <= parts.size(); ++t) part_begin[t] += part_begin[t - 1];
+    corpus.tokens.resize(part_begin.back());
+  }
   auto compact = [&](size_t t) {
     Part& p = *parts[t];
-    std::vector<uint32_t>& ids = p.ids;
+    const std::vector<uint32_t>& ids = p.ids;
+    // One part: in place; several: into this part's slice of corpus.tokens.
+    uint32_t* dst = parts.size() == 1 ? p.ids.data() : corpus.tokens.data() + part_begin[t];
+    const uint32_t* to_global_t = t == 0 ? nullptr : to_global[t].data();
     size_t out = 0, sentence_start = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
       const uint32_t id = ids[i];
@@ -218,13 +241,18 @@ StatusOr<Corpus> LoadCorpus(const std::string& path, const CorpusOptions& option
         if (out > sentence_start) p.sentence_ends.push_back(sentence_start = out);
         continue;
       }
-      const uint32_t final_id = remap[t == 0 ? id : to_global[t][id]];
+      const uint32_t final_id = remap[to_global_t == nullptr ? id : to_global_t[id]];
       if (final_id == VocabularyBuilder::kDropped) continue;
-      ids[out++] = final_id;
+      dst[out++] = final_id;
       if (out - sentence_start == max_len) p.sentence_ends.push_back(sentence_start = out);
     }
     if (out > sentence_start) p.sentence_ends.push_back(out);
-    ids.resize(out);
+    if (parts.size() == 1) {
+      p.ids.resize(out);
+    } else {
+      SV_CHECK(out == part_begin[t + 1] - part_begin[t]);
+      p.ids = {};
+    }
   };
   {
     std::vector<std::thread> threads;
@@ -232,22 +260,11 @@ StatusOr<Corpus> LoadCorpus(const std::string& path, const CorpusOptions& option
     compact(0);
     for (auto& th : threads) th.join();
   }
-  if (parts.size() == 1) {
-    corpus.tokens = std::move(parts[0]->ids);
-  } else {
-    size_t total = 0;
-    for (const auto& p : parts) total += p->ids.size();
-    corpus.tokens.reserve(total);
-  }
+  if (parts.size() == 1) corpus.tokens = std::move(parts[0]->ids);
   corpus.sentence_offsets.push_back(0);
-  uint64_t base = 0;
-  for (auto& p : parts) {
-    if (parts.size() > 1) {
-      corpus.tokens.insert(corpus.tokens.end(), p->ids.begin(), p->ids.end());
-      p->ids = {};
-    }
-    for (uint64_t e : p->sentence_ends) corpus.sentence_offsets.push_back(base + e);
-    base += p->sentence_ends.empty() ? 0 : p->sentence_ends.back();
+  for (size_t t = 0; t < parts.size(); ++t) {
+    const uint64_t base = part_begin[t];
+    for (uint64_t e : parts[t]->sentence_ends) corpus.sentence_offsets.push_back(base + e);
   }
   return corpus;
 }

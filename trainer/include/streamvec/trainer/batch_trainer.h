@@ -36,6 +36,13 @@ struct TrainOptions {
   double ns_exponent = 0.75;     // noise distribution exponent
   Isa isa = Isa::kPortable;      // kernel; callers usually pass DetectBestIsa()
   bool reference_kernel = false; // use the scalar reference kernel (slow; for checks)
+  // Consecutive kept positions (within a micro-batch) that share one draw of `negative` noise
+  // words; 0: the model's default, 2 for CBOW and 1 (word2vec's own draw per position) for
+  // skip-gram. Each position's negatives are still distributed as count^ns_exponent; sharing only
+  // correlates neighbours' draws, and the shared rows are cache-resident for the second position
+  // (a CBOW step is bound by cache misses on the output table). Our extension of HogBatch's
+  // sharing of negatives within a window (Ji et al. 2016, section 3) to neighbouring CBOW windows.
+  int negative_share = 0;
   int batch_tokens = 2048;       // kept words per kernel call (micro-batch of sentences)
   int loss_sample_every = 16;    // compute the loss on one micro-batch in this many
 };
