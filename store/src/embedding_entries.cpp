@@ -1,12 +1,15 @@
 #include "streamvec/store/embedding_entries.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 namespace streamvec {
 namespace {
 
-constexpr size_t kChunkBytes = size_t{4} << 20;
+// Rows per entry: small values keep RocksDB's write batches, memtables and table blocks (each
+// holds a value whole) small during a snapshot. Readers accept any chunking.
+constexpr size_t kChunkBytes = size_t{256} << 10;
 
 std::string RowsKey(size_t chunk) { return "embedding/rows/" + std::to_string(chunk); }
 
@@ -19,24 +22,42 @@ Status WriteEmbeddingEntries(const Embeddings& e, const SnapshotSink& sink) {
                                    " floats for " + std::to_string(e.words.size()) + " x " +
                                    std::to_string(e.dim));
   }
+  std::vector<const float*> rows(e.words.size());
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = e.vectors.data() + r * e.dim;
+  return WriteEmbeddingEntries(e.words, rows, e.dim, sink);
+}
+
+Status WriteEmbeddingEntries(const std::vector<std::string>& word_list,
+                             const std::vector<const float*>& rows, int dim,
+                             const SnapshotSink& sink) {
+  if (dim <= 0) return Status::InvalidArgument("embedding dim must be positive");
+  if (rows.size() != word_list.size()) {
+    return Status::InvalidArgument("embedding has " + std::to_string(rows.size()) + " rows for " +
+                                   std::to_string(word_list.size()) + " words");
+  }
   std::string words;
-  for (const std::string& w : e.words) {
+  for (const std::string& w : word_list) {
     if (w.empty() || w.find('\n') != std::string::npos) {
       return Status::InvalidArgument("embedding word is empty or holds a newline");
     }
     words += w;
     words += '\n';
   }
-  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(e.words.size()) + " " +
-                                                std::to_string(e.dim)));
+  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
+                                                std::to_string(dim)));
   SV_RETURN_IF_ERROR(sink("embedding/words", words));
-  const size_t row_bytes = static_cast<size_t>(e.dim) * sizeof(float);
+  words = std::string();
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   const size_t rows_per_chunk = std::max<size_t>(1, kChunkBytes / row_bytes);
-  const char* base = reinterpret_cast<const char*>(e.vectors.data());
+  std::string chunk_bytes;
   size_t chunk = 0;
-  for (size_t r = 0; r < e.words.size(); r += rows_per_chunk, ++chunk) {
-    const size_t n = std::min(rows_per_chunk, e.words.size() - r);
-    SV_RETURN_IF_ERROR(sink(RowsKey(chunk), std::string_view(base + r * row_bytes, n * row_bytes)));
+  for (size_t r = 0; r < rows.size(); r += rows_per_chunk, ++chunk) {
+    const size_t n = std::min(rows_per_chunk, rows.size() - r);
+    chunk_bytes.resize(n * row_bytes);
+    for (size_t q = 0; q < n; ++q) {
+      std::memcpy(chunk_bytes.data() + q * row_bytes, rows[r + q], row_bytes);
+    }
+    SV_RETURN_IF_ERROR(sink(RowsKey(chunk), chunk_bytes));
   }
   return Status::Ok();
 }

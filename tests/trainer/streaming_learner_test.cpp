@@ -344,6 +344,43 @@ TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
   EXPECT_EQ(Load(foreign).status().code(), StatusCode::kCorruption);
 }
 
+// States written before entries were kept small (one 'noise' entry, rows in 4 MiB chunks) and
+// states with any other whole-row chunking load to the same learner.
+TEST(StreamingLearnerTest, LoadStateAcceptsEarlierAndOtherChunkings) {
+  StreamingOptions o = Small();
+  o.dim = 100;           // 448-byte rows: several 256 KiB chunks per table
+  o.vocab_capacity = 2000;
+  o.min_count = 1;
+  StreamingLearner learner(o);
+  std::vector<std::string> lines;
+  for (int s = 0; s < 300; ++s) {
+    std::string line;
+    for (int i = 0; i < 20; ++i) line += "w" + std::to_string((s * 37 + i * 11) % 1500) + " ";
+    lines.push_back(line);
+  }
+  ASSERT_TRUE(Train(learner, lines).ok());
+  const State state = Save(learner);
+  ASSERT_TRUE(state.count("input/00000001")) << "more than one row chunk";
+  ASSERT_TRUE(state.count("noise_size"));
+  // Re-chunk: one 'noise' entry, and all rows of a table in one entry.
+  State earlier;
+  for (const auto& [k, v] : state) {
+    if (k == "noise_size") continue;
+    const std::string table = k.substr(0, k.find('/'));
+    if (table == "noise" || table == "input" || table == "output") {
+      earlier[table == "noise" ? "noise" : table + "/00000000"] += v;
+    } else {
+      earlier[k] = v;
+    }
+  }
+  auto loaded = Load(earlier);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(Save(**loaded), state);
+  State cut = earlier;
+  cut["input/00000000"].resize(cut["input/00000000"].size() - 448);  // a row short
+  EXPECT_EQ(Load(cut).status().code(), StatusCode::kCorruption);
+}
+
 TEST(StreamingLearnerTest, InvalidUtf8AndBinaryGarbageAreSkippedAndCounted) {
   StreamingOptions o = Small();
   o.min_count = 1;

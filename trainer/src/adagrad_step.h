@@ -1,11 +1,15 @@
-// The streaming learner's skip-gram step with per-row Adagrad (private to trainer/), compiled
-// twice from adagrad_step.inc: portable x86-64 and AVX2+FMA, chosen at run time by the learner's
-// Isa. See streaming_learner.h and docs/streaming.md.
+// The streaming learner's skip-gram step with per-row Adagrad (private to trainer/): the portable
+// step (adagrad_step.inc, loops the compiler vectorises for the baseline ISA; the reference the
+// SIMD steps are tested against) and the register-blocked, prefetching step of
+// adagrad_step_simd.inc compiled for AVX2+FMA and for AVX-512, chosen at run time by the
+// learner's Isa (AdagradSentence). See streaming_learner.h and docs/streaming.md.
 #ifndef STREAMVEC_TRAINER_SRC_ADAGRAD_STEP_H_
 #define STREAMVEC_TRAINER_SRC_ADAGRAD_STEP_H_
 
 #include <cstddef>
 #include <cstdint>
+
+#include "streamvec/base/cpu_features.h"
 
 namespace streamvec {
 
@@ -26,16 +30,24 @@ struct AdagradSentenceArgs {
   float eta = 0.0f;
   float epsilon = 0.0f;
   const float* sigmoid = nullptr;  // FillSigmoidTable
-  float* scratch = nullptr;        // (negative + 1) x stride + stride floats
+  float* scratch = nullptr;        // kAdagradScratchRows x stride floats, 64-byte aligned
   bool want_loss = false;
   double* loss_sum = nullptr;
   uint64_t* loss_pairs = nullptr;
 };
 
+// Rows of scratch a step needs: (kMaxTargets + 1) for the general path, 6 + 10 for the blocked.
+constexpr size_t kAdagradScratchRows = 66;
+
 void AdagradSentencePortable(const AdagradSentenceArgs& args);
 #if defined(STREAMVEC_X86_TRAINER)
-void AdagradSentenceAvx2(const AdagradSentenceArgs& args);
+void AdagradSentenceAvx2(const AdagradSentenceArgs& args);    // needs Isa::kAvx2 support
+void AdagradSentenceAvx512(const AdagradSentenceArgs& args);  // needs Isa::kAvx512 support
 #endif
+
+// The step of `isa` (kPortable, or the best of AVX2 / AVX-512 up to `isa` built here); the
+// caller checked IsaSupported(isa).
+void AdagradSentence(Isa isa, const AdagradSentenceArgs& args);
 
 }  // namespace streamvec
 

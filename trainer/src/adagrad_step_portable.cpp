@@ -3,3 +3,15 @@
 namespace streamvec {
 void AdagradSentencePortable(const AdagradSentenceArgs& args) { AdagradSentenceImpl(args); }
 }  // namespace streamvec
+
+namespace streamvec {
+void AdagradSentence(Isa isa, const AdagradSentenceArgs& args) {
+#if defined(STREAMVEC_X86_TRAINER)
+  if (isa == Isa::kAvx512) return AdagradSentenceAvx512(args);
+  if (isa == Isa::kAvx2) return AdagradSentenceAvx2(args);
+#else
+  (void)isa;
+#endif
+  AdagradSentencePortable(args);
+}
+}  // namespace streamvec

@@ -759,10 +759,10 @@ StatusOr<std::map<std::string, int64_t>> KafkaTrainer::ReadSourcePositions(
 
 Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink) {
   SV_RETURN_IF_ERROR(learner.SaveState(sink));
-  Embeddings e;
-  e.dim = learner.options().dim;
-  learner.ExportVectors(&e.words, &e.vectors);
-  return WriteEmbeddingEntries(e, sink);
+  std::vector<std::string> words;
+  std::vector<const float*> rows;  // the learner's rows: no dense copy during a snapshot
+  learner.ExportRows(&words, &rows);
+  return WriteEmbeddingEntries(words, rows, learner.options().dim, sink);
 }
 
 std::string LearnerMetadataJson(const StreamingLearner& learner) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "adagrad_step.h"
+#include "streaming_word_index.h"
 #include "streamvec/base/rng.h"
 #include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/sgns_kernel.h"
@@ -55,6 +56,14 @@ void AdagradRowUpdate(float* row, const float* gradient, int dim, float* accumul
 
 namespace {
 
+// Reserves n elements and writes them once, so that their pages are resident from the start.
+template <typename V>
+void ReserveResident(V& v, size_t n) {
+  v.reserve(n);
+  v.resize(n);
+  v.clear();
+}
+
 // Counts double every `half_life` words; stored counts grow instead of old ones shrinking
 // (stored = count * 2^(n / half_life)), and everything is rescaled by exactly 2^-kRescaleBits
 // (a power of two: the order of counts is kept bit for bit) once n reaches kRescaleBits
@@ -63,11 +72,6 @@ constexpr int kRescaleBits = 64;
 // Loss is computed on one sentence in this many (it costs a log per pair).
 constexpr uint64_t kLossSampleEvery = 16;
 constexpr char kStateMagic[] = "streamvec-streaming-learner-v1";
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 // Little-endian POD serialisation with bounds-checked reads.
 class Writer {
@@ -115,21 +119,24 @@ struct StreamingLearner::Impl {
     output.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
     acc_in.assign(o.vocab_capacity, 0.0f);
     acc_out.assign(o.vocab_capacity, 0.0f);
-    // Everything that grows with the vocabulary or the table is reserved up front: memory does
-    // not grow with the stream.
-    words.reserve(o.vocab_capacity);
-    counts.reserve(o.vocab_capacity);
-    errors.reserve(o.vocab_capacity);
-    generations.reserve(o.vocab_capacity);
-    heap.reserve(o.vocab_capacity);
-    index.reserve(o.vocab_capacity);
-    noise.reserve(o.noise_table_size);
+    // Everything that grows with the vocabulary or the table is reserved up front and its
+    // pages touched (ReserveResident): memory does not grow with the stream, resident memory
+    // included (the noise table alone is 16 MiB by default and fills over most of a stream).
+    ReserveResident(words, o.vocab_capacity);
+    ReserveResident(counts, o.vocab_capacity);
+    ReserveResident(errors, o.vocab_capacity);
+    ReserveResident(powers, o.vocab_capacity);
+    admitted_flags.assign(o.vocab_capacity, 0);
+    ReserveResident(generations, o.vocab_capacity);
+    ReserveResident(heap, o.vocab_capacity);
+    index.Init(o.vocab_capacity);
+    ReserveResident(noise, o.noise_table_size);
     FillSigmoidTable(sigmoid);
     if (o.optimizer == StreamOptimizer::kConstant) {
       kernel = MakeCpuKernel(o.isa);
       SV_CHECK(kernel != nullptr);
     }
-    scratch.resize(static_cast<size_t>(kMaxTargets + 2) * stride);
+    scratch.Resize(kAdagradScratchRows * stride);
     if (o.threads > 1) {
       for (int t = 0; t < o.threads; ++t) workers.emplace_back([this] { WorkerLoop(); });
     }
@@ -154,7 +161,11 @@ struct StreamingLearner::Impl {
   uint64_t prior_bytes = 0, prior_invalid = 0;  // tokenizer figures before this process
 
   // ---- derived or transient ----
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> index;
+  std::vector<double> powers;      // slot -> NoisePow(counts[slot]), kept with every count change
+  std::vector<uint8_t> admitted_flags;  // slot -> AdmittedSlot (kept with every count change;
+                                        // exact without decay, where AdmittedNow reads it)
+  uint64_t admitted_count = 0;          // flags set
+  WordIndex index;                 // word -> slot
   std::vector<uint32_t> heap;      // min-heap of slots by (count, slot)
   std::vector<uint32_t> heap_pos;  // slot -> position in heap
   WhitespaceTokenizer tokenizer;
@@ -162,8 +173,9 @@ struct StreamingLearner::Impl {
   std::vector<std::pair<uint32_t, uint32_t>> pending;  // (offset, length) in pending_arena
   float sigmoid[kSigmoidTableSize];
   std::unique_ptr<SgnsKernel> kernel;
-  std::vector<float> scratch;
-  std::vector<uint32_t> sent_slots, sent_gens, tokens, offsets, negatives;
+  AlignedFloats scratch;  // kAdagradScratchRows x stride: the calling thread's step
+  std::vector<uint32_t> sent_slots, sent_gens, tokens, offsets, negatives, draws, redraw;
+  std::vector<uint64_t> hashes;  // WordIndex::Hash of each word of the sentence being counted
   std::vector<uint8_t> windows;
   double loss_sum = 0.0;
   uint64_t loss_pairs = 0;
@@ -205,11 +217,19 @@ struct StreamingLearner::Impl {
     }
   }
   void RebuildDerived() {
-    index.clear();
+    index.Init(opt.vocab_capacity);
     heap.clear();
+    powers.clear();
     heap_pos.assign(opt.vocab_capacity, 0);
+    std::fill(admitted_flags.begin(), admitted_flags.end(), 0);
+    admitted_count = 0;
+    const double scale = Scale();
     for (uint32_t s = 0; s < words.size(); ++s) {
-      index.emplace(words[s], s);
+      powers.push_back(NoisePow(counts[s]));
+      SetAdmittedFlag(s, AdmittedSlot(s, scale));
+      // A word held twice is left out of the index; LoadState reports it (size mismatch).
+      const uint64_t h = WordIndex::Hash(words[s]);
+      if (index.Find(words[s], h, words) == WordIndex::kNone) index.Insert(h, s);
       heap.push_back(s);
       heap_pos[s] = s;
       SiftUp(s);
@@ -238,11 +258,12 @@ struct StreamingLearner::Impl {
     for (double& e : errors) e *= factor;
     total *= factor;
     noise_mass *= std::pow(factor, opt.ns_exponent);
+    for (size_t s = 0; s < counts.size(); ++s) powers[s] = NoisePow(counts[s]);
     decay_words -= static_cast<uint64_t>(kRescaleBits) * opt.count_half_life;
   }
 
   // Counts one occurrence of `word` (space-saving), updates the noise table; returns the slot.
-  uint32_t CountWord(std::string_view word) {
+  uint32_t CountWord(std::string_view word, uint64_t hash) {
     ++words_seen;
     if (opt.count_half_life != 0) {
       ++decay_words;
@@ -251,20 +272,20 @@ struct StreamingLearner::Impl {
     const double inc = Scale();
     total += inc;
     uint32_t s;
-    double before;
-    auto it = index.find(word);
-    if (it != index.end()) {
-      s = it->second;
-      before = counts[s];
+    double before;  // NoisePow of the slot's count before this word
+    if (const uint32_t found = index.Find(word, hash, words); found != WordIndex::kNone) {
+      s = found;
+      before = powers[s];
       counts[s] += inc;
       SiftDown(heap_pos[s]);
     } else if (words.size() < opt.vocab_capacity) {
       s = static_cast<uint32_t>(words.size());
       words.emplace_back(word);
       counts.push_back(inc);
+      powers.push_back(0.0);
       errors.push_back(0.0);
       generations.push_back(0);
-      index.emplace(words.back(), s);
+      index.Insert(hash, s);
       heap.push_back(s);
       heap_pos[s] = static_cast<uint32_t>(heap.size() - 1);
       SiftUp(heap.size() - 1);
@@ -274,10 +295,10 @@ struct StreamingLearner::Impl {
       // Space-saving: the word with the smallest count gives its slot to the new word, which
       // inherits that count as its error bound (Metwally et al. 2005, May et al. 2017).
       s = heap[0];
-      index.erase(index.find(words[s]));
+      index.Erase(WordIndex::Hash(words[s]), s);
       words[s].assign(word);
-      index.emplace(words[s], s);
-      before = counts[s];
+      index.Insert(hash, s);
+      before = powers[s];
       errors[s] = counts[s];
       counts[s] += inc;
       ++generations[s];
@@ -285,19 +306,30 @@ struct StreamingLearner::Impl {
       SiftDown(0);
       InitRows(s);
     }
-    UpdateNoise(s, before, counts[s], inc);
+    powers[s] = NoisePow(counts[s]);
+    SetAdmittedFlag(s, AdmittedSlot(s, inc));
+    UpdateNoise(s, powers[s] - before, inc);
     return s;
+  }
+
+  // count^ns_exponent. The default 0.75 as sqrt(x) * sqrt(sqrt(x)) (three correctly rounded
+  // operations, within 2 ulp of pow and several times cheaper: this runs per token). A pure
+  // function of x, so a resumed run computes the same values.
+  double NoisePow(double x) const {
+    if (opt.ns_exponent == 0.75) {
+      const double r = std::sqrt(x);
+      return r * std::sqrt(r);
+    }
+    return std::pow(x, opt.ns_exponent);
   }
 
   // Kaji & Kobayashi 2017, Algorithm 2: the word's share of count^power grows by
   // F = after^p - before^p; while the table is not full, F copies are appended (in unscaled
   // units); once full, each of M*F/z random entries becomes the word, z the total mass.
-  void UpdateNoise(uint32_t s, double before, double after, double scale) {
-    const double p = opt.ns_exponent;
-    const double f = std::pow(after, p) - (before > 0.0 ? std::pow(before, p) : 0.0);
+  void UpdateNoise(uint32_t s, double f, double scale) {
     noise_mass += f;
     if (noise.size() < opt.noise_table_size) {
-      uint64_t copies = ProbRound(f / std::pow(scale, p));
+      uint64_t copies = ProbRound(scale == 1.0 ? f : f / NoisePow(scale));
       while (copies-- > 0 && noise.size() < opt.noise_table_size) noise.push_back(s);
     } else if (noise_mass > 0.0) {
       uint64_t k = ProbRound(static_cast<double>(opt.noise_table_size) * f / noise_mass);
@@ -305,13 +337,60 @@ struct StreamingLearner::Impl {
     }
   }
 
-  uint32_t DrawNegative(uint32_t centre, double scale) {
-    if (noise.empty()) return centre;  // the kernels skip a negative equal to the centre
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      const uint32_t s = noise[rng.Below(static_cast<uint32_t>(noise.size()))];
-      if (AdmittedSlot(s, scale)) return s;
+  void SetAdmittedFlag(uint32_t s, bool admitted) {
+    if (admitted == (admitted_flags[s] != 0)) return;
+    if (admitted) {
+      ++admitted_count;
+    } else {
+      --admitted_count;
     }
-    return centre;
+    admitted_flags[s] = admitted ? 1 : 0;
+  }
+
+  // AdmittedSlot from the flag kept per slot (no decay: admission changes only with the slot's
+  // own count), or from the counts (with decay the threshold moves with the clock).
+  bool AdmittedNow(uint32_t s, double scale) const {
+    return opt.count_half_life == 0 ? admitted_flags[s] != 0 : AdmittedSlot(s, scale);
+  }
+
+  // negatives[i * K + k] for the n kept tokens: a draw from the noise table, redrawn up to 3
+  // times while it lands on a word not admitted, else the centre (which the step skips). Done in
+  // rounds: every draw of a round is made, and its table entry prefetched, before any is read
+  // (the table, 16 MiB by default, is read at random: these misses dominated the counting
+  // thread); the next round redraws those that landed on words not admitted.
+  void DrawNegatives(size_t n, double scale) {
+    const size_t K = static_cast<size_t>(opt.negative);
+    const size_t m = n * K;
+    if (noise.empty()) {
+      for (size_t j = 0; j < m; ++j) negatives[j] = tokens[j / K];
+      return;
+    }
+    const uint32_t size = static_cast<uint32_t>(noise.size());
+    draws.resize(m);
+    redraw.resize(m);
+    for (size_t j = 0; j < m; ++j) redraw[j] = static_cast<uint32_t>(j);
+    size_t left = m;
+    for (int round = 0; round < 4 && left > 0; ++round) {
+      for (size_t r = 0; r < left; ++r) {
+        draws[r] = rng.Below(size);
+        __builtin_prefetch(noise.data() + draws[r]);
+      }
+      size_t still = 0;
+      for (size_t r = 0; r < left; ++r) {
+        const uint32_t s = noise[draws[r]];
+        if (AdmittedNow(s, scale)) {
+          negatives[redraw[r]] = s;
+        } else {
+          redraw[still++] = redraw[r];
+        }
+      }
+      left = still;
+    }
+    for (size_t r = 0; r < left; ++r) negatives[redraw[r]] = tokens[redraw[r] / K];
+  }
+
+  std::string_view PendingWord(size_t i) const {
+    return std::string_view(pending_arena.data() + pending[i].first, pending[i].second);
   }
 
   void OnToken(std::string_view word) {
@@ -326,8 +405,27 @@ struct StreamingLearner::Impl {
     ++sentences;
     sent_slots.clear();
     sent_gens.clear();
-    for (const auto& [off, len] : pending) {
-      const uint32_t s = CountWord(std::string_view(pending_arena.data() + off, len));
+    // Hash every word first and prefetch its home bucket; a few words ahead, the slot's word
+    // (the index and the words are read at random; a prefetch is only a hint, so a bucket that
+    // changes meanwhile is harmless).
+    const size_t nw = pending.size();
+    hashes.resize(nw);
+    for (size_t i = 0; i < nw; ++i) {
+      hashes[i] = WordIndex::Hash(PendingWord(i));
+      index.PrefetchHome(hashes[i]);
+    }
+    constexpr size_t kWordLead = 4;
+    for (size_t i = 0; i < nw; ++i) {
+      if (i + kWordLead < nw) {
+        const uint32_t slot = index.HomeSlot(hashes[i + kWordLead]);
+        if (slot != WordIndex::kNone) {
+          __builtin_prefetch(words.data() + slot);
+          __builtin_prefetch(counts.data() + slot);
+          __builtin_prefetch(powers.data() + slot);
+          __builtin_prefetch(heap_pos.data() + slot);
+        }
+      }
+      const uint32_t s = CountWord(PendingWord(i), hashes[i]);
       sent_slots.push_back(s);
       sent_gens.push_back(generations[s]);
     }
@@ -354,11 +452,7 @@ struct StreamingLearner::Impl {
     for (size_t i = 0; i < n; ++i) {
       windows[i] = static_cast<uint8_t>(opt.window - rng.Below(opt.window));
     }
-    for (size_t i = 0; i < n; ++i) {
-      for (int k = 0; k < opt.negative; ++k) {
-        negatives[i * opt.negative + k] = DrawNegative(tokens[i], scale);
-      }
-    }
+    DrawNegatives(n, scale);
     const bool want_loss = sentences % kLossSampleEvery == 0;
     if (workers.empty()) {
       TrainSentence(tokens.data(), static_cast<int>(n), windows.data(), negatives.data(),
@@ -383,7 +477,7 @@ struct StreamingLearner::Impl {
   static constexpr size_t kJobTokens = 4096;
   Job job;                                 // being filled by the counting thread
   std::vector<std::thread> workers;
-  std::mutex mu;
+  mutable std::mutex mu;
   std::condition_variable cv_work, cv_done;
   std::deque<Job> queue;                   // GUARDED_BY(mu)
   int busy = 0;                            // GUARDED_BY(mu): jobs being trained
@@ -410,7 +504,7 @@ struct StreamingLearner::Impl {
   void WorkerLoop() {
     std::unique_ptr<SgnsKernel> k =
         opt.optimizer == StreamOptimizer::kConstant ? MakeCpuKernel(opt.isa) : nullptr;
-    std::vector<float> local_scratch(static_cast<size_t>(kMaxTargets + 2) * stride);
+    AlignedFloats local_scratch(kAdagradScratchRows * stride);
     for (;;) {
       Job j;
       {
@@ -492,13 +586,7 @@ struct StreamingLearner::Impl {
     a.want_loss = want_loss;
     a.loss_sum = loss_out;
     a.loss_pairs = pairs_out;
-#if defined(STREAMVEC_X86_TRAINER)
-    if (opt.isa != Isa::kPortable) {
-      AdagradSentenceAvx2(a);
-      return;
-    }
-#endif
-    AdagradSentencePortable(a);
+    AdagradSentence(opt.isa, a);
   }
 
   StreamingStats Stats() const {
@@ -508,7 +596,11 @@ struct StreamingLearner::Impl {
     st.sentences = sentences;
     st.evictions = evictions;
     const double scale = Scale();
-    for (uint32_t s = 0; s < words.size(); ++s) st.admitted += AdmittedSlot(s, scale) ? 1 : 0;
+    if (opt.count_half_life == 0) {
+      st.admitted = admitted_count;  // kept with the flags (stats() is called per input chunk)
+    } else {
+      for (uint32_t s = 0; s < words.size(); ++s) st.admitted += AdmittedSlot(s, scale) ? 1 : 0;
+    }
     st.vocab_size = words.size();
     const TokenizerStats& ts = tokenizer.stats();
     st.invalid_tokens = prior_invalid + ts.invalid_utf8_tokens + ts.overlong_tokens;
@@ -518,8 +610,7 @@ struct StreamingLearner::Impl {
   }
 
   uint32_t Find(std::string_view word) const {
-    auto it = index.find(word);
-    return it == index.end() ? 0xFFFFFFFFu : it->second;
+    return index.Find(word, WordIndex::Hash(word), words);  // kNone: 0xFFFFFFFF
   }
 };
 
@@ -559,7 +650,9 @@ Status StreamingLearner::FinishStream() {
 }
 
 StreamingStats StreamingLearner::stats() const {
-  impl_->Drain();
+  // No Drain: every figure but the loss belongs to the calling thread; the loss is the workers'
+  // so far. Draining here stalled the pipeline at every call (the CLI calls it per chunk).
+  std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->Stats();
 }
 
@@ -574,8 +667,8 @@ double StreamingLearner::TakeLoss() {
 
 const StreamingOptions& StreamingLearner::options() const { return impl_->opt; }
 
-void StreamingLearner::ExportVectors(std::vector<std::string>* words,
-                                     std::vector<float>* vectors) const {
+void StreamingLearner::ExportRows(std::vector<std::string>* words,
+                                  std::vector<const float*>* rows) const {
   impl_->Drain();
   const Impl& m = *impl_;
   const double scale = m.Scale();
@@ -587,11 +680,23 @@ void StreamingLearner::ExportVectors(std::vector<std::string>* words,
     return m.counts[a] > m.counts[b] || (m.counts[a] == m.counts[b] && a < b);
   });
   words->clear();
-  vectors->assign(order.size() * static_cast<size_t>(m.opt.dim), 0.0f);
-  for (size_t i = 0; i < order.size(); ++i) {
-    words->push_back(m.words[order[i]]);
-    const float* row = m.input.data() + static_cast<size_t>(order[i]) * m.stride;
-    std::copy(row, row + m.opt.dim, vectors->data() + i * m.opt.dim);
+  rows->clear();
+  words->reserve(order.size());
+  rows->reserve(order.size());
+  for (uint32_t s : order) {
+    words->push_back(m.words[s]);
+    rows->push_back(m.input.data() + static_cast<size_t>(s) * m.stride);
+  }
+}
+
+void StreamingLearner::ExportVectors(std::vector<std::string>* words,
+                                     std::vector<float>* vectors) const {
+  std::vector<const float*> rows;
+  ExportRows(words, &rows);
+  const int dim = impl_->opt.dim;
+  vectors->assign(rows.size() * static_cast<size_t>(dim), 0.0f);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy(rows[i], rows[i] + dim, vectors->data() + i * dim);
   }
 }
 
@@ -625,12 +730,11 @@ size_t StreamingLearner::MemoryBytes() const {
   bytes += (m.acc_in.capacity() + m.acc_out.capacity()) * sizeof(float);
   bytes += m.noise.capacity() * sizeof(uint32_t);
   bytes += m.words.capacity() * sizeof(std::string) +
-           (m.counts.capacity() + m.errors.capacity()) * sizeof(double) +
+           (m.counts.capacity() + m.errors.capacity() + m.powers.capacity()) * sizeof(double) +
            (m.generations.capacity() + m.heap.capacity() + m.heap_pos.capacity()) *
                sizeof(uint32_t);
   for (const std::string& w : m.words) bytes += w.capacity() > 15 ? w.capacity() + 1 : 0;
-  bytes += m.index.bucket_count() * sizeof(void*) +
-           m.index.size() * (sizeof(std::string) + 2 * sizeof(void*) + sizeof(uint32_t));
+  bytes += m.index.MemoryBytes();
   return bytes;
 }
 
@@ -697,9 +801,14 @@ std::string ChunkKey(const char* table, size_t chunk) {
   return buf;
 }
 
+// Entries are kept small (256 KiB of rows, 1 MiB of noise table): RocksDB holds a value whole
+// in its write batch, its memtable and one table block, so 4-16 MiB values showed up as
+// resident-memory spikes at every snapshot. LoadState accepts any chunking (states written with
+// the earlier 4 MiB row chunks and one 'noise' entry load too).
 size_t RowsPerChunk(size_t stride) {
-  return std::max<size_t>(1, (size_t{4} << 20) / (stride * sizeof(float)));
+  return std::max<size_t>(1, (size_t{256} << 10) / (stride * sizeof(float)));
 }
+constexpr size_t kNoisePerChunk = (size_t{1} << 20) / sizeof(uint32_t);
 
 }  // namespace
 
@@ -737,8 +846,14 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
     }
     SV_RETURN_IF_ERROR(sink("vocab", w.str()));
   }
-  SV_RETURN_IF_ERROR(sink("noise", std::string_view(reinterpret_cast<const char*>(m.noise.data()),
-                                                    m.noise.size() * sizeof(uint32_t))));
+  SV_RETURN_IF_ERROR(sink("noise_size", std::to_string(m.noise.size())));
+  for (size_t c = 0; c * kNoisePerChunk < m.noise.size(); ++c) {
+    const size_t n = std::min(kNoisePerChunk, m.noise.size() - c * kNoisePerChunk);
+    SV_RETURN_IF_ERROR(sink(ChunkKey("noise", c),
+                            std::string_view(reinterpret_cast<const char*>(
+                                                 m.noise.data() + c * kNoisePerChunk),
+                                             n * sizeof(uint32_t))));
+  }
   const size_t per = RowsPerChunk(m.stride);
   const size_t rows = m.words.size();
   for (size_t c = 0; c * per < rows; ++c) {
@@ -816,30 +931,62 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
     }
   }
   {
-    StatusOr<std::string> data = get("noise");
-    if (!data.ok()) return data.status();
-    if (data->size() % sizeof(uint32_t) != 0 ||
-        data->size() / sizeof(uint32_t) > o.noise_table_size) {
-      return Status::Corruption("state entry 'noise' is malformed");
+    // The noise table: 'noise_size' and chunks 'noise/<n>', or one 'noise' entry (earlier
+    // states).
+    StatusOr<std::string> size_text = source("noise_size");
+    size_t entries = 0;
+    if (size_text.ok()) {
+      try {
+        size_t used = 0;
+        entries = std::stoull(*size_text, &used);
+        if (used != size_text->size()) throw std::invalid_argument("noise_size");
+      } catch (const std::exception&) {
+        return Status::Corruption("state entry 'noise_size' is malformed");
+      }
+      if (entries > o.noise_table_size) {
+        return Status::Corruption("state entry 'noise_size' is malformed");
+      }
+      m.noise.resize(entries);
+      for (size_t c = 0; c * kNoisePerChunk < entries; ++c) {
+        const size_t n = std::min(kNoisePerChunk, entries - c * kNoisePerChunk);
+        StatusOr<std::string> data = get(ChunkKey("noise", c));
+        if (!data.ok()) return data.status();
+        if (data->size() != n * sizeof(uint32_t)) {
+          return Status::Corruption("state entry '" + ChunkKey("noise", c) +
+                                    "' has the wrong size");
+        }
+        std::memcpy(m.noise.data() + c * kNoisePerChunk, data->data(), data->size());
+      }
+    } else if (size_text.status().code() == StatusCode::kNotFound) {
+      StatusOr<std::string> data = get("noise");
+      if (!data.ok()) return data.status();
+      if (data->size() % sizeof(uint32_t) != 0 ||
+          data->size() / sizeof(uint32_t) > o.noise_table_size) {
+        return Status::Corruption("state entry 'noise' is malformed");
+      }
+      m.noise.resize(data->size() / sizeof(uint32_t));
+      std::memcpy(m.noise.data(), data->data(), data->size());
+    } else {
+      return size_text.status();
     }
-    m.noise.resize(data->size() / sizeof(uint32_t));
-    std::memcpy(m.noise.data(), data->data(), data->size());
     for (uint32_t s : m.noise) {
       if (s >= m.words.size()) return Status::Corruption("state entry 'noise' is malformed");
     }
   }
-  const size_t per = RowsPerChunk(m.stride);
+  // Rows in chunks of whole rows, in order, of any size (RowsPerChunk when written here).
+  const size_t row_bytes = m.stride * sizeof(float);
   const size_t rows = m.words.size();
-  for (size_t c = 0; c * per < rows; ++c) {
-    const size_t n = std::min(per, rows - c * per) * m.stride * sizeof(float);
-    const size_t off = c * per * m.stride;
-    for (auto [table, dest] : {std::pair{"input", m.input.data()}, {"output", m.output.data()}}) {
+  for (auto [table, dest] : {std::pair{"input", m.input.data()}, {"output", m.output.data()}}) {
+    size_t have = 0;  // rows read
+    for (size_t c = 0; have < rows; ++c) {
       StatusOr<std::string> data = get(ChunkKey(table, c));
       if (!data.ok()) return data.status();
-      if (data->size() != n) {
+      if (data->empty() || data->size() % row_bytes != 0 ||
+          data->size() / row_bytes > rows - have) {
         return Status::Corruption("state entry '" + ChunkKey(table, c) + "' has the wrong size");
       }
-      std::memcpy(dest + off, data->data(), n);
+      std::memcpy(dest + have * m.stride, data->data(), data->size());
+      have += data->size() / row_bytes;
     }
   }
   return learner;

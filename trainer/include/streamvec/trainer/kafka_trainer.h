@@ -135,8 +135,8 @@ class KafkaTrainer {
 };
 
 // Writes a learner's snapshot entries: its state (SaveState) and the serving embedding of its
-// admitted words (ExportVectors -> WriteEmbeddingEntries; holds a dense copy of the admitted rows
-// while it runs). Shared by the Kafka trainer and `train --stream`.
+// admitted words (ExportRows -> WriteEmbeddingEntries, one 256 KiB chunk of rows at a time).
+// Shared by the Kafka trainer and `train --stream`.
 Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",

@@ -64,7 +64,7 @@ struct StreamingOptions {
   uint64_t seed = 1;                 // RNG seed
   int max_sentence_length = 1000;    // longer lines are cut (word2vec.c MAX_SENTENCE_LENGTH)
   Isa isa = Isa::kPortable;          // SIMD level (DetectBestIsa(); must be supported): the
-                                     // Adagrad step uses AVX2+FMA above kPortable, the
+                                     // Adagrad step has AVX2+FMA and AVX-512 builds, the
                                      // constant rate the kernel of this Isa
   int threads = 1;                   // 1: train on the calling thread (deterministic); N > 1:
                                      // N worker threads train micro-batches of ~4096 words
@@ -111,6 +111,7 @@ class StreamingLearner {
   // Ends the stream's current word and sentence (at EOF, or before a snapshot at shutdown).
   Status FinishStream();
 
+  // Does not wait for queued training (threads > 1): `loss` covers the jobs trained so far.
   StreamingStats stats() const;
   // The mean loss per positive pair since the last call (0 if none), then resets it.
   double TakeLoss();
@@ -119,6 +120,10 @@ class StreamingLearner {
   // Admitted words, most frequent first (ties: slot order), and their input rows copied densely
   // (words.size() x dim).
   void ExportVectors(std::vector<std::string>* words, std::vector<float>* vectors) const;
+  // The same words and, instead of a copy, a pointer to each one's input row (dim floats of a
+  // PaddedStride(dim) row), valid until the next call that trains, loads or destroys the
+  // learner: snapshots write the serving embedding from these without a dense copy.
+  void ExportRows(std::vector<std::string>* words, std::vector<const float*>* rows) const;
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
   bool Admitted(std::string_view word) const;
@@ -130,7 +135,8 @@ class StreamingLearner {
   size_t MemoryBytes() const;
 
   // Writes the whole learner (options, vocabulary with counts, rows, optimizer state, noise
-  // table, RNG state, words seen) as entries to `sink`; rows go in chunks of at most 4 MiB.
+  // table, RNG state, words seen) as entries to `sink`; rows go in chunks of at most 256 KiB
+  // and the noise table in chunks of 1 MiB (small values keep a store's buffers small).
   // Call at a sentence boundary (FinishStream) to keep the partial sentence: text pending inside
   // a sentence is not saved.
   Status SaveState(const StateSink& sink) const;

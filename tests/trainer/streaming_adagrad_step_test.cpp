@@ -1,0 +1,256 @@
+// Every build of the streaming learner's Adagrad skip-gram step (portable, AVX2, AVX-512) against
+// a scalar reference written from AdagradRowUpdate, on fresh random rows and sentences.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+// The step is private to trainer/; its header declares plain functions and one struct.
+#include "../../trainer/src/adagrad_step.h"
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_kernel.h"
+#include "streamvec/kernels/sgns_math.h"
+#include "streamvec/trainer/streaming_learner.h"
+
+namespace streamvec {
+namespace {
+
+struct Model {
+  int rows = 0, dim = 0;
+  size_t stride = 0;
+  AlignedFloats input, output;
+  std::vector<float> acc_in, acc_out;
+};
+
+Model RandomModel(int rows, int dim, std::mt19937& gen) {
+  Model m;
+  m.rows = rows;
+  m.dim = dim;
+  m.stride = PaddedStride(dim);
+  m.input.Resize(rows * m.stride);
+  m.output.Resize(rows * m.stride);
+  std::uniform_real_distribution<float> u(-0.3f, 0.3f), a(0.0f, 2.0f);
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < dim; ++j) {  // padding stays zero
+      m.input[r * m.stride + j] = u(gen);
+      m.output[r * m.stride + j] = u(gen);
+    }
+  }
+  m.acc_in.resize(rows);
+  m.acc_out.resize(rows);
+  for (int r = 0; r < rows; ++r) {
+    // Some rows never updated (G = 0), the others with history.
+    m.acc_in[r] = r % 3 == 0 ? 0.0f : a(gen);
+    m.acc_out[r] = r % 3 == 1 ? 0.0f : a(gen);
+  }
+  return m;
+}
+
+Model Copy(const Model& m) {
+  Model c;
+  c.rows = m.rows;
+  c.dim = m.dim;
+  c.stride = m.stride;
+  c.input.Resize(m.input.size());
+  c.output.Resize(m.output.size());
+  std::copy(m.input.data(), m.input.data() + m.input.size(), c.input.data());
+  std::copy(m.output.data(), m.output.data() + m.output.size(), c.output.data());
+  c.acc_in = m.acc_in;
+  c.acc_out = m.acc_out;
+  return c;
+}
+
+struct Sentence {
+  std::vector<uint32_t> tokens, negatives;
+  std::vector<uint8_t> windows;
+  int negative = 0;
+};
+
+// Tokens from `vocab` words (few words: context rows repeat in a window, the general path);
+// some negatives equal their centre (dropped).
+Sentence RandomSentence(int n, int vocab, int negative, int window, std::mt19937& gen) {
+  Sentence s;
+  s.negative = negative;
+  std::uniform_int_distribution<int> word(0, vocab - 1), radius(1, window), coin(0, 9);
+  for (int i = 0; i < n; ++i) {
+    s.tokens.push_back(static_cast<uint32_t>(word(gen)));
+    s.windows.push_back(static_cast<uint8_t>(radius(gen)));
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < negative; ++k) {
+      s.negatives.push_back(coin(gen) == 0 ? s.tokens[i] : static_cast<uint32_t>(word(gen)));
+    }
+  }
+  return s;
+}
+
+// The step as docs/streaming.md states it, one pair at a time: per centre the targets are the
+// centre and its negatives that differ from it; each context row (in order) gets
+// AdagradRowUpdate with sum_t g_t y_t, and after the window each target row (in order) gets
+// AdagradRowUpdate with sum_c g_ct x_c, all g from the rows as they were read.
+void ReferenceSentence(Model& m, const Sentence& s, float eta, float epsilon, const float* sigmoid,
+                       double* loss, uint64_t* pairs) {
+  const int n = static_cast<int>(s.tokens.size());
+  const int dim = m.dim;
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint32_t> targets{s.tokens[i]};
+    for (int k = 0; k < s.negative; ++k) {
+      const uint32_t neg = s.negatives[i * s.negative + k];
+      if (neg != s.tokens[i]) targets.push_back(neg);
+    }
+    std::vector<std::vector<float>> grad_t(targets.size(), std::vector<float>(dim, 0.0f));
+    const int lo = std::max(0, i - s.windows[i]), hi = std::min(n - 1, i + s.windows[i]);
+    if (lo == hi) continue;
+    for (int c = lo; c <= hi; ++c) {
+      if (c == i) continue;
+      float* x = m.input.data() + s.tokens[c] * m.stride;
+      std::vector<float> grad_x(dim, 0.0f);
+      for (size_t t = 0; t < targets.size(); ++t) {
+        const float* y = m.output.data() + targets[t] * m.stride;
+        float logit = 0.0f;
+        for (int j = 0; j < dim; ++j) logit += x[j] * y[j];
+        const float g = (t == 0 ? 1.0f : 0.0f) - TableSigmoid(sigmoid, logit);
+        const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(logit)));
+        *loss -= std::log(std::max(t == 0 ? sig : 1.0 - sig, 1e-30));
+        for (int j = 0; j < dim; ++j) {
+          grad_x[j] += g * y[j];
+          grad_t[t][j] += g * x[j];
+        }
+      }
+      ++*pairs;
+      AdagradRowUpdate(x, grad_x.data(), dim, &m.acc_in[s.tokens[c]], eta, epsilon);
+    }
+    for (size_t t = 0; t < targets.size(); ++t) {
+      AdagradRowUpdate(m.output.data() + targets[t] * m.stride, grad_t[t].data(), dim,
+                       &m.acc_out[targets[t]], eta, epsilon);
+    }
+  }
+}
+
+void RunStep(Isa isa, Model& m, const Sentence& s, float eta, float epsilon, const float* sigmoid,
+             bool want_loss, double* loss, uint64_t* pairs) {
+  AlignedFloats scratch(kAdagradScratchRows * m.stride);
+  AdagradSentenceArgs a;
+  a.input = m.input.data();
+  a.output = m.output.data();
+  a.acc_in = m.acc_in.data();
+  a.acc_out = m.acc_out.data();
+  a.stride = m.stride;
+  a.dim = m.dim;
+  a.tokens = s.tokens.data();
+  a.n = static_cast<int>(s.tokens.size());
+  a.windows = s.windows.data();
+  a.negatives = s.negatives.data();
+  a.negative = s.negative;
+  a.eta = eta;
+  a.epsilon = epsilon;
+  a.sigmoid = sigmoid;
+  a.scratch = scratch.data();
+  a.want_loss = want_loss;
+  a.loss_sum = loss;
+  a.loss_pairs = pairs;
+  AdagradSentence(isa, a);
+}
+
+// Largest |a - b| relative to max(1, |b|) over the first `dim` floats of every row (and that the
+// padding stayed zero).
+double MaxRowDiff(const AlignedFloats& a, const AlignedFloats& b, const Model& m) {
+  double worst = 0;
+  for (int r = 0; r < m.rows; ++r) {
+    for (size_t j = 0; j < m.stride; ++j) {
+      const float x = a[r * m.stride + j], y = b[r * m.stride + j];
+      if (j >= static_cast<size_t>(m.dim)) {
+        EXPECT_EQ(x, 0.0f) << "padding of row " << r << " changed";
+        continue;
+      }
+      worst = std::max(worst, std::fabs(static_cast<double>(x) - y) /
+                                  std::max(1.0, std::fabs(static_cast<double>(y))));
+    }
+  }
+  return worst;
+}
+
+double MaxAccDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t r = 0; r < a.size(); ++r) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[r]) - b[r]) /
+                                std::max(1.0, std::fabs(static_cast<double>(b[r]))));
+  }
+  return worst;
+}
+
+class StreamingAdagradStepTest : public ::testing::TestWithParam<Isa> {};
+
+// Dims with padding (37, 100) and without (16, 64); negative 5 takes the register-blocked path
+// for windows with distinct contexts, 3, 7 and 0 the general one; a 6-word vocabulary makes
+// context rows repeat (the general path again), a 500-word one mostly not. Two sigmoid tables:
+//  - the real one (FillSigmoidTable): rounding differences in a logit now and then move it across
+//    a table bucket edge, a gradient change below 2e-3 that Adagrad's normalised first step can
+//    magnify; so a loose bound (1% of eta), which still catches any wrong pair, row or order;
+//  - a constant 0.5 inside (-kMaxLogit, kMaxLogit), where a logit's rounding cannot change its
+//    gradient: the two must then agree to float rounding (1e-5), which checks the update order,
+//    the accumulators and the handling of repeated rows and of negatives equal to the centre.
+TEST_P(StreamingAdagradStepTest, MatchesTheScalarReferenceOnRandomInputs) {
+  const Isa isa = GetParam();
+  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not supported on this CPU";
+  float real[kSigmoidTableSize], flat[kSigmoidTableSize];
+  FillSigmoidTable(real);
+  std::fill(flat, flat + kSigmoidTableSize, 0.5f);
+  struct Mode {
+    const float* table;
+    float eta;
+    double tolerance;
+  };
+  std::mt19937 gen(20240611);
+  int cases = 0;
+  for (const Mode& mode : {Mode{real, 0.2f, 2e-3}, Mode{flat, 0.02f, 1e-5}}) {
+    for (int dim : {16, 37, 64, 100}) {
+      for (int negative : {5, 3, 7, 0}) {
+        for (int vocab : {6, 500}) {
+          for (int window : {5, 1, 8}) {
+            Model m = RandomModel(vocab, dim, gen);
+            const Sentence s = RandomSentence(60, vocab, negative, window, gen);
+            Model ref = Copy(m), before = Copy(m);
+            double loss = 0, ref_loss = 0;
+            uint64_t pairs = 0, ref_pairs = 0;
+            const bool want_loss = cases % 2 == 0;
+            RunStep(isa, m, s, mode.eta, 1e-6f, mode.table, want_loss, &loss, &pairs);
+            ReferenceSentence(ref, s, mode.eta, 1e-6f, mode.table, &ref_loss, &ref_pairs);
+            SCOPED_TRACE("table " + std::string(mode.table == real ? "real" : "flat") + " dim " +
+                         std::to_string(dim) + " negative " + std::to_string(negative) +
+                         " vocab " + std::to_string(vocab) + " window " +
+                         std::to_string(window));
+            EXPECT_LT(MaxRowDiff(m.input, ref.input, m), mode.tolerance);
+            EXPECT_LT(MaxRowDiff(m.output, ref.output, m), mode.tolerance);
+            EXPECT_LT(MaxAccDiff(m.acc_in, ref.acc_in), mode.tolerance);
+            EXPECT_LT(MaxAccDiff(m.acc_out, ref.acc_out), mode.tolerance);
+            if (want_loss) {
+              EXPECT_EQ(pairs, ref_pairs);
+              EXPECT_NEAR(loss, ref_loss, 1e-4 * ref_loss);
+            } else {
+              EXPECT_EQ(pairs, 0u);
+            }
+            // The step did change the rows (a no-op would not be compared at all).
+            EXPECT_GT(MaxRowDiff(m.input, before.input, m), 10 * mode.tolerance);
+            EXPECT_GT(MaxRowDiff(m.output, before.output, m), 10 * mode.tolerance);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, StreamingAdagradStepTest,
+                         ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+}  // namespace
+}  // namespace streamvec

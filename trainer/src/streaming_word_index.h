@@ -1,0 +1,120 @@
+// The streaming learner's word -> slot index (private to trainer/): open addressing with linear
+// probing and backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, Algorithm R), in one flat array
+// of 8-byte buckets sized for the vocabulary capacity at load <= 1/2. It replaces a node-based
+// std::unordered_map: one lookup per token is the counting thread's hottest operation, and a
+// flat table costs one cache miss where the node map cost two or three.
+//
+// The index holds slot numbers only; the words themselves stay in the learner's slot -> word
+// vector, which Find compares against. Not thread-safe (the counting thread owns it).
+#ifndef STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
+#define STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace streamvec {
+
+class WordIndex {
+ public:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+  // A 64-bit hash of the bytes (8 at a time, multiply-xorshift mixing; deterministic across runs
+  // and machines of the same endianness; only the index uses it, nothing is saved).
+  static uint64_t Hash(std::string_view w) {
+    const char* p = w.data();
+    const size_t n = w.size();
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, p + i, 8);
+      h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    }
+    if (i < n) {
+      uint64_t v = 0;
+      std::memcpy(&v, p + i, n - i);
+      h = (h ^ v) * 0x94D049BB133111EBull;
+      h ^= h >> 29;
+    }
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 32;
+    return h;
+  }
+
+  // Room for `capacity` words; empties the index. The buckets are written once here (resident).
+  void Init(uint32_t capacity) {
+    size_t buckets = 16;
+    while (buckets < 2 * static_cast<size_t>(capacity)) buckets *= 2;
+    buckets_.assign(buckets, Bucket{0, kNone});
+    mask_ = static_cast<uint32_t>(buckets - 1);
+    size_ = 0;
+  }
+
+  // The slot of `word` (whose Hash is `hash`), or kNone; words[slot] is the word of each slot.
+  uint32_t Find(std::string_view word, uint64_t hash, const std::vector<std::string>& words) const {
+    const uint32_t h = static_cast<uint32_t>(hash);
+    for (uint32_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Bucket& b = buckets_[i];
+      if (b.slot == kNone) return kNone;
+      if (b.hash == h && words[b.slot] == word) return b.slot;
+    }
+  }
+
+  // Adds `slot` under `hash`; the word must not be present, and size() < the capacity.
+  void Insert(uint64_t hash, uint32_t slot) {
+    const uint32_t h = static_cast<uint32_t>(hash);
+    uint32_t i = h & mask_;
+    while (buckets_[i].slot != kNone) i = (i + 1) & mask_;
+    buckets_[i] = Bucket{h, slot};
+    ++size_;
+  }
+
+  // Removes `slot`, present under `hash`.
+  void Erase(uint64_t hash, uint32_t slot) {
+    uint32_t i = static_cast<uint32_t>(hash) & mask_;
+    while (buckets_[i].slot != slot) i = (i + 1) & mask_;
+    // Backward shift: move later entries of the probe run into the hole where that keeps each
+    // reachable from its home bucket.
+    for (uint32_t j = (i + 1) & mask_; buckets_[j].slot != kNone; j = (j + 1) & mask_) {
+      const uint32_t home = buckets_[j].hash & mask_;
+      // Entry j may move to i unless its home lies cyclically in (i, j].
+      const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+      if (!stays) {
+        buckets_[i] = buckets_[j];
+        i = j;
+      }
+    }
+    buckets_[i] = Bucket{0, kNone};
+    --size_;
+  }
+
+  // Hints for a lookup to come: prefetch the home bucket of `hash`; the slot in it (kNone if
+  // empty), which is the word's slot unless another word's probe run occupies the bucket.
+  void PrefetchHome(uint64_t hash) const {
+    __builtin_prefetch(buckets_.data() + (static_cast<uint32_t>(hash) & mask_));
+  }
+  uint32_t HomeSlot(uint64_t hash) const {
+    return buckets_[static_cast<uint32_t>(hash) & mask_].slot;
+  }
+
+  size_t size() const { return size_; }
+  size_t MemoryBytes() const { return buckets_.capacity() * sizeof(Bucket); }
+
+ private:
+  struct Bucket {
+    uint32_t hash;  // low 32 bits of Hash(word): the home bucket and a cheap first compare
+    uint32_t slot;  // kNone: empty
+  };
+  std::vector<Bucket> buckets_;
+  uint32_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
