@@ -49,27 +49,6 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   index->build_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  // recall@10 against the exact scan on rows spread evenly over the vocabulary (frequent and rare).
-  const size_t queries = std::min(options.recall_queries, rows);
-  double hits = 0, wanted = 0;
-  std::vector<float> unit(static_cast<size_t>(dim));
-  for (size_t q = 0; q < queries; ++q) {
-    const size_t row = q * rows / queries;
-    snapshot.UnitVector(row, unit.data());
-    const size_t self[] = {row};
-    const auto exact = snapshot.NearestToVector(unit.data(), 10, self, rows);
-    const auto approx = index->Search(unit.data(), 10, self);
-    for (const auto& e : exact) {
-      for (const auto& a : approx) {
-        if (a.row == e.row) {
-          hits += 1;
-          break;
-        }
-      }
-    }
-    wanted += static_cast<double>(exact.size());
-  }
-  index->recall_at_10_ = wanted > 0 ? hits / wanted : 1.0;
   return index;
 }
 

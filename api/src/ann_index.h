@@ -19,16 +19,15 @@ struct AnnOptions {
   int ef_construction = 100;    // candidate list while inserting
   int ef_search = 100;          // candidate list while searching (raised to k when k is larger)
   int threads = 1;              // threads inserting rows while building
-  size_t recall_queries = 200;  // rows sampled to measure recall@10 against the exact scan
 };
 
 // Immutable once built: Search is safe from any number of threads at once (hnswlib's searchKnn
 // only reads the graph; its visited-list pool has its own lock).
 class AnnIndex {
  public:
-  // Builds the graph over every row of `snapshot` (kept alive by the caller for as long as the
-  // index), then measures recall@10 on options.recall_queries rows spread over the vocabulary.
-  // Cost: about rows x log(rows) x M distance computations (tens of seconds for 200k x 100).
+  // Builds the graph over every row of `snapshot` (labels are its rows; the index keeps its own
+  // copy of the unit rows). Cost: about rows x log(rows) x M distance computations (tens of
+  // seconds for 200k x 100).
   static std::unique_ptr<AnnIndex> Build(const ServingSnapshot& snapshot,
                                          const AnnOptions& options);
   ~AnnIndex();
@@ -38,9 +37,10 @@ class AnnIndex {
   std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t k,
                                                 std::span<const size_t> exclude) const;
 
-  // Mean over sampled rows of |approximate top 10 ∩ exact top 10| / 10 (each row excluded from
-  // its own list), in [0, 1].
+  // Recall@10 against the exact scan over the snapshot it was built for, as measured by the
+  // builder (MeasureRecallAt10 in served.h) and recorded with set_recall_at_10; 0 until then.
   double recall_at_10() const { return recall_at_10_; }
+  void set_recall_at_10(double recall) { recall_at_10_ = recall; }
   double build_seconds() const { return build_seconds_; }
   // The search candidate list length (AnnOptions::ef_search, at least 10).
   size_t ef_search() const { return ef_search_; }

@@ -150,15 +150,18 @@ double MeasureRecallAt10(const Served& served, size_t queries) {
   return wanted > 0 ? hits / wanted : 1.0;
 }
 
-std::shared_ptr<const AnnIndex> BuildIndex(const ServingSnapshot& snapshot,
+std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot> snapshot,
                                            const ServeOptions& options) {
   AnnOptions ann;
   ann.m = options.hnsw_m;
   ann.ef_construction = options.hnsw_ef_construction;
   ann.ef_search = options.hnsw_ef_search;
   ann.threads = options.index_threads;
-  ann.recall_queries = options.recall_queries;
-  return AnnIndex::Build(snapshot, ann);
+  std::unique_ptr<AnnIndex> index = AnnIndex::Build(*snapshot, ann);
+  Served probe{.snapshot = snapshot, .index_snapshot = snapshot};
+  probe.index = std::shared_ptr<const AnnIndex>(index.get(), [](const AnnIndex*) {});
+  index->set_recall_at_10(MeasureRecallAt10(probe, options.recall_queries));
+  return index;
 }
 
 std::shared_ptr<const Served> WithIndex(const Served& served,
@@ -183,7 +186,7 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
 
   if (s.rows() > options.exact_max_words) {
     if (build_index) {
-      CarryIndex(Served{.index = BuildIndex(s, options), .index_snapshot = next}, served.get());
+      CarryIndex(Served{.index = BuildIndex(next, options), .index_snapshot = next}, served.get());
     } else if (previous != nullptr) {
       CarryIndex(*previous, served.get());
     }

@@ -89,7 +89,8 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
 
 // An HNSW index over `snapshot` (seconds for tens of thousands of words, about a minute for 200k
 // on one core): built on the server's index thread while snapshots keep being served.
-std::shared_ptr<const AnnIndex> BuildIndex(const ServingSnapshot& snapshot,
+// Its recall_at_10 is measured (options.recall_queries rows) before it is returned.
+std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot> snapshot,
                                            const ServeOptions& options);
 
 // A copy of `served` searched by `index`, which was built over `index_snapshot` (carried over

@@ -144,7 +144,7 @@ void Service::IndexOnce() {
   }
   std::shared_ptr<const AnnIndex> index;
   try {
-    index = BuildIndex(*served->snapshot, options_);
+    index = BuildIndex(served->snapshot, options_);
   } catch (const std::exception& e) {
     spdlog::warn("serve: building the index of snapshot {} failed: {}", version, e.what());
     next_build_ = std::chrono::steady_clock::now() +
