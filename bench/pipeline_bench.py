@@ -13,8 +13,10 @@ each driving the `streamvec` binary as separate processes on 127.0.0.1:
              appended, and GET /v1/vectors/<word> is polled every 50 ms until 200 (bar: median <= 5 s).
   kill       `train --bootstrap-file` killed with SIGKILL after its first snapshot while ingest
              runs, restarted with --max-idle: documents produced vs documents in the final state.
-  wrk        wrk on /v1/vectors/<w> and /v1/neighbors?word=<w>&k=10 while `streamvec run` trains
-             on the bundled data, and again once it is idle: req/s, p99, non-2xx.
+  wrk        wrk on /v1/vectors/<w>, /v1/neighbors?word=<w>&k=10 and /v1/most_similar?positive=<w>
+             while `streamvec run` trains (--wrk-data: a corpus kept flowing; --wrk-min-words: the
+             vocabulary and index size to reach first), and again with ingestion paused and
+             training idle: req/s, p50, p99, non-2xx, snapshots swapped and words trained during.
 
 Standard library only. Every wait is bounded in time; every process started here is stopped here.
 See bench/README.md.
