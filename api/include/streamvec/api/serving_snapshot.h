@@ -53,8 +53,9 @@ class ServingSnapshot {
   // Writes the unit-length copy of `row` into out[0 .. dim) (all zeros for a zero row).
   void UnitVector(size_t row, float* out) const;
 
-  // Dot product of row's unit-length copy with `unit_query` (dim floats): the cosine when the
-  // query is unit length, summed in the same order as the scan, so both give the same float.
+  // Dot product of row's unit-length vector with `unit_query` (dim floats): the cosine when the
+  // query is unit length (0 for a zero row). Reads the contiguous row (fast for a few hundred
+  // candidates); equal to the scan's score up to float rounding (a few ulp).
   float UnitDot(size_t row, const float* unit_query) const;
 
   // Cosine similarity of two rows, in [-1, 1]; 0 when either row is all zeros.
