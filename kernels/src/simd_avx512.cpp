@@ -10,6 +10,7 @@
 #include "streamvec/base/status.h"
 #include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/sgns_math.h"
+#include "streamvec/kernels/simd_vec_avx512.h"
 
 #include "streamvec/kernels/sgns_kernel.h"
 
@@ -18,17 +19,7 @@ namespace avx512 {
 
 #include "gradients8_avx2.h"
 
-struct Vec {
-  using R = __m512;
-  static constexpr int kLanes = 16;
-  static R Zero() { return _mm512_setzero_ps(); }
-  static R Load(const float* p) { return _mm512_load_ps(p); }
-  static void Store(float* p, R v) { _mm512_store_ps(p, v); }
-  static R Set1(float a) { return _mm512_set1_ps(a); }
-  static R Fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-  static R Add(R a, R b) { return _mm512_add_ps(a, b); }
-  static R Mul(R a, R b) { return _mm512_mul_ps(a, b); }
-  static float Sum(R v) { return _mm512_reduce_add_ps(v); }
+struct Vec : simd::Avx512 {
   // out[j] = Sum(a[j]) for j < 8, as one transposing reduction (23 instructions, not 8 x 9).
   static constexpr bool kHasSum8 = true;
   static constexpr bool kHasGradients8 = true;

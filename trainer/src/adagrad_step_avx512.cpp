@@ -10,21 +10,12 @@
 #include "adagrad_step.h"
 #include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
+#include "streamvec/kernels/simd_vec_avx512.h"
 
 namespace streamvec {
 namespace adagrad_avx512 {
 
-struct Vec {
-  using R = __m512;
-  static constexpr int kLanes = 16;
-  static R Zero() { return _mm512_setzero_ps(); }
-  static R Load(const float* p) { return _mm512_load_ps(p); }
-  static void Store(float* p, R v) { _mm512_store_ps(p, v); }
-  static R Set1(float a) { return _mm512_set1_ps(a); }
-  static R Fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-  static R Add(R a, R b) { return _mm512_add_ps(a, b); }
-  static float Sum(R v) { return _mm512_reduce_add_ps(v); }
-};
+using Vec = simd::Avx512;
 
 #include "adagrad_step_simd.inc"
 
