@@ -5,16 +5,12 @@
 #include <regex>
 #include <string>
 
+#include "ascii.h"
 #include "streamvec/tokenizer/utf8.h"
 
 namespace streamvec::crawler::internal {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // BOM sniffing. Returns the encoding name or "" and sets *skip for UTF-8.
 std::string FromBom(std::string_view body, size_t* skip) {
@@ -61,7 +57,7 @@ std::string AttributeAfter(std::string_view lower_text, std::string_view origina
 }  // namespace
 
 std::string NormalizeCharset(std::string_view label) {
-  std::string l = Lower(label);
+  std::string l = AsciiLower(label);
   l.erase(0, l.find_first_not_of(" \t\"'"));
   while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '"' || l.back() == '\''))
     l.pop_back();
@@ -84,7 +80,7 @@ std::string NormalizeCharset(std::string_view label) {
 }
 
 std::string CharsetFromContentType(std::string_view content_type) {
-  const std::string lower = Lower(content_type);
+  const std::string lower = AsciiLower(content_type);
   const size_t semi = lower.find(';');
   if (semi == std::string::npos) return "";
   return AttributeAfter(std::string_view(lower).substr(semi), content_type.substr(semi),
@@ -101,7 +97,7 @@ std::string ChooseXmlEncoding(std::string_view body, std::string_view http_chars
   if (head.substr(0, 5) == "<?xml") {
     const size_t end = head.find("?>");
     std::string_view decl = head.substr(0, end == std::string_view::npos ? head.size() : end);
-    const std::string lower = Lower(decl);
+    const std::string lower = AsciiLower(decl);
     const std::string declared = AttributeAfter(lower, decl, "encoding");
     if (std::string c = NormalizeCharset(declared); !c.empty()) return c;
   }
@@ -115,7 +111,7 @@ std::string ChooseHtmlEncoding(std::string_view body, std::string_view http_char
   if (!bom.empty()) return bom;
   if (std::string c = NormalizeCharset(http_charset); !c.empty()) return c;
   std::string_view head = body.substr(0, std::min<size_t>(body.size(), 4096));
-  const std::string lower = Lower(head);
+  const std::string lower = AsciiLower(head);
   size_t meta = lower.find("<meta");
   while (meta != std::string::npos) {
     const size_t end = lower.find('>', meta);

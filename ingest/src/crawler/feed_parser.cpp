@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "ascii.h"
 #include "encoding.h"
 #include "hash.h"
 #include "streamvec/ingest/crawler/feed.h"
@@ -19,6 +20,9 @@
 
 namespace streamvec::crawler {
 namespace {
+
+using internal::AsciiLower;
+using internal::TrimAsciiWhitespace;
 
 using internal::LowerName;
 using internal::NodeText;
@@ -69,18 +73,11 @@ std::string Attr(const xmlNode* n, const char* name, const char* ns = nullptr) {
   return Str(v.get());
 }
 
-std::string Trim(std::string s) {
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  const size_t e = s.find_last_not_of(ws);
-  s.erase(e == std::string::npos ? 0 : e + 1);
-  return s;
-}
 
 // Raw character content of an element (entities expanded), trimmed.
 std::string RawText(const xmlNode* n) {
   XmlString v(xmlNodeGetContent(n));
-  return Trim(Str(v.get()));
+  return TrimAsciiWhitespace(Str(v.get()));
 }
 
 // Absolute form of `ref` against the node's base (xml:base chain and the document URL).
@@ -178,7 +175,7 @@ FeedItem ParseAtomEntry(const xmlNode* entry) {
       item.id = RawText(c);
     } else if (!std::strcmp(name, "link")) {
       const std::string rel = Attr(c, "rel");
-      const std::string href = Resolve(c, Trim(Attr(c, "href")));
+      const std::string href = Resolve(c, TrimAsciiWhitespace(Attr(c, "href")));
       if ((rel.empty() || rel == "alternate") && alternate.empty()) alternate = href;
       if (any_link.empty()) any_link = href;
     } else if (!std::strcmp(name, "summary")) {
@@ -208,7 +205,7 @@ void ParseRssChannelFields(const xmlNode* channel, Feed* feed) {
 std::string ErrorText(xmlParserCtxt* ctxt) {
   const xmlError* e = xmlCtxtGetLastError(ctxt);
   if (e == nullptr || e->message == nullptr) return "not well-formed XML";
-  std::string msg = Trim(e->message);
+  std::string msg = TrimAsciiWhitespace(e->message);
   for (char& c : msg) {
     if (c == '\n') c = ' ';
   }
@@ -346,7 +343,7 @@ std::string ParseRfc822(std::string_view s) {
 }  // namespace
 
 std::string NormalizeDate(std::string_view text) {
-  std::string s = Trim(std::string(text));
+  std::string s = TrimAsciiWhitespace(std::string(text));
   if (s.empty() || s.size() > 64) return "";
   if (s.size() >= 10 && std::isdigit(static_cast<unsigned char>(s[0])) && s[4] == '-') {
     return ParseIso(s);

@@ -16,26 +16,20 @@
 #include <fstream>
 #include <mutex>
 
+#include "ascii.h"
+
 namespace streamvec::crawler {
 namespace {
+
+using internal::AsciiLower;
+using internal::TrimAsciiWhitespace;
 
 void InitCurl() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
-std::string Trim(std::string s) {
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  const size_t e = s.find_last_not_of(ws);
-  s.erase(e == std::string::npos ? 0 : e + 1);
-  return s;
-}
 
 struct UrlParts {
   bool ok = false;
@@ -56,8 +50,8 @@ UrlParts ParseUrl(const std::string& url) {
       curl_free(v);
       return out;
     };
-    parts.scheme = Lower(get(CURLUPART_SCHEME, 0));
-    parts.host = Lower(get(CURLUPART_HOST, 0));
+    parts.scheme = AsciiLower(get(CURLUPART_SCHEME, 0));
+    parts.host = AsciiLower(get(CURLUPART_HOST, 0));
     parts.port = get(CURLUPART_PORT, 0);
     parts.path = get(CURLUPART_PATH, 0);
     parts.query = get(CURLUPART_QUERY, 0);
@@ -201,8 +195,8 @@ struct Fetcher::Impl {
     }
     const size_t colon = line.find(':');
     if (colon == std::string::npos) return bytes;
-    const std::string name = Lower(Trim(line.substr(0, colon)));
-    const std::string value = Trim(line.substr(colon + 1));
+    const std::string name = AsciiLower(TrimAsciiWhitespace(line.substr(0, colon)));
+    const std::string value = TrimAsciiWhitespace(line.substr(colon + 1));
     FetchResponse* r = self->response;
     if (name == "content-type") {
       r->content_type = value;

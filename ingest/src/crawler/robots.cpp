@@ -4,14 +4,13 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "ascii.h"
+
 namespace streamvec::crawler {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using internal::AsciiLower;
+
 
 std::string_view TrimView(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -76,7 +75,7 @@ RobotsRules RobotsRules::DisallowAll() {
 
 RobotsRules RobotsRules::Parse(std::string_view text, std::string_view product_token) {
   text = text.substr(0, std::min<size_t>(text.size(), 500 << 10));
-  const std::string token = Lower(product_token);
+  const std::string token = AsciiLower(product_token);
   struct Group {
     std::vector<std::string> agents;
     std::vector<Rule> rules;
@@ -98,11 +97,11 @@ RobotsRules RobotsRules::Parse(std::string_view text, std::string_view product_t
       if (end == text.size()) break;
       continue;
     }
-    const std::string key = Lower(TrimView(line.substr(0, colon)));
+    const std::string key = AsciiLower(TrimView(line.substr(0, colon)));
     const std::string_view value = TrimView(line.substr(colon + 1));
     if (key == "user-agent") {
       if (!in_agents || groups.empty()) groups.emplace_back();
-      groups.back().agents.push_back(Lower(value));
+      groups.back().agents.push_back(AsciiLower(value));
       in_agents = true;
     } else if (key == "allow" || key == "disallow") {
       in_agents = false;
