@@ -24,10 +24,11 @@
 
 #include "commands.h"
 #include "host_port.h"
+#include "streamvec/api/prometheus.h"
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
-#include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/base/thread_priority.h"
+#include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
@@ -99,10 +100,7 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
                             const crawler::CrawlStats* cs, double words_per_second) {
   std::string out;
   auto metric = [&out](const char* name, const char* type, const char* help, double value) {
-    char line[512];
-    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name,
-                  type, name, value);
-    out += line;
+    api::AppendMetric(&out, name, type, help, value);
   };
   metric("streamvec_ingest_documents_total", "counter",
          "Documents the file connector produced and the broker acknowledged.",
@@ -139,10 +137,11 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
            static_cast<double>(cs->items_emitted));
     metric("streamvec_crawl_duplicates_skipped_total", "counter",
            "Feed items skipped as already emitted.", static_cast<double>(cs->duplicates_skipped));
-    out += "# HELP streamvec_crawl_errors_total Crawl failures by kind.\n"
-           "# TYPE streamvec_crawl_errors_total counter\n";
+    api::AppendMetricHeader(&out, "streamvec_crawl_errors_total", "counter",
+                            "Crawl failures by kind.");
     for (const auto& [kind, n] : cs->errors) {
-      out += "streamvec_crawl_errors_total{kind=\"" + kind + "\"} " + std::to_string(n) + "\n";
+      out += "streamvec_crawl_errors_total{kind=\"" + api::EscapeLabel(kind) + "\"} " +
+             std::to_string(n) + "\n";
     }
   }
   return out;

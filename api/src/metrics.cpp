@@ -30,10 +30,15 @@ std::string EscapeLabel(std::string_view value) {
   return out;
 }
 
-void AppendMetric(std::string* out, std::string_view name, std::string_view type,
-                  std::string_view help, double value, std::string_view labels) {
+void AppendMetricHeader(std::string* out, std::string_view name, std::string_view type,
+                        std::string_view help) {
   out->append("# HELP ").append(name).append(" ").append(help).append("\n");
   out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void AppendMetric(std::string* out, std::string_view name, std::string_view type,
+                  std::string_view help, double value, std::string_view labels) {
+  AppendMetricHeader(out, name, type, help);
   out->append(name);
   if (!labels.empty()) out->append("{").append(labels).append("}");
   out->append(" ").append(PromNumber(value)).append("\n");

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "streamvec/api/prometheus.h"
+
 namespace streamvec::api {
 
 // Thread safety: Observe and AppendPrometheus may be called from any thread (one mutex; a few
@@ -38,14 +40,6 @@ class RequestMetrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // GUARDED_BY(mu_)
   std::map<std::string, uint64_t> errors_;                    // GUARDED_BY(mu_)
 };
-
-// Appends "# HELP", "# TYPE" and one sample line: type is "gauge" or "counter".
-void AppendMetric(std::string* out, std::string_view name, std::string_view type,
-                  std::string_view help, double value, std::string_view labels = "");
-// A label value escaped for the text format (backslash, double quote, newline).
-std::string EscapeLabel(std::string_view value);
-// A number as Prometheus reads it (NaN, +Inf, -Inf spelled its way).
-std::string PromNumber(double v);
 
 }  // namespace streamvec::api
 

@@ -18,12 +18,6 @@ double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Samples of one labelled family, HELP/TYPE once.
-void AppendFamilyHeader(std::string* out, const std::string& name, const char* type,
-                        const char* help) {
-  *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-}
-
 }  // namespace
 
 std::string DefaultWebRoot() { return STREAMVEC_WEB_ROOT; }
@@ -312,7 +306,7 @@ std::string Service::Metrics() const {
     if (q.contains("similarity")) {
       for (const char* stat : {"spearman", "pearson"}) {
         const std::string name = std::string("streamvec_quality_similarity_") + stat;
-        AppendFamilyHeader(&out, name, "gauge",
+        AppendMetricHeader(&out, name, "gauge",
                            "Correlation of the served snapshot's cosines with human scores on a "
                            "word-pair file (as streamvec eval).");
         for (const json& f : q["similarity"]) {
