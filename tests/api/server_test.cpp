@@ -252,6 +252,14 @@ TEST(ServerStartTest, RejectsBadOptionsAndBusyPort) {
   options.poll_interval_s = 0;
   EXPECT_EQ(Server::Start(options).status().code(), StatusCode::kInvalidArgument);
   options.poll_interval_s = 0.5;
+  options.index_nice = 20;
+  StatusOr<std::unique_ptr<Server>> bad_nice = Server::Start(options);
+  EXPECT_EQ(bad_nice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_nice.status().message().find("index_nice"), std::string::npos);
+  options.index_nice = 10;
+  options.index_rebuild_interval_s = -1;
+  EXPECT_EQ(Server::Start(options).status().code(), StatusCode::kInvalidArgument);
+  options.index_rebuild_interval_s = 30;
   {
     StatusOr<std::unique_ptr<Server>> waiting = Server::Start(options);  // no state yet: fine
     ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();

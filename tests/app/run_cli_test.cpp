@@ -323,8 +323,21 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--data /nonexistent/streamvec --http 127.0.0.1:0" + state, "--data"},
            {"--http localhost" + state, "--http"},
            {"--dim 0 --http 127.0.0.1:0" + state, "--dim"},
-           {"--http-threads 5000 --http 127.0.0.1:0 --no-crawl" + state, "--http-threads"}}) {
+           {"--http-threads 5000 --http 127.0.0.1:0 --no-crawl" + state, "--http-threads"},
+           {"--trainer-nice 20 --http 127.0.0.1:0 --no-crawl" + state, "--trainer-nice"}}) {
     const CliRun run = Shell("SV run " + args);
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+    EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
+  }
+}
+
+TEST(ServeCliTest, BadFlagsExitTwoNamingTheFlag) {
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"--state /nonexistent/streamvec --http localhost", "--http"},
+           {"--state /nonexistent/streamvec --http-threads 5000", "--http-threads"},
+           {"--state /nonexistent/streamvec --index-rebuild-interval -1",
+            "--index-rebuild-interval"}}) {
+    const CliRun run = Shell("SV serve " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
   }

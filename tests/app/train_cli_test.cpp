@@ -101,6 +101,7 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
       {io + "--model skipgramz", "--model"},
       {io + "--format xml", "--format"},
       {io + "--alpha 0.01 --min-alpha 0.5", "--min-alpha"},
+      {io + "--negative-share 65", "--negative-share"},
       {"--output " + Path("x.txt"), "--input"},
   };
   for (const Case& c : cases) {
