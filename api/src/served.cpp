@@ -158,7 +158,9 @@ std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot
   ann.ef_search = options.hnsw_ef_search;
   ann.threads = options.index_threads;
   std::unique_ptr<AnnIndex> index = AnnIndex::Build(*snapshot, ann);
-  Served probe{.snapshot = snapshot, .index_snapshot = snapshot};
+  Served probe;
+  probe.snapshot = snapshot;
+  probe.index_snapshot = snapshot;
   probe.index = std::shared_ptr<const AnnIndex>(index.get(), [](const AnnIndex*) {});
   index->set_recall_at_10(MeasureRecallAt10(probe, options.recall_queries));
   return index;
@@ -177,19 +179,14 @@ std::shared_ptr<const Served> WithIndex(const Served& served,
 }
 
 std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapshot> next,
-                                            const Served* previous, const ServeOptions& options,
-                                            bool build_index) {
+                                            const Served* previous, const ServeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto served = std::make_shared<Served>();
   served->snapshot = next;
   const ServingSnapshot& s = *next;
 
-  if (s.rows() > options.exact_max_words) {
-    if (build_index) {
-      CarryIndex(Served{.index = BuildIndex(next, options), .index_snapshot = next}, served.get());
-    } else if (previous != nullptr) {
-      CarryIndex(*previous, served.get());
-    }
+  if (s.rows() > options.exact_max_words && previous != nullptr) {
+    CarryIndex(*previous, served.get());
   }
   IndexQuality(served.get());
 

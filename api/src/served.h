@@ -77,15 +77,14 @@ void CarryIndex(const Served& from, Served* to);
 // Cost: `queries` exact scans.
 double MeasureRecallAt10(const Served& served, size_t queries);
 
-// Builds what `next` needs to be served: the index (above options.exact_max_words, only when
-// `build_index`; otherwise `previous`'s index is carried over, if any, and the exact scan serves
-// until WithIndex attaches one), quality on
-// the configured files, PIP loss against `previous` (if any) over their shared words, and
-// Procrustes alignments of the retained older snapshots (previous's history + previous itself,
-// at most options.history_snapshots). Runs on the polling thread; seconds to minutes.
+// Builds what `next` needs to be served: `previous`'s index carried over (above
+// options.exact_max_words; without one the exact scan serves until WithIndex attaches an index
+// built on the index thread), quality on the configured files, PIP loss against `previous` (if
+// any) over their shared words, and Procrustes alignments of the retained older snapshots
+// (previous's history + previous itself, at most options.history_snapshots). Runs on the polling
+// thread; up to seconds for 100k words with analogies configured.
 std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapshot> next,
-                                            const Served* previous, const ServeOptions& options,
-                                            bool build_index = true);
+                                            const Served* previous, const ServeOptions& options);
 
 // An HNSW index over `snapshot` (seconds for tens of thousands of words, about a minute for 200k
 // on one core): built on the server's index thread while snapshots keep being served.

@@ -44,9 +44,9 @@ void Service::PollOnce() {
   std::shared_ptr<const Served> prepared;
   try {
     next = source_->LoadNewerThan(std::max(served_version, rejected_version_));
-    // The index is attached after the swap (below): a new snapshot is served at once.
+    // The previous index is carried over; a new one is built on the index thread (IndexOnce).
     if (next.ok() && *next != nullptr) {
-      prepared = PrepareServed(*next, old.get(), options_, /*build_index=*/false);
+      prepared = PrepareServed(*next, old.get(), options_);
     }
   } catch (const std::exception& e) {  // e.g. bad_alloc for a huge embedding
     next = Status::Internal(std::string("loading a snapshot: ") + e.what());
