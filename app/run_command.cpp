@@ -64,18 +64,22 @@ struct RunFlags {
   StreamingOptions learner;
 };
 
+// Gives the calling thread at least nice value `nice` (base/thread_priority.h); a refusal is
+// logged, not fatal.
+void LowerPriority(int nice) {
+  if (Status s = RaiseThreadNice(nice); !s.ok()) {
+    spdlog::warn("run: the pipeline keeps its priority: {}", s.ToString());
+  }
+}
+
 // Runs `f` on a new thread at nice value `nice` (at least the caller's), joins it, and returns
 // what f returned: threads that f starts (librdkafka's, the learner's workers) inherit the value,
-// while the caller keeps its own. See base/thread_priority.h.
+// while the caller keeps its own.
 template <typename F>
 auto OnNicedThread(int nice, F f) -> decltype(f()) {
   std::optional<decltype(f())> out;
   std::thread([&] {
-    if (nice > ThreadNice()) {
-      if (Status s = SetThreadNice(nice); !s.ok()) {
-        spdlog::warn("run: the pipeline keeps its priority: {}", s.ToString());
-      }
-    }
+    LowerPriority(nice);
     out.emplace(f());
   }).join();
   return std::move(*out);
@@ -325,7 +329,7 @@ int RunPipeline(RunFlags f) {
   std::thread crawl_thread;
   if (crawl) {
     crawl_thread = std::thread([&] {
-      if (nice > ThreadNice()) (void)SetThreadNice(nice);
+      LowerPriority(nice);
       crawl_status = crawl->Run(stop_ingest);
     });
   }
@@ -334,11 +338,11 @@ int RunPipeline(RunFlags f) {
   Status ingest_status;
   Status trainer_status;
   std::thread ingest_thread([&] {
-    if (nice > ThreadNice()) (void)SetThreadNice(nice);
+    LowerPriority(nice);
     ingest_status = (*ingestor)->Run(stop_ingest);
   });
   std::thread trainer_thread([&] {
-    if (nice > ThreadNice()) (void)SetThreadNice(nice);
+    LowerPriority(nice);
     trainer_status = (*trainer)->Run(stop_trainer);
     trainer_done = true;
   });

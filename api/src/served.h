@@ -60,8 +60,7 @@ struct Served {
   std::vector<ServingSnapshot::Neighbor> Nearest(const float* unit_query, size_t k,
                                                  std::span<const size_t> exclude,
                                                  size_t limit_rows) const;
-  // True when Nearest over the whole vocabulary goes through the index.
-  bool UsesIndex() const { return index != nullptr; }
+  // True when the index was built over an older snapshot (see above).
   bool IndexCarried() const { return index != nullptr && index_snapshot != snapshot; }
 };
 

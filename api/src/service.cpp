@@ -179,10 +179,8 @@ void Service::IndexOnce() {
 }
 
 void Service::IndexLoop() {
-  if (options_.index_nice > ThreadNice()) {
-    if (Status s = SetThreadNice(options_.index_nice); !s.ok()) {
-      spdlog::warn("serve: index thread keeps its priority: {}", s.ToString());
-    }
+  if (Status s = RaiseThreadNice(options_.index_nice); !s.ok()) {
+    spdlog::warn("serve: index thread keeps its priority: {}", s.ToString());
   }
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);

@@ -20,6 +20,11 @@ Status SetThreadNice(int nice) {
   return Status::Ok();
 }
 
+Status RaiseThreadNice(int nice) {
+  if (nice <= ThreadNice() && nice >= 0 && nice <= 19) return Status::Ok();
+  return SetThreadNice(nice);
+}
+
 int ThreadNice() {
   errno = 0;
   return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));

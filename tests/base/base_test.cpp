@@ -86,6 +86,14 @@ TEST(ThreadPriorityTest, NiceIsPerThreadAndInheritedByNewThreads) {
   EXPECT_EQ(inherited, after);
   EXPECT_EQ(ThreadNice(), before);  // this thread is untouched
   EXPECT_EQ(SetThreadNice(20).code(), StatusCode::kInvalidArgument);
+  std::thread([&] {
+    ASSERT_TRUE(SetThreadNice(std::min(before + 5, 19)).ok());
+    EXPECT_TRUE(RaiseThreadNice(std::min(before + 2, 19)).ok());  // already higher: kept
+    EXPECT_EQ(ThreadNice(), std::min(before + 5, 19));
+    EXPECT_TRUE(RaiseThreadNice(19).ok());
+    EXPECT_EQ(ThreadNice(), 19);
+  }).join();
+  EXPECT_EQ(RaiseThreadNice(20).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SetThreadNice(-1).code(), StatusCode::kInvalidArgument);
 }
 

@@ -14,6 +14,10 @@ namespace streamvec {
 // Errors: InvalidArgument outside [0, 19]; IoError with errno's text when the kernel refuses.
 Status SetThreadNice(int nice);
 
+// Raises the calling thread's nice value to `nice` when it is lower; leaves a higher one as it is
+// (lowering would need CAP_SYS_NICE). Errors: as SetThreadNice.
+Status RaiseThreadNice(int nice);
+
 // The calling thread's nice value.
 int ThreadNice();
 
