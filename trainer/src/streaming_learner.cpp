@@ -16,6 +16,7 @@
 #include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
+#include "streamvec/trainer/vocabulary.h"
 
 namespace streamvec {
 
@@ -165,7 +166,7 @@ struct StreamingLearner::Impl {
   std::vector<uint8_t> admitted_flags;  // slot -> AdmittedSlot (kept with every count change;
                                         // exact without decay, where AdmittedNow reads it)
   uint64_t admitted_count = 0;          // flags set
-  WordIndex index;                 // word -> slot
+  StreamingWordIndex index;        // word -> slot (hashes: HashWord)
   std::vector<uint32_t> heap;      // min-heap of slots by (count, slot)
   std::vector<uint32_t> heap_pos;  // slot -> position in heap
   WhitespaceTokenizer tokenizer;
@@ -175,7 +176,7 @@ struct StreamingLearner::Impl {
   std::unique_ptr<SgnsKernel> kernel;
   AlignedFloats scratch;  // kAdagradScratchRows x stride: the calling thread's step
   std::vector<uint32_t> sent_slots, sent_gens, tokens, offsets, negatives, draws, redraw;
-  std::vector<uint64_t> hashes;  // WordIndex::Hash of each word of the sentence being counted
+  std::vector<uint64_t> hashes;  // HashWord of each word of the sentence being counted
   std::vector<uint8_t> windows;
   double loss_sum = 0.0;
   uint64_t loss_pairs = 0;
@@ -228,8 +229,8 @@ struct StreamingLearner::Impl {
       powers.push_back(NoisePow(counts[s]));
       SetAdmittedFlag(s, AdmittedSlot(s, scale));
       // A word held twice is left out of the index; LoadState reports it (size mismatch).
-      const uint64_t h = WordIndex::Hash(words[s]);
-      if (index.Find(words[s], h, words) == WordIndex::kNone) index.Insert(h, s);
+      const uint64_t h = HashWord(words[s]);
+      if (index.Find(words[s], h, words) == StreamingWordIndex::kNone) index.Insert(h, s);
       heap.push_back(s);
       heap_pos[s] = s;
       SiftUp(s);
@@ -273,7 +274,7 @@ struct StreamingLearner::Impl {
     total += inc;
     uint32_t s;
     double before;  // NoisePow of the slot's count before this word
-    if (const uint32_t found = index.Find(word, hash, words); found != WordIndex::kNone) {
+    if (const uint32_t found = index.Find(word, hash, words); found != StreamingWordIndex::kNone) {
       s = found;
       before = powers[s];
       counts[s] += inc;
@@ -295,7 +296,7 @@ struct StreamingLearner::Impl {
       // Space-saving: the word with the smallest count gives its slot to the new word, which
       // inherits that count as its error bound (Metwally et al. 2005, May et al. 2017).
       s = heap[0];
-      index.Erase(WordIndex::Hash(words[s]), s);
+      index.Erase(HashWord(words[s]), s);
       words[s].assign(word);
       index.Insert(hash, s);
       before = powers[s];
@@ -411,14 +412,14 @@ struct StreamingLearner::Impl {
     const size_t nw = pending.size();
     hashes.resize(nw);
     for (size_t i = 0; i < nw; ++i) {
-      hashes[i] = WordIndex::Hash(PendingWord(i));
+      hashes[i] = HashWord(PendingWord(i));
       index.PrefetchHome(hashes[i]);
     }
     constexpr size_t kWordLead = 4;
     for (size_t i = 0; i < nw; ++i) {
       if (i + kWordLead < nw) {
         const uint32_t slot = index.HomeSlot(hashes[i + kWordLead]);
-        if (slot != WordIndex::kNone) {
+        if (slot != StreamingWordIndex::kNone) {
           __builtin_prefetch(words.data() + slot);
           __builtin_prefetch(counts.data() + slot);
           __builtin_prefetch(powers.data() + slot);
@@ -610,7 +611,7 @@ struct StreamingLearner::Impl {
   }
 
   uint32_t Find(std::string_view word) const {
-    return index.Find(word, WordIndex::Hash(word), words);  // kNone: 0xFFFFFFFF
+    return index.Find(word, HashWord(word), words);  // kNone: 0xFFFFFFFF
   }
 };
 

@@ -4,47 +4,22 @@
 // std::unordered_map: one lookup per token is the counting thread's hottest operation, and a
 // flat table costs one cache miss where the node map cost two or three.
 //
-// The index holds slot numbers only; the words themselves stay in the learner's slot -> word
-// vector, which Find compares against. Not thread-safe (the counting thread owns it).
+// Hashes are HashWord's (vocabulary.h), computed by the caller. The index holds slot numbers only;
+// the words themselves stay in the learner's slot -> word vector, which Find compares against.
+// Not thread-safe (the counting thread owns it).
 #ifndef STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
 #define STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace streamvec {
 
-class WordIndex {
+class StreamingWordIndex {
  public:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
-
-  // A 64-bit hash of the bytes (8 at a time, multiply-xorshift mixing; deterministic across runs
-  // and machines of the same endianness; only the index uses it, nothing is saved).
-  static uint64_t Hash(std::string_view w) {
-    const char* p = w.data();
-    const size_t n = w.size();
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t v;
-      std::memcpy(&v, p + i, 8);
-      h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-    }
-    if (i < n) {
-      uint64_t v = 0;
-      std::memcpy(&v, p + i, n - i);
-      h = (h ^ v) * 0x94D049BB133111EBull;
-      h ^= h >> 29;
-    }
-    h ^= h >> 32;
-    h *= 0xD6E8FEB86659FD93ull;
-    h ^= h >> 32;
-    return h;
-  }
 
   // Room for `capacity` words; empties the index. The buckets are written once here (resident).
   void Init(uint32_t capacity) {
