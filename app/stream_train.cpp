@@ -150,10 +150,12 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     const bool due = every_words > 0 ? words - last_snapshot_words >= every_words
                                      : since(last_snapshot_time) >= every_seconds;
     if (due) {
+      const auto snapshot_t0 = Clock::now();
       if (Status s = snapshot(); !s.ok()) {
         spdlog::warn("snapshot failed, the previous one is kept: {}", s.message());
       } else if (!f.progress_bar) {
-        spdlog::info("snapshot {} at {} words", store.version(), words);
+        spdlog::info("snapshot {} at {} words ({:.2f} s)", store.version(), words,
+                     since(snapshot_t0));
       }
       last_snapshot_time = Clock::now();
       last_snapshot_words = words;

@@ -3,7 +3,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/convenience.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -16,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <vector>
@@ -33,6 +36,12 @@ using internal::kMetadataKey;
 // Entries go to RocksDB in write batches of about this many bytes; small, since a batch is held
 // whole (and, for a moment, twice) in memory.
 constexpr size_t kBatchBytes = size_t{1} << 20;
+// Entries of at least this many bytes go to table files written directly (SstFileWriter) and
+// ingested, instead of through the memtables.
+constexpr size_t kDirectBytes = size_t{64} << 10;
+// Where those table files are built, inside the state directory (removed at open and after each
+// snapshot).
+constexpr char kIngestDir[] = "ingest";
 
 std::string Prefix(uint64_t version) { return internal::SnapshotPrefix(version); }
 
@@ -166,6 +175,7 @@ struct StateStore::Impl {
   bool read_only = false;
   int retain = 3;
   Status publish_error;
+  rocksdb::Options options;  // the database's, for the table files of snapshots
 
   // Publishes `version` (already committed) as checkpoints/<version>: metadata.json and a
   // RocksDB checkpoint are built in "<name>.partial/", synced, and renamed into place, so a
@@ -269,6 +279,11 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
   impl->dir = dir;
   impl->db.reset(raw);
   impl->read_only = mode == Mode::kReadOnly;
+  impl->options = options;
+  if (!impl->read_only) {
+    // Table files of a snapshot interrupted before their ingestion.
+    fs::remove_all(fs::path(dir) / kIngestDir, ec);
+  }
   std::string format;
   s = impl->db->Get(rocksdb::ReadOptions(), kFormatKey, &format);
   if (s.IsNotFound() && empty) {
@@ -330,15 +345,39 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   const std::string prefix = Prefix(next);
   const std::string end = Prefix(next + 1);
   rocksdb::DB* db = m.db.get();
-  // Remove what a failed earlier attempt may have left under this version.
-  SV_RETURN_IF_ERROR(
-      FromRocks(db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end),
-                "state write to " + m.dir));
+  // Remove what a failed earlier attempt may have left under this version (only if there is
+  // something: a range tombstone over the new version would make the ingestion below flush).
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    it->Seek(prefix);
+    if (!it->status().ok()) return FromRocks(it->status(), "state read from " + m.dir);
+    if (it->Valid() && it->key().compare(rocksdb::Slice(end)) < 0) {
+      SV_RETURN_IF_ERROR(FromRocks(
+          db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end),
+          "state write to " + m.dir));
+    }
+  }
+  // Large entries (rows, noise table, serving rows: nearly all the bytes) go to table files
+  // written directly, one per key family ("input/", "output/", ...: their keys come in ascending
+  // order), ingested in one step below. Through the memtables each byte was copied into a write
+  // batch, a memtable, a flushed table and again by compaction, and the writer stalled on the
+  // small memtables; a direct table file is one pass. Small entries, and a large one whose key
+  // is not above its family's last, go through the memtables (write batches of kBatchBytes).
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path ingest_dir = fs::path(m.dir) / kIngestDir;
+  struct DirectFile {
+    std::unique_ptr<rocksdb::SstFileWriter> writer;
+    std::string path, last_key;
+  };
+  std::map<std::string, DirectFile> direct;  // by family
+  std::vector<std::string> ingest_paths;
+  auto remove_ingest_dir = [&] { fs::remove_all(ingest_dir, ec); };
   rocksdb::WriteBatch batch;
-  // The entries skip the write-ahead log: they are made durable by the flush to table files
-  // before the commit below (one write of the data, and one sync of a tiny log at the commit,
-  // instead of the data twice and a sync of all of it). A crash before that flush loses only
-  // this uncommitted version, which is invisible anyway.
+  // The memtable entries skip the write-ahead log: they are made durable by the flush to table
+  // files before the commit below (one write of the data, and one sync of a tiny log at the
+  // commit, instead of the data twice and a sync of all of it). A crash before that flush loses
+  // only this uncommitted version, which is invisible anyway.
   rocksdb::WriteOptions unlogged;
   unlogged.disableWAL = true;
   auto flush = [&]() -> Status {
@@ -348,14 +387,49 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     return st;
   };
   SnapshotSink sink = [&](const std::string& key, std::string_view value) -> Status {
+    std::string full = prefix + key;
+    if (value.size() >= kDirectBytes) {
+      const size_t slash = key.rfind('/');
+      const std::string family = slash == std::string::npos ? "" : key.substr(0, slash + 1);
+      DirectFile& f = direct[family];
+      if (!f.writer) {
+        if (ingest_paths.empty()) {
+          fs::create_directories(ingest_dir, ec);
+          if (ec) return FsError("cannot create", ingest_dir.string(), ec);
+        }
+        f.path = (ingest_dir / (std::to_string(next) + "-" + std::to_string(direct.size()) +
+                                ".sst"))
+                     .string();
+        f.writer = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), m.options);
+        SV_RETURN_IF_ERROR(FromRocks(f.writer->Open(f.path), "state write to " + m.dir));
+        ingest_paths.push_back(f.path);
+      }
+      if (f.last_key.empty() || f.last_key < full) {
+        SV_RETURN_IF_ERROR(
+            FromRocks(f.writer->Put(full, rocksdb::Slice(value.data(), value.size())),
+                      "state write to " + m.dir));
+        f.last_key = std::move(full);
+        return Status::Ok();
+      }
+    }
     SV_RETURN_IF_ERROR(
-        FromRocks(batch.Put(prefix + key, rocksdb::Slice(value.data(), value.size())),
+        FromRocks(batch.Put(full, rocksdb::Slice(value.data(), value.size())),
                   "state write to " + m.dir));
     if (batch.GetDataSize() >= kBatchBytes) return flush();
     return Status::Ok();
   };
   Status st = fill(sink);
   if (st.ok()) st = flush();
+  for (auto& [family, f] : direct) {
+    if (st.ok()) st = FromRocks(f.writer->Finish(), "state write to " + m.dir);  // synced
+  }
+  direct.clear();
+  if (st.ok() && !ingest_paths.empty()) {
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;  // hard links: no copy
+    st = FromRocks(db->IngestExternalFile(ingest_paths, ingest), "state write to " + m.dir);
+  }
+  remove_ingest_dir();
   if (st.ok()) st = FromRocks(db->Flush(rocksdb::FlushOptions()), "state write to " + m.dir);
   if (st.ok()) {
     // The commit point: one synced batch switches to the new version (with its metadata) and
@@ -371,11 +445,20 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     }
     if (st.ok()) st = FromRocks(db->Write(wo, &commit), "state commit to " + m.dir);
   }
+  auto drop_files = [db](const std::string& from, const std::string& to) {
+    // Table files wholly inside a deleted range go at once, without compaction (the ingested
+    // ones of a version are).
+    const rocksdb::Slice b(from), e(to);
+    (void)rocksdb::DeleteFilesInRange(db, db->DefaultColumnFamily(), &b, &e,
+                                      /*include_end=*/false);
+  };
   if (!st.ok()) {
     // Best effort: the partial version is invisible anyway and is removed by the next attempt.
     (void)db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end);
+    drop_files(prefix, end);
     return st;
   }
+  if (m.version > 0) drop_files(Prefix(m.version), Prefix(m.version + 1));
   m.version = next;
   m.metadata = std::move(metadata);
   // After the commit point: a failed publish leaves the committed snapshot (what a restart

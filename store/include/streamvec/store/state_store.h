@@ -4,8 +4,12 @@
 // entries of version v live under "snap/<v>/"; a single synced WriteBatch then points
 // "meta/current" at v and drops the previous version. Until that batch commits, readers (and a
 // process restarted after a crash, a full disk or a failed fill) see the previous snapshot
-// unchanged; a half-written version is removed by the next write. Entries are written in batches
-// of about 4 MiB, so a snapshot needs no second copy of the model in memory.
+// unchanged; a half-written version is removed by the next write. Entries of 64 KiB or more (rows,
+// noise table: nearly all the bytes) go to table files written directly (RocksDB's
+// SstFileWriter, one per key family such as "input/") and ingested in one step; smaller ones go
+// through the memtables in write batches of about 1 MiB. Either way a snapshot needs no second
+// copy of the model in memory, and a replaced snapshot's ingested files are dropped at the
+// commit of the next one (no compaction rewrites them).
 //
 // A directory is accepted only if it is empty (a new store is created), or a RocksDB database
 // whose "meta/format" entry is kStateFormat. Anything else (a directory of other files, another
