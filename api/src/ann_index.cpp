@@ -9,11 +9,38 @@
 #include <chrono>
 #include <thread>
 
+#include "streamvec/kernels/dot.h"
+
 namespace streamvec::api {
+namespace {
+
+// hnswlib's inner-product distance, 1 - <a, b>, on unit rows, with our run-time chosen dot
+// product: hnswlib picks its SIMD level at compile time, so the portable build searched with its
+// SSE loop even on AVX-512 machines.
+class UnitInnerProductSpace : public hnswlib::SpaceInterface<float> {
+ public:
+  explicit UnitInnerProductSpace(size_t dim) : param_{dim, DotFunction(DetectBestIsa())} {}
+  size_t get_data_size() override { return param_.dim * sizeof(float); }
+  hnswlib::DISTFUNC<float> get_dist_func() override { return &Distance; }
+  void* get_dist_func_param() override { return &param_; }
+
+ private:
+  struct Param {
+    size_t dim;
+    DotFn dot;
+  };
+  static float Distance(const void* a, const void* b, const void* param) {
+    const Param& p = *static_cast<const Param*>(param);
+    return 1.0f - p.dot(static_cast<const float*>(a), static_cast<const float*>(b), p.dim);
+  }
+  Param param_;
+};
+
+}  // namespace
 
 struct AnnIndex::Impl {
   explicit Impl(int dim) : space(static_cast<size_t>(dim)), dim(dim) {}
-  hnswlib::InnerProductSpace space;
+  UnitInnerProductSpace space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
   int dim;
 };

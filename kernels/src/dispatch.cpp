@@ -27,3 +27,29 @@ std::unique_ptr<SgnsKernel> MakeCpuKernel(Isa isa) {
 }
 
 }  // namespace streamvec
+
+#include "streamvec/kernels/dot.h"
+
+namespace streamvec {
+namespace internal {
+float DotPortable(const float* a, const float* b, size_t n);
+#if defined(STREAMVEC_X86_KERNELS)
+float DotAvx2(const float* a, const float* b, size_t n);
+float DotAvx512(const float* a, const float* b, size_t n);
+#endif
+}  // namespace internal
+
+DotFn DotFunction(Isa isa) {
+  switch (isa) {
+#if defined(STREAMVEC_X86_KERNELS)
+    case Isa::kAvx2:
+      return internal::DotAvx2;
+    case Isa::kAvx512:
+      return internal::DotAvx512;
+#endif
+    default:
+      return internal::DotPortable;
+  }
+}
+
+}  // namespace streamvec

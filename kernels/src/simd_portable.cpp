@@ -68,3 +68,20 @@ std::unique_ptr<SgnsKernel> MakePortableKernel() {
 }
 
 }  // namespace streamvec::internal
+
+namespace streamvec::internal {
+
+// Eight partial sums: vectorisable without -ffast-math (SSE2 at the baseline).
+float DotPortable(const float* a, const float* b, size_t n) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t l = 0; l < 8; ++l) partial[l] += a[i + l] * b[i + l];
+  }
+  float dot = 0;
+  for (; i < n; ++i) dot += a[i] * b[i];
+  for (float p : partial) dot += p;
+  return dot;
+}
+
+}  // namespace streamvec::internal

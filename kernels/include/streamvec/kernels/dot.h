@@ -1,0 +1,22 @@
+// Dot products of float vectors, one build per SIMD level, chosen at run time like the SGNS
+// kernels. For callers that need a plain function (hnswlib's distance, exact re-ranking).
+#ifndef STREAMVEC_KERNELS_DOT_H_
+#define STREAMVEC_KERNELS_DOT_H_
+
+#include <cstddef>
+
+#include "streamvec/base/cpu_features.h"
+
+namespace streamvec {
+
+// sum_i a[i] * b[i] over n floats (any n, any alignment). Builds differ in summation order, so
+// results agree to float rounding (about n * 1e-7 relative), not bit for bit.
+using DotFn = float (*)(const float* a, const float* b, size_t n);
+
+// The build for `isa`; the caller checks IsaSupported(isa). A build this binary lacks (AVX on a
+// non-x86 build) gives the portable one.
+DotFn DotFunction(Isa isa);
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_KERNELS_DOT_H_
