@@ -57,7 +57,7 @@ PipResult PipLoss(const Embeddings& a, const Embeddings& b, size_t top) {
   return PipLossDense(ra.data(), a.dim, rb.data(), b.dim, n);
 }
 
-StatusOr<std::vector<float>> SppmiEmbedding(const std::vector<uint32_t>& tokens,
+StatusOr<std::vector<float>> SppmiEmbedding(std::span<const uint32_t> tokens,
                                             const std::vector<uint64_t>& sentence_offsets,
                                             uint32_t vocab, const SppmiOptions& o) {
   if (o.dim < 1 || vocab < static_cast<uint32_t>(o.dim)) {

@@ -20,7 +20,7 @@ constexpr uint32_t kLineEnd = 0xFFFFFFFEu;
 struct Part {
   uint64_t begin = 0, end = 0;  // byte range (files only)
   VocabularyBuilder builder;
-  std::vector<uint32_t> ids;  // provisional ids of `builder`, and kLineEnd markers
+  BigVector<uint32_t> ids;  // provisional ids of `builder`, and kLineEnd markers
   TokenizerStats stats;
   Status status;
   // After compaction:
@@ -226,11 +226,11 @@ StatusOr<Corpus> LoadCorpus(const std::string& path, const CorpusOptions& option
     SV_CHECK(corpus.vocab.total_count() >= others);
     part_begin[1] = corpus.vocab.total_count() - others;
     for (size_t t = 1; t <= parts.size(); ++t) part_begin[t] += part_begin[t - 1];
-    corpus.tokens.resize(part_begin.back());
+    corpus.tokens.resize(part_begin.back());  // uninitialised: each part fills its slice
   }
   auto compact = [&](size_t t) {
     Part& p = *parts[t];
-    const std::vector<uint32_t>& ids = p.ids;
+    const BigVector<uint32_t>& ids = p.ids;
     // One part: in place; several: into this part's slice of corpus.tokens.
     uint32_t* dst = parts.size() == 1 ? p.ids.data() : corpus.tokens.data() + part_begin[t];
     const uint32_t* to_global_t = t == 0 ? nullptr : to_global[t].data();

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "streamvec/base/status.h"
@@ -51,7 +52,7 @@ struct SppmiOptions {
 // ids of a corpus (ids >= vocab keep their position but are not counted), sentence_offsets:
 // sentence s is tokens[offsets[s], offsets[s+1]). Returns vocab x dim floats, row-major.
 // InvalidArgument when vocab < dim or no pair co-occurs.
-StatusOr<std::vector<float>> SppmiEmbedding(const std::vector<uint32_t>& tokens,
+StatusOr<std::vector<float>> SppmiEmbedding(std::span<const uint32_t> tokens,
                                             const std::vector<uint64_t>& sentence_offsets,
                                             uint32_t vocab, const SppmiOptions& options);
 

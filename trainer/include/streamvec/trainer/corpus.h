@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "streamvec/base/big_array.h"
 #include "streamvec/base/status.h"
 #include "streamvec/tokenizer/whitespace_tokenizer.h"
 #include "streamvec/trainer/vocabulary.h"
@@ -27,7 +28,7 @@ struct CorpusOptions {
 
 struct Corpus {
   Vocabulary vocab;
-  std::vector<uint32_t> tokens;            // ids of in-vocabulary words, in corpus order
+  BigVector<uint32_t> tokens;              // ids of in-vocabulary words, in corpus order
   std::vector<uint64_t> sentence_offsets;  // sentence s = tokens[offsets[s], offsets[s+1])
   TokenizerStats tokenizer_stats;          // raw tokens, bytes, skipped tokens
   uint64_t raw_words = 0;                  // valid tokens read, in or out of the vocabulary
