@@ -179,9 +179,7 @@ void Service::IndexOnce() {
 }
 
 void Service::IndexLoop() {
-  if (Status s = RaiseThreadNice(options_.index_nice); !s.ok()) {
-    spdlog::warn("serve: index thread keeps its priority: {}", s.ToString());
-  }
+  BackgroundThread("index");
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
@@ -199,7 +197,19 @@ void Service::StartPolling() {
   indexer_ = std::thread([this] { IndexLoop(); });
 }
 
+void Service::BackgroundThread(const char* name) const {
+  if (Status s = RaiseThreadNice(options_.index_nice); !s.ok()) {
+    spdlog::warn("serve: {} thread keeps its priority: {}", name, s.ToString());
+  }
+  if (Status s = SetThreadSlice(kBackgroundSliceSeconds); !s.ok()) {
+    spdlog::debug("serve: {} thread keeps the default time slice: {}", name, s.ToString());
+  }
+}
+
 void Service::PollLoop() {
+  // Loading and preparing a snapshot (0.3-0.5 s of CPU for 80k words, every few seconds under
+  // `run`) is background work too: requests first.
+  BackgroundThread("polling");
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);
   while (!poll_wake_.wait_for(lock, interval, [this] { return stopping_; })) {

@@ -97,5 +97,29 @@ TEST(ThreadPriorityTest, NiceIsPerThreadAndInheritedByNewThreads) {
   EXPECT_EQ(SetThreadNice(-1).code(), StatusCode::kInvalidArgument);
 }
 
+// The slice keeps the nice value and is inherited; kernels before 6.12 report none (skip).
+TEST(ThreadPriorityTest, SliceIsPerThreadKeepsTheNiceValueAndIsInherited) {
+  EXPECT_EQ(SetThreadSlice(0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetThreadSlice(1.0).code(), StatusCode::kInvalidArgument);
+  const double own = ThreadSlice();
+  if (own <= 0) GTEST_SKIP() << "this kernel reports no EEVDF time slice (before Linux 6.12)";
+  int nice_before = -1, nice_after = -1;
+  double slice = 0, inherited = 0;
+  Status set;
+  std::thread([&] {
+    ASSERT_TRUE(SetThreadNice(std::min(ThreadNice() + 3, 19)).ok());
+    nice_before = ThreadNice();
+    set = SetThreadSlice(0.0003);
+    slice = ThreadSlice();
+    nice_after = ThreadNice();
+    std::thread([&] { inherited = ThreadSlice(); }).join();
+  }).join();
+  ASSERT_TRUE(set.ok()) << set.ToString();
+  EXPECT_NEAR(slice, 0.0003, 1e-6);
+  EXPECT_NEAR(inherited, 0.0003, 1e-6);
+  EXPECT_EQ(nice_after, nice_before);
+  EXPECT_NEAR(ThreadSlice(), own, 1e-9);  // this thread is untouched
+}
+
 }  // namespace
 }  // namespace streamvec

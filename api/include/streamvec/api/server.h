@@ -68,7 +68,8 @@ struct ServeOptions {
   // last build's duration; only the latter once more than 2% of the served words are newer than
   // the index); meanwhile the newest index is carried over to each new snapshot.
   double index_rebuild_interval_s = 30;
-  // Nice value of the index thread (0..19): index builds yield the cores to requests.
+  // Nice value of the index and polling threads (0..19): index builds and snapshot preparation
+  // yield the cores to requests (both also get a 0.2 ms time slice, kBackgroundSliceSeconds).
   int index_nice = 10;
 
   // --- quality per snapshot (eval/, before the snapshot is swapped in) ---
