@@ -14,15 +14,20 @@ For each run: words/s = corpus words (counted like `wc -w`) / wall seconds of th
 vocabulary, training, vectors file), and WS-353 Spearman by `streamvec eval --similarity`.
 For the stream: VmRSS at 25/50/75/100% of the bytes fed (the last sample at or before the mark)
 and the peak up to each mark (VmHWM, the kernel's exact high-water mark, read once the mark is
-fed); flatness = peak up to 100% / peak up to 25% (also from the samples alone); the whole run's
-peak (with the final snapshot and --output after EOF) is reported apart.
+fed; for 100% once the process has consumed every byte and waits for more, before the script
+closes its input); flatness = peak up to 100% / peak up to 25% (also from the samples alone);
+the whole run's peak (with the final snapshot and --output after EOF) is reported apart.
+--snapshot-every defaults to the trainer's own default (300s: no periodic snapshot in one pass);
+--snapshot-every 4000000 adds four periodic snapshots, a stress test of the snapshot path.
 
 Bars (issue 3): WS-353 ratio >= 0.95, words/s ratio >= 0.8, flatness <= 1.10.
 Results: bench/results/stream-<corpus>-<time>.{txt,json}. See docs/streaming.md.
 """
 
 import argparse
+import array
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
@@ -30,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from pathlib import Path
@@ -67,6 +73,24 @@ def vm_kib(pid: int) -> tuple[int, int] | None:
     return (rss, hwm) if rss is not None and hwm is not None else None
 
 
+def wait_until_input_consumed(proc, timeout: float = 60.0) -> bool:
+    """True once the pipe into proc is empty and proc's main thread waits in read(2) for more:
+    everything written was read and processed, and the process has not seen EOF yet."""
+    unread = array.array("i", [0])
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        fcntl.ioctl(proc.stdin.fileno(), termios.FIONREAD, unread)
+        try:
+            with open(f"/proc/{proc.pid}/wchan") as f:
+                waiting = "pipe_read" in f.read()
+        except OSError:
+            return False
+        if unread[0] == 0 and waiting:
+            return True
+        time.sleep(0.002)
+    return False
+
+
 def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
     """One stream run, the corpus piped by this process; wall, RSS samples by position."""
     state = Path(tempfile.mkdtemp(prefix="stream-bench-state-", dir=a.tmp))
@@ -76,6 +100,7 @@ def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
     total = corpus.stat().st_size
     fed = [0]  # bytes written into the pipe so far
     samples: list[tuple[float, int, int, int]] = []  # (seconds, bytes fed, VmRSS, VmHWM KiB)
+    end_of_input_hwm = [None]  # VmHWM KiB once all input was consumed, before EOF
     err = open(base.with_suffix(".stderr"), "wb")
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
@@ -96,6 +121,13 @@ def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
             while chunk := src.read(CHUNK):
                 proc.stdin.write(chunk)
                 fed[0] += len(chunk)
+        proc.stdin.flush()
+        # The exact peak over the whole stream: read once the process has trained on every byte
+        # and waits for more, before EOF starts the final snapshot and the vectors file.
+        if wait_until_input_consumed(proc):
+            v = vm_kib(proc.pid)
+            if v is not None:
+                end_of_input_hwm[0] = v[1]
         proc.stdin.close()
     except BrokenPipeError as e:
         write_error = f"the stream process closed its input: {e}"
@@ -118,7 +150,8 @@ def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
         row["error"] = write_error or f"exit status {rc}: " + " | ".join(tail)
     # RSS by position: the last sample at or before each mark, and the peak up to it: the
     # kernel's VmHWM at the first sample once the mark was fed (exact, whatever the sampling
-    # missed; for 100%: at EOF, before the final snapshot and the vectors file).
+    # missed); for 100%: read once every byte was consumed and before EOF (the final snapshot and
+    # the vectors file come after the stream and count in the whole-run peak only).
     for m in MARKS:
         upto = [s for s in samples if s[1] <= m * total and s[0] <= fed_s]
         past = [s for s in samples if s[1] >= m * total]
@@ -126,6 +159,8 @@ def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
         row[f"rss_at_{key}_mib"] = upto[-1][2] / 1024 if upto else None
         row[f"sampled_peak_to_{key}_mib"] = max(s[2] for s in upto) / 1024 if upto else None
         row[f"peak_to_{key}_mib"] = past[0][3] / 1024 if past else None
+    if end_of_input_hwm[0] is not None:
+        row["peak_to_100_mib"] = end_of_input_hwm[0] / 1024
     row["peak_mib"] = samples[-1][3] / 1024 if samples else None
     if row.get("peak_to_25_mib") and row.get("peak_to_100_mib"):
         row["rss_flatness"] = row["peak_to_100_mib"] / row["peak_to_25_mib"]
@@ -198,7 +233,8 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2,
                    help="batch training threads and stream workers")
     p.add_argument("--vocab-capacity", type=int, default=50000)
-    p.add_argument("--snapshot-every", default="4000000")
+    p.add_argument("--snapshot-every", default="300s",
+                   help="the stream's --snapshot-every (default: the trainer's own, 300s)")
     p.add_argument("--rss-interval", type=float, default=0.5, help="VmRSS sampling, seconds")
     p.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec",
                    help="streamvec binary (trains both, and scores)")
