@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "streamvec/kernels/dot.h"
 #include "streamvec/store/embedding_entries.h"
 
 namespace streamvec::api {
@@ -68,17 +69,9 @@ float ServingSnapshot::UnitDot(size_t row, const float* unit_query) const {
   const float norm = norms_[row];
   if (!(norm > 0) || !std::isfinite(norm)) return 0;
   // The row as trained (contiguous: a few cache lines, where the blocked unit copy would touch
-  // one line per component), eight partial sums so the compiler can vectorise without -ffast-math.
-  const size_t dim = static_cast<size_t>(emb_.dim);
-  const float* v = emb_.row(row);
-  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t j = 0;
-  for (; j + 8 <= dim; j += 8) {
-    for (size_t l = 0; l < 8; ++l) partial[l] += v[j + l] * unit_query[j + l];
-  }
-  float dot = 0;
-  for (; j < dim; ++j) dot += v[j] * unit_query[j];
-  for (float p : partial) dot += p;
+  // one line per component), with the CPU's widest dot product.
+  static const DotFn dot_fn = DotFunction(DetectBestIsa());
+  const float dot = dot_fn(emb_.row(row), unit_query, static_cast<size_t>(emb_.dim));
   return std::clamp(dot / norm, -1.0f, 1.0f);
 }
 

@@ -13,6 +13,7 @@
 #include "streamvec/kernels/simd_vec_avx2.h"
 
 #include "streamvec/kernels/sgns_kernel.h"
+#include "dot_body.h"
 
 namespace streamvec::internal {
 namespace avx2 {
@@ -44,24 +45,6 @@ std::unique_ptr<SgnsKernel> MakeAvx2Kernel() { return std::make_unique<avx2::Sim
 
 namespace streamvec::internal {
 
-float DotAvx2(const float* a, const float* b, size_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  if (i + 8 <= n) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    i += 8;
-  }
-  const __m256 s = _mm256_add_ps(s0, s1);
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  float dot = _mm_cvtss_f32(q);
-  for (; i < n; ++i) dot += a[i] * b[i];
-  return dot;
-}
+float DotAvx2(const float* a, const float* b, size_t n) { return DotBody<avx2::Vec>(a, b, n); }
 
 }  // namespace streamvec::internal

@@ -13,6 +13,7 @@
 #include "streamvec/kernels/simd_vec_avx512.h"
 
 #include "streamvec/kernels/sgns_kernel.h"
+#include "dot_body.h"
 
 namespace streamvec::internal {
 namespace avx512 {
@@ -56,27 +57,8 @@ std::unique_ptr<SgnsKernel> MakeAvx512Kernel() {
 
 namespace streamvec::internal {
 
-// GCC 12 warns falsely inside its own _mm512_reduce_add_ps (an undefined vector it passes as the
-// unused merge source of a masked builtin).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
 float DotAvx512(const float* a, const float* b, size_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-  }
-  if (i + 16 <= n) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    i += 16;
-  }
-  if (i < n) {  // the tail under a mask: no scalar loop
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+  return DotBody<avx512::Vec>(a, b, n);
 }
-#pragma GCC diagnostic pop
 
 }  // namespace streamvec::internal

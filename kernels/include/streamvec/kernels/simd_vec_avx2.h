@@ -22,6 +22,7 @@ struct Avx2 {
   static constexpr int kLanes = 8;
   static R Zero() { return _mm256_setzero_ps(); }
   static R Load(const float* p) { return _mm256_load_ps(p); }
+  static R LoadU(const float* p) { return _mm256_loadu_ps(p); }  // any alignment
   static void Store(float* p, R v) { _mm256_store_ps(p, v); }
   static R Set1(float a) { return _mm256_set1_ps(a); }
   static R Fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }

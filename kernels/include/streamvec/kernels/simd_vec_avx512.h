@@ -1,5 +1,5 @@
-// One AVX-512 register of 16 floats behind the vocabulary of simd_vec_avx2.h (Zero, Load, Store,
-// Set1, Fma, Add, Mul, Sum), for the same register-blocked loops.
+// One AVX-512 register of 16 floats behind the vocabulary of simd_vec_avx2.h (Zero, Load, LoadU,
+// Store, Set1, Fma, Add, Mul, Sum), for the same register-blocked loops.
 //
 // Include only from a translation unit compiled with AVX-512F (and FMA) flags whose code runs
 // after CPU detection; internal linkage, as simd_vec_avx2.h.
@@ -20,6 +20,7 @@ struct Avx512 {
   static constexpr int kLanes = 16;
   static R Zero() { return _mm512_setzero_ps(); }
   static R Load(const float* p) { return _mm512_load_ps(p); }
+  static R LoadU(const float* p) { return _mm512_loadu_ps(p); }  // any alignment
   static void Store(float* p, R v) { _mm512_store_ps(p, v); }
   static R Set1(float a) { return _mm512_set1_ps(a); }
   static R Fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
