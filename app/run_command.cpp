@@ -61,6 +61,9 @@ struct RunFlags {
   // requests come first, and the pipeline takes every cycle they leave (sched(7)). 0: the same
   // priority as requests.
   int trainer_nice = 10;
+  // The HNSW index of the served snapshots (as `serve`'s flags of the same names).
+  int hnsw_ef = 100;
+  double index_rebuild_s = 30;
   StreamingOptions learner;
 };
 
@@ -276,6 +279,8 @@ int RunPipeline(RunFlags f) {
   so.admin_token = f.admin_token;
   so.similarity_files = f.similarity;
   so.analogy_file = f.analogy;
+  so.hnsw_ef_search = f.hnsw_ef;
+  so.index_rebuild_interval_s = f.index_rebuild_s;
   so.on_snapshot = [trainer_ptr]() {
     trainer_ptr->RequestSnapshot();
     return Status::Ok();
@@ -460,6 +465,15 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "Nice value of the pipeline's threads (broker, connector, crawler, trainer; "
                   "0-19): requests first on shared cores; 0: equal priority")
       ->check(CLI::Range(0, 19))
+      ->capture_default_str();
+  cmd->add_option("--hnsw-ef", flags->hnsw_ef,
+                  "HNSW search candidate list of the served index (recall vs speed)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--index-rebuild-interval", flags->index_rebuild_s,
+                  "Seconds at least between HNSW rebuilds while snapshots keep coming (each new "
+                  "snapshot carries the last index over meanwhile)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }

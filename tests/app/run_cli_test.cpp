@@ -324,7 +324,10 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--http localhost" + state, "--http"},
            {"--dim 0 --http 127.0.0.1:0" + state, "--dim"},
            {"--http-threads 5000 --http 127.0.0.1:0 --no-crawl" + state, "--http-threads"},
-           {"--trainer-nice 20 --http 127.0.0.1:0 --no-crawl" + state, "--trainer-nice"}}) {
+           {"--trainer-nice 20 --http 127.0.0.1:0 --no-crawl" + state, "--trainer-nice"},
+           {"--hnsw-ef 0 --http 127.0.0.1:0 --no-crawl" + state, "--hnsw-ef"},
+           {"--index-rebuild-interval -1 --http 127.0.0.1:0 --no-crawl" + state,
+            "--index-rebuild-interval"}}) {
     const CliRun run = Shell("SV run " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
