@@ -89,8 +89,10 @@ TEST_F(StateStoreTest, LargeEntriesInAnyKeyOrderReadBack) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const std::string big(300 << 10, 'b');
   // Descending within "rows/", a second family, small entries in between.
+  // Nested families whose key ranges interleave ("a/" spans "a/b/"), and large root keys.
   const std::vector<std::string> keys = {"rows/00000002", "small", "rows/00000001",
-                                         "cols/00000000", "rows/00000003", "cols/00000001"};
+                                         "cols/00000000", "rows/00000003", "cols/00000001",
+                                         "a/x", "a/b/y", "a/z", "big_root", "zz_root"};
   Status st = (*store)->WriteSnapshot([&](const SnapshotSink& sink) {
     for (size_t i = 0; i < keys.size(); ++i) {
       SV_RETURN_IF_ERROR(sink(keys[i], keys[i] == "small" ? "s" : big + keys[i]));
