@@ -24,6 +24,7 @@
 
 #include "commands.h"
 #include "host_port.h"
+#include "server_flags.h"
 #include "streamvec/api/prometheus.h"
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
@@ -418,10 +419,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "(default: the bundled data/run)");
   cmd->add_option("--state", flags->state, "State directory (RocksDB snapshots); resumed if it exists")
       ->capture_default_str();
-  cmd->add_option("--http-threads", flags->http_threads,
-                  "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  AddHttpThreadsFlag(cmd, &flags->http_threads);
   cmd->add_option("--http", flags->http, "REST address HOST:PORT (port 0: pick a free one)")
       ->capture_default_str();
   cmd->add_option("--prefix", flags->prefix, "Kafka topic prefix")->capture_default_str();
@@ -466,15 +464,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "0-19): requests first on shared cores; 0: equal priority")
       ->check(CLI::Range(0, 19))
       ->capture_default_str();
-  cmd->add_option("--hnsw-ef", flags->hnsw_ef,
-                  "HNSW search candidate list of the served index (recall vs speed)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd->add_option("--index-rebuild-interval", flags->index_rebuild_s,
-                  "Seconds at least between HNSW rebuilds while snapshots keep coming (each new "
-                  "snapshot carries the last index over meanwhile)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }
 

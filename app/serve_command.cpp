@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "host_port.h"
+#include "server_flags.h"
 #include "streamvec/api/server.h"
 
 namespace streamvec::app {
@@ -127,10 +128,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       "newest snapshot (hot-swapped as a trainer publishes)");
   cmd->add_option("--state", flags->state, "State directory a trainer writes (may not exist yet)")
       ->required();
-  cmd->add_option("--http-threads", flags->http_threads,
-                  "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  AddHttpThreadsFlag(cmd, &flags->http_threads);
   cmd->add_option("--http", flags->http, "HOST:PORT to listen on (PORT 0 picks a free one)")
       ->capture_default_str();
   cmd->add_option("--poll-interval", flags->poll_interval_s,
@@ -154,14 +152,8 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--exact-max-words", flags->exact_max_words,
                   "Exact neighbour scan up to this vocabulary size; an HNSW index above")
       ->capture_default_str();
-  cmd->add_option("--hnsw-ef", flags->hnsw_ef, "HNSW search candidate list (recall vs speed)")
-      ->capture_default_str();
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
   cmd->add_option("--index-threads", flags->index_threads, "Threads building an HNSW index")
-      ->capture_default_str();
-  cmd->add_option("--index-rebuild-interval", flags->index_rebuild_s,
-                  "Seconds at least between HNSW rebuilds while snapshots keep coming (each new "
-                  "snapshot carries the last index over meanwhile)")
-      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")
       ->capture_default_str();
