@@ -1,16 +1,14 @@
 #include "streamvec/base/thread_priority.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdint>
-
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
-
-#include <sched.h>
 
 namespace streamvec {
 

@@ -1,13 +1,17 @@
 #include <memory>
 
+#include "streamvec/kernels/dot.h"
 #include "streamvec/kernels/sgns_kernel.h"
 
 namespace streamvec {
 namespace internal {
 std::unique_ptr<SgnsKernel> MakePortableKernel();
+float DotPortable(const float* a, const float* b, size_t n);
 #if defined(STREAMVEC_X86_KERNELS)
 std::unique_ptr<SgnsKernel> MakeAvx2Kernel();
 std::unique_ptr<SgnsKernel> MakeAvx512Kernel();
+float DotAvx2(const float* a, const float* b, size_t n);
+float DotAvx512(const float* a, const float* b, size_t n);
 #endif
 }  // namespace internal
 
@@ -26,19 +30,6 @@ std::unique_ptr<SgnsKernel> MakeCpuKernel(Isa isa) {
   }
 }
 
-}  // namespace streamvec
-
-#include "streamvec/kernels/dot.h"
-
-namespace streamvec {
-namespace internal {
-float DotPortable(const float* a, const float* b, size_t n);
-#if defined(STREAMVEC_X86_KERNELS)
-float DotAvx2(const float* a, const float* b, size_t n);
-float DotAvx512(const float* a, const float* b, size_t n);
-#endif
-}  // namespace internal
-
 DotFn DotFunction(Isa isa) {
   switch (isa) {
 #if defined(STREAMVEC_X86_KERNELS)
@@ -53,3 +44,4 @@ DotFn DotFunction(Isa isa) {
 }
 
 }  // namespace streamvec
+

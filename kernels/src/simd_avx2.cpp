@@ -41,10 +41,6 @@ struct Vec : simd::Avx2 {
 
 std::unique_ptr<SgnsKernel> MakeAvx2Kernel() { return std::make_unique<avx2::SimdKernel>("avx2"); }
 
-}  // namespace streamvec::internal
-
-namespace streamvec::internal {
-
 float DotAvx2(const float* a, const float* b, size_t n) { return DotBody<avx2::Vec>(a, b, n); }
 
 }  // namespace streamvec::internal

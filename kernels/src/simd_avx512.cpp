@@ -53,10 +53,6 @@ std::unique_ptr<SgnsKernel> MakeAvx512Kernel() {
   return std::make_unique<avx512::SimdKernel>("avx512");
 }
 
-}  // namespace streamvec::internal
-
-namespace streamvec::internal {
-
 float DotAvx512(const float* a, const float* b, size_t n) {
   return DotBody<avx512::Vec>(a, b, n);
 }

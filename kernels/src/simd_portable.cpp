@@ -67,10 +67,6 @@ std::unique_ptr<SgnsKernel> MakePortableKernel() {
   return std::make_unique<portable::SimdKernel>("portable");
 }
 
-}  // namespace streamvec::internal
-
-namespace streamvec::internal {
-
 // Eight partial sums: vectorisable without -ffast-math (SSE2 at the baseline).
 float DotPortable(const float* a, const float* b, size_t n) {
   float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -1,6 +1,7 @@
 // One AVX2 register of 8 floats behind the small vocabulary that the register-blocked loops are
-// written in (kernels/src/simd_kernel.h, trainer/src/adagrad_step_simd.inc): Zero, Load, Store
-// (64-byte aligned rows), Set1, Fma, Add, Mul and a horizontal Sum.
+// written in (kernels/src/simd_kernel.h, trainer/src/adagrad_step_simd.inc, kernels/src/
+// dot_body.h): Zero, Load and Store (64-byte aligned rows), LoadU (any alignment), Set1, Fma,
+// Add, Mul and a horizontal Sum.
 //
 // Include only from a translation unit compiled with -mavx2 -mfma whose code runs after CPU
 // detection (DetectBestIsa). The struct has internal linkage (unnamed namespace), so the linker
