@@ -107,6 +107,19 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (int k = 0; k < nt; ++k) rows_[k] = m.output + targets_[k] * m.stride;
   }
 
+  // The input rows of position i's context (radius b.windows[i], within the sentence [begin,
+  // end), i itself left out) into ctx; returns their number (0: no context).
+  static int GatherContext(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
+                           int begin, int end, float** ctx) {
+    const int r = b.windows[i];
+    const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+    int nc = 0;
+    for (int c = lo; c <= hi; ++c) {
+      if (c != i) ctx[nc++] = m.input + b.tokens[c] * m.stride;
+    }
+    return nc;
+  }
+
   // Output rows (centre and negatives) of position i.
   template <int kLocality = 3>
   void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
@@ -359,16 +372,10 @@ class SimdKernel final : public streamvec::SgnsKernel {
       PrefetchSentenceStart(m, b, begin, end);
       for (int i = begin; i < end; ++i) {
         PrefetchAhead(m, b, i, end);
-        const int r = b.windows[i];
-        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
-        const int count = hi - lo;
-        if (count <= 0) continue;
+        const int nc = GatherContext(m, b, i, begin, end, ctx_.data());
+        if (nc == 0) continue;
         LoadTargets(m, b, i, nt);
-        int nc = 0;
-        for (int c = lo; c <= hi; ++c) {
-          if (c != i) ctx_[nc++] = m.input + b.tokens[c] * stride;
-        }
-        const R inv = Vec::Set1(1.0f / static_cast<float>(count));
+        const R inv = Vec::Set1(1.0f / static_cast<float>(nc));
         for (size_t ch = 0; ch < chunks; ++ch) {
           R acc = Vec::Zero();
           for (int q = 0; q < nc; ++q) acc = Vec::Add(acc, Vec::Load(ctx_[q] + ch * L));
@@ -436,17 +443,11 @@ class SimdKernel final : public streamvec::SgnsKernel {
         if (i + kFusedFarLead < end) PrefetchTargets<2>(m, b, i + kFusedFarLead);
         if (i + 1 < end) PrefetchTargets(m, b, i + 1);
         if (i + kInputLead < end) PrefetchRow(m.input + b.tokens[i + kInputLead] * stride, stride);
-        const int r = b.windows[i];
-        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
-        const int count = hi - lo;
-        if (count <= 0) continue;
+        const int nc = GatherContext(m, b, i, begin, end, ctx);
+        if (nc == 0) continue;
         LoadTargets(m, b, i, kNT);
-        int nc = 0;
-        for (int c = lo; c <= hi; ++c) {
-          if (c != i) ctx[nc++] = m.input + b.tokens[c] * stride;
-        }
         // Pass 1: h = mean of the context rows (same summation order as CbowImpl), logits = T h.
-        const R inv = Vec::Set1(1.0f / static_cast<float>(count));
+        const R inv = Vec::Set1(1.0f / static_cast<float>(nc));
         R h[kChunks];
         R acc[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; ++k) acc[k] = Vec::Zero();
