@@ -91,8 +91,8 @@ TEST_F(BatchTrainerTest, SkipGramSeparatesPlantedGroups) {
   EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
 }
 
-TEST_F(BatchTrainerTest, CbowSeparatesPlantedGroups) {
-  Corpus c = Load(PlantedCorpus(2000, 2));
+// CBOW on a planted corpus: small vectors, three epochs, no subsampling.
+TrainOptions PlantedCbowOptions() {
   TrainOptions o;
   o.model = TrainModel::kCbow;
   o.dim = 16;
@@ -100,6 +100,12 @@ TEST_F(BatchTrainerTest, CbowSeparatesPlantedGroups) {
   o.alpha = 0.05f;
   o.sample = 0;
   o.isa = DetectBestIsa();
+  return o;
+}
+
+TEST_F(BatchTrainerTest, CbowSeparatesPlantedGroups) {
+  Corpus c = Load(PlantedCorpus(2000, 2));
+  const TrainOptions o = PlantedCbowOptions();
   BatchTrainer t(c, o);
   t.Train();
   EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
@@ -110,14 +116,8 @@ TEST_F(BatchTrainerTest, CbowLearnsWithAndWithoutSharedNegatives) {
   // draw between neighbouring positions: all must learn the planted groups, and a shared draw
   // changes the result (it is not ignored).
   Corpus c = Load(PlantedCorpus(2000, 6));
-  TrainOptions o;
-  o.model = TrainModel::kCbow;
-  o.dim = 16;
-  o.epochs = 3;
+  TrainOptions o = PlantedCbowOptions();
   o.threads = 1;
-  o.alpha = 0.05f;
-  o.sample = 0;
-  o.isa = DetectBestIsa();
   std::vector<std::vector<float>> inputs;
   for (int share : {1, 2, 4}) {
     o.negative_share = share;
