@@ -342,6 +342,23 @@ TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
   State foreign = state;
   foreign["config"] = "hello=world\n";
   EXPECT_EQ(Load(foreign).status().code(), StatusCode::kCorruption);
+  // The chunked noise table: a size that is not a number or exceeds the table, a short chunk.
+  for (const char* size : {"12x", "999999999"}) {
+    State bad_size = state;
+    bad_size["noise_size"] = size;
+    auto r = Load(bad_size);
+    ASSERT_FALSE(r.ok()) << size;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << size;
+    EXPECT_NE(r.status().message().find("noise_size"), std::string::npos) << r.status().message();
+  }
+  State short_noise = state;
+  ASSERT_TRUE(short_noise.count("noise/00000000"));
+  short_noise["noise/00000000"].resize(short_noise["noise/00000000"].size() - 4);
+  auto r2 = Load(short_noise);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r2.status().message().find("noise/00000000"), std::string::npos)
+      << r2.status().message();
 }
 
 // States written before entries were kept small (one 'noise' entry, rows in 4 MiB chunks) and

@@ -611,7 +611,7 @@ struct StreamingLearner::Impl {
   }
 
   uint32_t Find(std::string_view word) const {
-    return index.Find(word, HashWord(word), words);  // kNone: 0xFFFFFFFF
+    return index.Find(word, HashWord(word), words);  // StreamingWordIndex::kNone if absent
   }
 };
 
@@ -703,24 +703,24 @@ void StreamingLearner::ExportVectors(std::vector<std::string>* words,
 
 double StreamingLearner::Count(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  return s == 0xFFFFFFFFu ? 0.0 : impl_->counts[s] / impl_->Scale();
+  return s == StreamingWordIndex::kNone ? 0.0 : impl_->counts[s] / impl_->Scale();
 }
 
 bool StreamingLearner::Admitted(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  return s != 0xFFFFFFFFu && impl_->AdmittedSlot(s, impl_->Scale());
+  return s != StreamingWordIndex::kNone && impl_->AdmittedSlot(s, impl_->Scale());
 }
 
 const float* StreamingLearner::InputRow(std::string_view word) const {
   impl_->Drain();
   const uint32_t s = impl_->Find(word);
-  if (s == 0xFFFFFFFFu || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
+  if (s == StreamingWordIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
 }
 
 double StreamingLearner::NoiseProbability(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  if (s == 0xFFFFFFFFu || impl_->noise.empty()) return 0.0;
+  if (s == StreamingWordIndex::kNone || impl_->noise.empty()) return 0.0;
   const auto n = std::count(impl_->noise.begin(), impl_->noise.end(), s);
   return static_cast<double>(n) / static_cast<double>(impl_->noise.size());
 }

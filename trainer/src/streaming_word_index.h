@@ -30,7 +30,7 @@ class StreamingWordIndex {
     size_ = 0;
   }
 
-  // The slot of `word` (whose Hash is `hash`), or kNone; words[slot] is the word of each slot.
+  // The slot of `word` (whose HashWord is `hash`), or kNone; words[slot] is the word of each slot.
   uint32_t Find(std::string_view word, uint64_t hash, const std::vector<std::string>& words) const {
     const uint32_t h = static_cast<uint32_t>(hash);
     for (uint32_t i = h & mask_;; i = (i + 1) & mask_) {
