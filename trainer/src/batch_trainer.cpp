@@ -29,7 +29,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (!(o.ns_exponent >= 0.0)) return bad("--ns-exponent", "must be >= 0");
   if (o.negative_share < 0 || o.negative_share > 64) {
-    return Status::InvalidArgument("negative_share must be in [0, 64]");
+    return bad("--negative-share", "must be in [0, 64]");
   }
   if (o.batch_tokens <= 0 || o.loss_sample_every <= 0) {
     return Status::InvalidArgument("batch_tokens and loss_sample_every must be positive");
