@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "streamvec/base/big_array.h"
+
 namespace streamvec {
 namespace {
 
@@ -44,29 +46,17 @@ Status ValidateWords(const std::vector<std::string>& words) {
   return Status::Ok();
 }
 
-// A reusable output buffer that is not zero-filled when it grows (std::string::resize writes
-// every byte it adds: for 4096 rows of dim 100 that is ~13 MB of memset per task).
-struct TextBuffer {
-  std::unique_ptr<char[]> data;
-  size_t capacity = 0;
-  size_t size = 0;
-  char* Reserve(size_t n) {
-    if (n > capacity) {
-      data.reset(new char[n]);  // default-initialised: no fill
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
 // Writes "<word> v_0 ... v_{dim-1}\n" for rows [begin, end) into *out (replacing its contents).
+// A BigVector: reused from task to task and not zero-filled when it grows (std::string::resize
+// writes every byte it adds: for 4096 rows of dim 100 that is ~13 MB of memset per task).
 void FormatTextRows(const std::vector<std::string>& words, const float* rows, size_t stride,
-                    int dim, size_t begin, size_t end, TextBuffer* out) {
+                    int dim, size_t begin, size_t end, BigVector<char>* out) {
   size_t bytes = 0;
   for (size_t i = begin; i < end; ++i) bytes += words[i].size();
   const size_t capacity =
       bytes + (end - begin) * (static_cast<size_t>(dim) * (kMaxFloatChars + 1) + 1);
-  char* const start = out->Reserve(capacity);
+  out->resize(capacity);
+  char* const start = out->data();
   char* p = start;
   char* const limit = start + capacity;
   for (size_t i = begin; i < end; ++i) {
@@ -82,7 +72,7 @@ void FormatTextRows(const std::vector<std::string>& words, const float* rows, si
     }
     *p++ = '\n';
   }
-  out->size = static_cast<size_t>(p - start);
+  out->resize(static_cast<size_t>(p - start));
 }
 
 void AppendBinaryRow(const std::string& word, const float* row, int dim, std::string* out) {
@@ -99,14 +89,7 @@ void AppendBinaryRow(const std::string& word, const float* row, int dim, std::st
   out->push_back('\n');
 }
 
-Status WriteAll(std::FILE* f, const TextBuffer& bytes, const std::string& tmp_path) {
-  if (bytes.size > 0 && std::fwrite(bytes.data.get(), 1, bytes.size, f) != bytes.size) {
-    return Status::IoError("write failed on " + tmp_path + ": " + ErrnoText());
-  }
-  return Status::Ok();
-}
-
-Status WriteAll(std::FILE* f, const std::string& bytes, const std::string& tmp_path) {
+Status WriteAll(std::FILE* f, std::string_view bytes, const std::string& tmp_path) {
   if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
     return Status::IoError("write failed on " + tmp_path + ": " + ErrnoText());
   }
@@ -131,7 +114,7 @@ Status WriteBody(std::FILE* f, const std::string& tmp_path, const std::vector<st
   // thread writes the previous round's buffers, in order, so the file is identical for any
   // thread count and the write overlaps the formatting.
   const size_t workers = static_cast<size_t>(std::max(1, threads));
-  std::vector<TextBuffer> current(workers), previous(workers);
+  std::vector<BigVector<char>> current(workers), previous(workers);
   size_t previous_used = 0;
   Status status;
   for (size_t round_begin = 0; round_begin < n || previous_used > 0;
@@ -149,7 +132,7 @@ Status WriteBody(std::FILE* f, const std::string& tmp_path, const std::vector<st
       }
     }
     for (size_t t = 0; t < previous_used && status.ok(); ++t) {
-      status = WriteAll(f, previous[t], tmp_path);
+      status = WriteAll(f, std::string_view(previous[t].data(), previous[t].size()), tmp_path);
     }
     for (std::thread& th : pool) th.join();
     if (!status.ok()) return status;
