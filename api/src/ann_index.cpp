@@ -94,9 +94,7 @@ std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query,
     if (std::find(exclude.begin(), exclude.end(), row) != exclude.end()) continue;
     out.push_back({row, std::clamp(1.0f - distance, -1.0f, 1.0f)});
   }
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
-    return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
-  });
+  std::sort(out.begin(), out.end(), ServingSnapshot::Neighbor::Better);
   if (out.size() > k) out.resize(k);
   return out;
 }

@@ -69,13 +69,10 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
       if (!excluded(row)) out.push_back({row, n.similarity});
     }
   }
-  auto better = [](const ServingSnapshot::Neighbor& x, const ServingSnapshot::Neighbor& y) {
-    return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
-  };
   std::erase_if(out, [](const ServingSnapshot::Neighbor& n) { return std::isnan(n.similarity); });
   const size_t keep = std::min(k, out.size());
   std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(),
-                    better);
+                    ServingSnapshot::Neighbor::Better);
   out.resize(keep);
   return out;
 }

@@ -8,14 +8,6 @@
 #include "streamvec/store/embedding_entries.h"
 
 namespace streamvec::api {
-namespace {
-
-bool Better(const ServingSnapshot::Neighbor& x, const ServingSnapshot::Neighbor& y) {
-  return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
-}
-
-}  // namespace
-
 ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
     : emb_(std::move(embeddings)), info_(std::move(info)) {
   SV_CHECK(emb_.dim > 0 &&
@@ -90,7 +82,7 @@ std::vector<ServingSnapshot::Neighbor> ServingSnapshot::NearestToVector(
   if (k == 0 || rows == 0) return heap;
   const size_t dim = static_cast<size_t>(emb_.dim);
   heap.reserve(std::min(k, rows) + 1);
-  auto worse_first = [](const Neighbor& x, const Neighbor& y) { return Better(x, y); };
+  auto worse_first = [](const Neighbor& x, const Neighbor& y) { return Neighbor::Better(x, y); };
   auto excluded = [&exclude](size_t r) {
     return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
   };
@@ -112,14 +104,14 @@ std::vector<ServingSnapshot::Neighbor> ServingSnapshot::NearestToVector(
         if (excluded(candidate.row)) continue;
         heap.push_back(candidate);
         std::push_heap(heap.begin(), heap.end(), worse_first);
-      } else if (Better(candidate, heap.front()) && !excluded(candidate.row)) {
+      } else if (Neighbor::Better(candidate, heap.front()) && !excluded(candidate.row)) {
         std::pop_heap(heap.begin(), heap.end(), worse_first);
         heap.back() = candidate;
         std::push_heap(heap.begin(), heap.end(), worse_first);
       }
     }
   }
-  std::sort(heap.begin(), heap.end(), Better);
+  std::sort(heap.begin(), heap.end(), Neighbor::Better);
   for (Neighbor& n : heap) n.similarity = std::clamp(n.similarity, -1.0f, 1.0f);
   return heap;
 }

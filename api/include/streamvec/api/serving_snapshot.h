@@ -32,6 +32,10 @@ class ServingSnapshot {
   struct Neighbor {
     size_t row = 0;        // row of the neighbour (0 = most frequent word)
     float similarity = 0;  // cosine similarity with the query, in [-1, 1]
+    // The order of every neighbour list: similarity descending, ties by row ascending.
+    static bool Better(const Neighbor& x, const Neighbor& y) {
+      return x.similarity > y.similarity || (x.similarity == y.similarity && x.row < y.row);
+    }
   };
 
   // Takes the embedding (rows most frequent first) and the snapshot it was read from. Duplicate
