@@ -68,15 +68,11 @@ struct RunFlags {
   StreamingOptions learner;
 };
 
-// Gives the calling thread at least nice value `nice` (base/thread_priority.h); a refusal is
-// logged, not fatal.
+// Gives the calling thread at least nice value `nice` and the short background time slice
+// (LowerThreadPriority, base/thread_priority.h); a refusal is logged, not fatal.
 void LowerPriority(int nice) {
-  if (Status s = RaiseThreadNice(nice); !s.ok()) {
+  if (Status s = LowerThreadPriority(nice); !s.ok()) {
     spdlog::warn("run: the pipeline keeps its priority: {}", s.ToString());
-  }
-  // A short time slice too: a request thread waking up then waits at most 0.2 ms for the core.
-  if (Status s = SetThreadSlice(kBackgroundSliceSeconds); !s.ok()) {
-    spdlog::debug("run: the pipeline keeps the default time slice: {}", s.ToString());
   }
 }
 

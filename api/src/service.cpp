@@ -1,13 +1,13 @@
 #include "service.h"
 
-#include "streamvec/base/thread_priority.h"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
+
+#include "streamvec/base/thread_priority.h"
 
 namespace streamvec::api {
 namespace {
@@ -19,6 +19,12 @@ double UnixNow() {
 }
 
 }  // namespace
+
+void Service::LowerPriority(const char* thread) const {
+  if (Status s = LowerThreadPriority(options_.index_nice); !s.ok()) {
+    spdlog::warn("serve: {} thread keeps its priority: {}", thread, s.ToString());
+  }
+}
 
 std::string DefaultWebRoot() { return STREAMVEC_WEB_ROOT; }
 
@@ -179,7 +185,7 @@ void Service::IndexOnce() {
 }
 
 void Service::IndexLoop() {
-  BackgroundThread("index");
+  LowerPriority("index");
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
@@ -197,19 +203,10 @@ void Service::StartPolling() {
   indexer_ = std::thread([this] { IndexLoop(); });
 }
 
-void Service::BackgroundThread(const char* name) const {
-  if (Status s = RaiseThreadNice(options_.index_nice); !s.ok()) {
-    spdlog::warn("serve: {} thread keeps its priority: {}", name, s.ToString());
-  }
-  if (Status s = SetThreadSlice(kBackgroundSliceSeconds); !s.ok()) {
-    spdlog::debug("serve: {} thread keeps the default time slice: {}", name, s.ToString());
-  }
-}
-
 void Service::PollLoop() {
   // Loading and preparing a snapshot (0.3-0.5 s of CPU for 80k words, every few seconds under
   // `run`) is background work too: requests first.
-  BackgroundThread("polling");
+  LowerPriority("polling");
   const auto interval = std::chrono::duration<double>(options_.poll_interval_s);
   std::unique_lock<std::mutex> lock(mu_);
   while (!poll_wake_.wait_for(lock, interval, [this] { return stopping_; })) {

@@ -41,9 +41,9 @@ class Service {
   std::string Metrics() const;  // the whole /metrics text
 
  private:
-  // The calling (polling or index) thread yields to request threads: nice index_nice and a
-  // short time slice (base/thread_priority.h).
-  void BackgroundThread(const char* name) const;
+  // The calling (polling or index) thread yields to request threads: LowerThreadPriority
+  // (nice index_nice and a short time slice, base/thread_priority.h).
+  void LowerPriority(const char* thread) const;
   void PollLoop();
   // The index thread: builds an HNSW index over the served snapshot when it has none of its own
   // (at most every max(index_rebuild_interval_s, last build time) while snapshots keep coming;

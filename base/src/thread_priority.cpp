@@ -87,6 +87,12 @@ double ThreadSlice() {
   return static_cast<double>(a.sched_runtime) * 1e-9;
 }
 
+Status LowerThreadPriority(int nice) {
+  SV_RETURN_IF_ERROR(RaiseThreadNice(nice));
+  (void)SetThreadSlice(kBackgroundSliceSeconds);  // best effort: see the header
+  return Status::Ok();
+}
+
 int ThreadNice() {
   errno = 0;
   return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));

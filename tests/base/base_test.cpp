@@ -121,5 +121,22 @@ TEST(ThreadPriorityTest, SliceIsPerThreadKeepsTheNiceValueAndIsInherited) {
   EXPECT_NEAR(ThreadSlice(), own, 1e-9);  // this thread is untouched
 }
 
+TEST(ThreadPriorityTest, LowerThreadPriorityRaisesNiceAndShortensTheSlice) {
+  int nice = -1;
+  double slice = 0;
+  Status set;
+  std::thread([&] {
+    set = LowerThreadPriority(std::min(ThreadNice() + 4, 19));
+    nice = ThreadNice();
+    slice = ThreadSlice();
+  }).join();
+  ASSERT_TRUE(set.ok()) << set.ToString();
+  EXPECT_EQ(nice, std::min(ThreadNice() + 4, 19));
+  if (ThreadSlice() > 0) {  // Linux 6.12+
+    EXPECT_NEAR(slice, kBackgroundSliceSeconds, 1e-6);
+  }
+  EXPECT_EQ(LowerThreadPriority(20).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace streamvec

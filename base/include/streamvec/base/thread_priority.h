@@ -38,6 +38,11 @@ double ThreadSlice();
 // preparation) that share cores with request threads.
 inline constexpr double kBackgroundSliceSeconds = 0.0002;
 
+// Makes the calling thread (and the threads it creates afterwards) background work beside
+// request threads: RaiseThreadNice(nice), then the kBackgroundSliceSeconds slice, best effort (a
+// kernel without sched_setattr keeps its default slice). Errors: as RaiseThreadNice.
+Status LowerThreadPriority(int nice);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_BASE_THREAD_PRIORITY_H_
