@@ -76,9 +76,9 @@ void LowerPriority(int nice) {
   }
 }
 
-// Runs `f` on a new thread at nice value `nice` (at least the caller's), joins it, and returns
-// what f returned: threads that f starts (librdkafka's, the learner's workers) inherit the value,
-// while the caller keeps its own.
+// Runs `f` on a new thread lowered by LowerPriority(nice), joins it, and returns what f
+// returned: threads that f starts (librdkafka's, the learner's workers) inherit the nice value
+// and the slice, while the caller keeps its own.
 template <typename F>
 auto OnNicedThread(int nice, F f) -> decltype(f()) {
   std::optional<decltype(f())> out;
@@ -194,8 +194,9 @@ int RunPipeline(RunFlags f) {
 
   EmbeddedBrokerOptions broker_options;
   broker_options.partitions = f.partitions;
-  // The pipeline (broker, connector, crawler, trainer) runs at --trainer-nice; the REST server and
-  // its snapshot polling at the caller's priority: on shared cores requests come first.
+  // The pipeline (broker, connector, crawler, trainer) runs at --trainer-nice with a short time
+  // slice, the REST server's request threads at the caller's priority (its index and polling
+  // threads lower themselves, ServeOptions::index_nice): on shared cores requests come first.
   const int nice = f.trainer_nice;
   StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
       OnNicedThread(nice, [&] { return EmbeddedBroker::Start(broker_options); });
