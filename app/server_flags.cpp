@@ -3,8 +3,9 @@
 namespace streamvec::app {
 
 void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads) {
-  cmd->add_option("--http-threads", *http_threads,
-                  "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
+  cmd->add_option(
+         "--http-threads", *http_threads,
+         "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 }

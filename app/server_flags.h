@@ -2,9 +2,8 @@
 #ifndef STREAMVEC_APP_SERVER_FLAGS_H_
 #define STREAMVEC_APP_SERVER_FLAGS_H_
 
-#include <cstddef>
-
 #include <CLI/CLI.hpp>
+#include <cstddef>
 
 namespace streamvec::app {
 

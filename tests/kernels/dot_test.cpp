@@ -31,8 +31,8 @@ TEST_P(DotTest, MatchesADoublePrecisionSumForAnyLengthAndAlignment) {
         magnitude += std::abs(static_cast<double>(a[offset + i]) * b[offset + i]);
       }
       const float got = dot(a.data() + offset, b.data() + offset, n);
-      EXPECT_NEAR(got, want, 1e-6 * (1 + magnitude)) << IsaName(GetParam()) << " n=" << n
-                                                     << " offset=" << offset;
+      EXPECT_NEAR(got, want, 1e-6 * (1 + magnitude))
+          << IsaName(GetParam()) << " n=" << n << " offset=" << offset;
     }
   }
 }

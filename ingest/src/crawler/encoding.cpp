@@ -11,7 +11,6 @@
 namespace streamvec::crawler::internal {
 namespace {
 
-
 // BOM sniffing. Returns the encoding name or "" and sets *skip for UTF-8.
 std::string FromBom(std::string_view body, size_t* skip) {
   *skip = 0;

@@ -73,7 +73,6 @@ std::string Attr(const xmlNode* n, const char* name, const char* ns = nullptr) {
   return Str(v.get());
 }
 
-
 // Raw character content of an element (entities expanded), trimmed.
 std::string RawText(const xmlNode* n) {
   XmlString v(xmlNodeGetContent(n));

@@ -29,8 +29,6 @@ void InitCurl() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-
-
 struct UrlParts {
   bool ok = false;
   std::string scheme, host, port, path, query;

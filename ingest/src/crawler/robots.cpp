@@ -11,7 +11,6 @@ namespace {
 
 using internal::AsciiLower;
 
-
 std::string_view TrimView(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);

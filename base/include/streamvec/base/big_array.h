@@ -22,7 +22,8 @@ namespace streamvec {
 
 template <typename T>
 class BigArrayAllocator {
-  static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>);
+  static_assert(std::is_trivially_default_constructible_v<T> &&
+                std::is_trivially_destructible_v<T>);
 
  public:
   using value_type = T;
