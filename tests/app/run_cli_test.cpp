@@ -339,7 +339,8 @@ TEST(ServeCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--state /nonexistent/streamvec --http localhost", "--http"},
            {"--state /nonexistent/streamvec --http-threads 5000", "--http-threads"},
            {"--state /nonexistent/streamvec --index-rebuild-interval -1",
-            "--index-rebuild-interval"}}) {
+            "--index-rebuild-interval"},
+           {"--state /nonexistent/streamvec --hnsw-ef 0", "--hnsw-ef"}}) {
     const CliRun run = Shell("SV serve " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;

@@ -1,9 +1,10 @@
-// std::vector for large arrays of trivially constructible elements (token streams): allocations of
-// 4 MiB or more are 2 MiB aligned and, on Linux, asked to be backed by transparent huge pages
-// (madvise; advisory), and resize() leaves new elements uninitialised instead of zeroing them.
-// A 68 MB token array cost about 17k page faults and a single-threaded zero fill (0.25 s of the
-// batch trainer's read phase on a 2-core VM); with 2 MiB pages it is 34 faults, taken by the
-// threads that write the elements.
+// std::vector for large arrays of trivially constructible elements (token streams, text output
+// buffers): allocations of 4 MiB or more are 2 MiB aligned and, on Linux, asked to be backed by
+// transparent huge pages (madvise; advisory), and resize() leaves new elements uninitialised
+// instead of zeroing them. A 68 MB token array cost about 17k page faults and a single-threaded
+// zero fill (0.25 s of the batch trainer's read phase on a 2-core VM); with 2 MiB pages it is 34
+// faults, taken by the threads that write the elements. Allocation failure throws
+// std::bad_alloc, as std::allocator.
 #ifndef STREAMVEC_BASE_BIG_ARRAY_H_
 #define STREAMVEC_BASE_BIG_ARRAY_H_
 
