@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -58,32 +60,46 @@ struct RunFlags {
   std::vector<std::string> similarity;
   std::string analogy;
   int threads = 1;
-  // Nice value of the pipeline's threads (broker, connector, crawler, trainer): on shared cores
-  // requests come first, and the pipeline takes every cycle they leave (sched(7)). 0: the same
-  // priority as requests.
+  // Priority of the pipeline's threads (broker, connector, crawler, trainer) and of the REST
+  // server's index and polling threads: on shared cores requests come first, and the pipeline
+  // takes every cycle they leave (sched(7)). Under BackgroundPolicy::kNice (the default) the nice
+  // value sets the pipeline's share of busy cores (0: the same priority as requests), so training
+  // and index builds go on under any request load; under kIdle requests always come first and a
+  // load that keeps every core busy stops them.
   int trainer_nice = 10;
+  BackgroundPolicy trainer_policy = BackgroundPolicy::kNice;
   // The HNSW index of the served snapshots (as `serve`'s flags of the same names).
   int hnsw_ef = 100;
   double index_rebuild_s = 30;
   StreamingOptions learner;
 };
 
-// Gives the calling thread at least nice value `nice` and the short background time slice
-// (LowerThreadPriority, base/thread_priority.h); a refusal is logged, not fatal.
-void LowerPriority(int nice) {
-  if (Status s = LowerThreadPriority(nice); !s.ok()) {
-    spdlog::warn("run: the pipeline keeps its priority: {}", s.ToString());
+// The pipeline's priority: --trainer-nice and --trainer-policy.
+struct Background {
+  int nice;
+  BackgroundPolicy policy;
+};
+
+// Makes the calling thread background work (LowerThreadPriority, base/thread_priority.h: at
+// least nice value b.nice, the short time slice, SCHED_IDLE under kIdle); a refusal is logged
+// (once per process), not fatal.
+void LowerPriority(Background b) {
+  if (Status s = LowerThreadPriority(b.nice, b.policy); !s.ok()) {
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      spdlog::warn("run: the pipeline keeps part of its priority: {}", s.ToString());
+    });
   }
 }
 
-// Runs `f` on a new thread lowered by LowerPriority(nice), joins it, and returns what f
-// returned: threads that f starts (librdkafka's, the learner's workers) inherit the nice value
-// and the slice, while the caller keeps its own.
+// Runs `f` on a new thread lowered by LowerPriority(b), joins it, and returns what f returned:
+// threads that f starts (librdkafka's, the learner's workers) inherit the policy, nice value and
+// slice, while the caller keeps its own.
 template <typename F>
-auto OnNicedThread(int nice, F f) -> decltype(f()) {
+auto OnBackgroundThread(Background b, F f) -> decltype(f()) {
   std::optional<decltype(f())> out;
   std::thread([&] {
-    LowerPriority(nice);
+    LowerPriority(b);
     out.emplace(f());
   }).join();
   return std::move(*out);
@@ -194,12 +210,13 @@ int RunPipeline(RunFlags f) {
 
   EmbeddedBrokerOptions broker_options;
   broker_options.partitions = f.partitions;
-  // The pipeline (broker, connector, crawler, trainer) runs at --trainer-nice with a short time
-  // slice, the REST server's request threads at the caller's priority (its index and polling
-  // threads lower themselves, ServeOptions::index_nice): on shared cores requests come first.
-  const int nice = f.trainer_nice;
+  // The pipeline (broker, connector, crawler, trainer) runs under --trainer-policy at
+  // --trainer-nice with a short time slice, the REST server's request threads at
+  // the caller's priority (its index and polling threads lower themselves the same way,
+  // ServeOptions::index_nice and index_policy): on shared cores requests come first.
+  const Background nice{f.trainer_nice, f.trainer_policy};
   StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
-      OnNicedThread(nice, [&] { return EmbeddedBroker::Start(broker_options); });
+      OnBackgroundThread(nice, [&] { return EmbeddedBroker::Start(broker_options); });
   if (!broker.ok()) return Usage(broker.status().message());
   for (const std::string& topic : {DocsTopic(f.prefix), RejectedTopic(f.prefix)}) {
     if (Status s = (*broker)->CreateTopic(topic); !s.ok()) return Usage(s.message());
@@ -219,7 +236,7 @@ int RunPipeline(RunFlags f) {
   to.normalize_text = true;
   to.max_idle_s = f.max_idle_s;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
-      OnNicedThread(nice, [&] { return KafkaTrainer::Create(to); });
+      OnBackgroundThread(nice, [&] { return KafkaTrainer::Create(to); });
   if (!trainer.ok()) {
     std::fprintf(stderr, "streamvec run: --state %s: %s\n", f.state.c_str(),
                  trainer.status().message().c_str());
@@ -234,7 +251,7 @@ int RunPipeline(RunFlags f) {
   io.group = (*trainer)->group();
   io.start_positions = *positions;
   StatusOr<std::unique_ptr<Ingestor>> ingestor =
-      OnNicedThread(nice, [&] { return Ingestor::Create(io); });
+      OnBackgroundThread(nice, [&] { return Ingestor::Create(io); });
   if (!ingestor.ok()) return Usage("--data " + f.data + ": " + ingestor.status().message());
 
   // The feed crawler, on the bundled feeds by default. Its dedup state is started afresh on each
@@ -257,7 +274,7 @@ int RunPipeline(RunFlags f) {
       std::filesystem::remove_all(crawl_state, ec);
       co.state_dir = crawl_state;
       StatusOr<std::unique_ptr<crawler::Crawler>> c =
-          OnNicedThread(nice, [&] { return crawler::Crawler::Create(co); });
+          OnBackgroundThread(nice, [&] { return crawler::Crawler::Create(co); });
       if (!c.ok()) return Usage("--feeds " + f.feeds + ": " + c.status().message());
       crawl = std::move(c).value();
     }
@@ -278,6 +295,8 @@ int RunPipeline(RunFlags f) {
   so.similarity_files = f.similarity;
   so.analogy_file = f.analogy;
   so.hnsw_ef_search = f.hnsw_ef;
+  so.index_nice = std::max(so.index_nice, f.trainer_nice);
+  so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
   so.on_snapshot = [trainer_ptr]() {
     trainer_ptr->RequestSnapshot();
@@ -461,6 +480,15 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "0-19): requests first on shared cores; 0: equal priority")
       ->check(CLI::Range(0, 19))
       ->capture_default_str();
+  cmd->add_option("--trainer-policy", flags->trainer_policy,
+                  "How the pipeline's threads and the index builds yield to requests: nice "
+                  "(at --trainer-nice: training and index builds keep a share of busy cores) or "
+                  "idle (SCHED_IDLE: requests always first; a load that keeps every core busy "
+                  "stops training and index builds until it eases)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, BackgroundPolicy>{{"idle", BackgroundPolicy::kIdle},
+                                                  {"nice", BackgroundPolicy::kNice}}))
+      ->default_str("nice");
   AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }

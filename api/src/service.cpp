@@ -21,7 +21,7 @@ double UnixNow() {
 }  // namespace
 
 void Service::LowerPriority(const char* thread) const {
-  if (Status s = LowerThreadPriority(options_.index_nice); !s.ok()) {
+  if (Status s = LowerThreadPriority(options_.index_nice, options_.index_policy); !s.ok()) {
     spdlog::warn("serve: {} thread keeps its priority: {}", thread, s.ToString());
   }
 }

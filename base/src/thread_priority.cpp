@@ -87,9 +87,23 @@ double ThreadSlice() {
   return static_cast<double>(a.sched_runtime) * 1e-9;
 }
 
-Status LowerThreadPriority(int nice) {
+Status SetThreadIdlePolicy() {
+  sched_param param{};
+  param.sched_priority = 0;
+  // pid 0: the calling thread (sched_setscheduler(2)); the nice value is left as it is.
+  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+    return Status::IoError(std::string("sched_setscheduler(SCHED_IDLE): ") +
+                           std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+bool ThreadHasIdlePolicy() { return sched_getscheduler(0) == SCHED_IDLE; }
+
+Status LowerThreadPriority(int nice, BackgroundPolicy policy) {
   SV_RETURN_IF_ERROR(RaiseThreadNice(nice));
   (void)SetThreadSlice(kBackgroundSliceSeconds);  // best effort: see the header
+  if (policy == BackgroundPolicy::kIdle) return SetThreadIdlePolicy();
   return Status::Ok();
 }
 

@@ -4,14 +4,19 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -73,6 +78,7 @@ class RunProcess {
     if (drain_.joinable()) drain_.join();
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   void Signal(int sig) { ::kill(pid_, sig); }
   // The exit status, or -1 if killed by a signal.
   int Wait() {
@@ -317,6 +323,55 @@ TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
   EXPECT_EQ(run.Wait(), 0);
 }
 
+// Scheduling policy (sched(7) number: 0 SCHED_OTHER, 5 SCHED_IDLE) and nice value of each thread
+// of process `pid`, from /proc/PID/task/TID/stat (proc(5): fields 19 and 41).
+std::vector<std::pair<int, int>> ThreadPolicies(pid_t pid) {
+  std::vector<std::pair<int, int>> out;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));  // from field 3 (state) on
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    if (f.size() < 39) continue;
+    out.emplace_back(std::stoi(f[41 - 3]), std::stoi(f[19 - 3]));
+  }
+  return out;
+}
+
+// Requests first on shared cores: the pipeline's threads (connector, trainer, broker) run at
+// --trainer-nice under --trainer-policy nice and under SCHED_IDLE under idle; the main thread
+// (and the request threads, started from it) keep the caller's policy.
+TEST_F(RunCliTest, PipelineThreadsYieldToRequestsUnderEitherPolicy) {
+  WriteData("a.txt", 50);
+  for (const std::string policy : {"idle", "nice"}) {
+    RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State() + policy, "--http",
+                                 "127.0.0.1:0", "--trainer-policy", policy, "--trainer-nice",
+                                 "12"})));
+    ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
+    const std::vector<std::pair<int, int>> threads = ThreadPolicies(run.pid());
+    ASSERT_FALSE(threads.empty());
+    const int own = ::getpriority(PRIO_PROCESS, 0);  // ctest may itself run niced
+    int idle = 0, niced = 0, normal = 0;
+    for (const auto& [sched, nice] : threads) {
+      idle += sched == SCHED_IDLE;
+      niced += sched == SCHED_OTHER && nice == std::max(own, 12);
+      normal += sched == SCHED_OTHER && nice == own;
+    }
+    EXPECT_GE(normal, 1) << policy;  // at least the main thread
+    if (policy == "idle") {
+      EXPECT_GE(idle, 2) << "connector and trainer";
+    } else {
+      EXPECT_EQ(idle, 0);
+      EXPECT_GE(niced, 2) << "connector and trainer";
+    }
+    run.Signal(SIGTERM);
+    EXPECT_EQ(run.Wait(), 0) << policy;
+  }
+}
+
 TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
   const std::string state = " --state '" + State() + "'";
   for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
@@ -325,6 +380,7 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--dim 0 --http 127.0.0.1:0" + state, "--dim"},
            {"--http-threads 5000 --http 127.0.0.1:0 --no-crawl" + state, "--http-threads"},
            {"--trainer-nice 20 --http 127.0.0.1:0 --no-crawl" + state, "--trainer-nice"},
+           {"--trainer-policy realtime --http 127.0.0.1:0 --no-crawl" + state, "--trainer-policy"},
            {"--hnsw-ef 0 --http 127.0.0.1:0 --no-crawl" + state, "--hnsw-ef"},
            {"--index-rebuild-interval -1 --http 127.0.0.1:0 --no-crawl" + state,
             "--index-rebuild-interval"}}) {

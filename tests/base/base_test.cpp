@@ -124,18 +124,43 @@ TEST(ThreadPriorityTest, SliceIsPerThreadKeepsTheNiceValueAndIsInherited) {
 TEST(ThreadPriorityTest, LowerThreadPriorityRaisesNiceAndShortensTheSlice) {
   int nice = -1;
   double slice = 0;
+  bool idle = true;
   Status set;
   std::thread([&] {
-    set = LowerThreadPriority(std::min(ThreadNice() + 4, 19));
+    set = LowerThreadPriority(std::min(ThreadNice() + 4, 19), BackgroundPolicy::kNice);
     nice = ThreadNice();
     slice = ThreadSlice();
+    idle = ThreadHasIdlePolicy();
   }).join();
   ASSERT_TRUE(set.ok()) << set.ToString();
   EXPECT_EQ(nice, std::min(ThreadNice() + 4, 19));
+  EXPECT_FALSE(idle);
   if (ThreadSlice() > 0) {  // Linux 6.12+
     EXPECT_NEAR(slice, kBackgroundSliceSeconds, 1e-6);
   }
-  EXPECT_EQ(LowerThreadPriority(20).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LowerThreadPriority(20, BackgroundPolicy::kNice).code(),
+            StatusCode::kInvalidArgument);
+}
+
+// SCHED_IDLE keeps the nice value, is inherited, and leaves the calling thread untouched.
+TEST(ThreadPriorityTest, IdlePolicyIsPerThreadKeepsTheNiceValueAndIsInherited) {
+  ASSERT_FALSE(ThreadHasIdlePolicy());
+  const int own_nice = ThreadNice();
+  int nice = -1;
+  bool idle = false, inherited = false;
+  Status set;
+  std::thread([&] {
+    set = LowerThreadPriority(std::min(own_nice + 3, 19), BackgroundPolicy::kIdle);
+    nice = ThreadNice();
+    idle = ThreadHasIdlePolicy();
+    std::thread([&] { inherited = ThreadHasIdlePolicy(); }).join();
+  }).join();
+  ASSERT_TRUE(set.ok()) << set.ToString();
+  EXPECT_TRUE(idle);
+  EXPECT_TRUE(inherited);
+  EXPECT_EQ(nice, std::min(own_nice + 3, 19));
+  EXPECT_FALSE(ThreadHasIdlePolicy());  // this thread is untouched
+  EXPECT_EQ(ThreadNice(), own_nice);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "streamvec/api/serving_snapshot.h"
 #include "streamvec/base/status.h"
+#include "streamvec/base/thread_priority.h"
 
 namespace streamvec::api {
 
@@ -68,9 +69,11 @@ struct ServeOptions {
   // last build's duration; only the latter once more than 2% of the served words are newer than
   // the index); meanwhile the newest index is carried over to each new snapshot.
   double index_rebuild_interval_s = 30;
-  // Nice value of the index and polling threads (0..19): index builds and snapshot preparation
-  // yield the cores to requests (both also get a 0.2 ms time slice, kBackgroundSliceSeconds).
+  // Priority of the index and polling threads: index builds and snapshot preparation yield the
+  // cores to requests (LowerThreadPriority, base/thread_priority.h: nice value 0..19, a 0.2 ms
+  // time slice and, under BackgroundPolicy::kIdle, SCHED_IDLE).
   int index_nice = 10;
+  BackgroundPolicy index_policy = BackgroundPolicy::kNice;
 
   // --- quality per snapshot (eval/, before the snapshot is swapped in) ---
   std::vector<std::string> similarity_files;  // word-pair files (WS-353, MEN...); checked at Start

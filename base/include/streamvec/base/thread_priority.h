@@ -38,10 +38,33 @@ double ThreadSlice();
 // preparation) that share cores with request threads.
 inline constexpr double kBackgroundSliceSeconds = 0.0002;
 
+// Puts the calling thread (and the threads it creates afterwards) under SCHED_IDLE (sched(7),
+// "SCHED_IDLE: Scheduling very low priority jobs"): it runs on the cycles that no normal thread
+// wants, and a normal thread that wakes up on its core preempts it at once, whatever their nice
+// values and slices. The nice value is kept (it counts again if the thread goes back to
+// SCHED_OTHER). Errors: IoError with errno's text when the kernel refuses.
+Status SetThreadIdlePolicy();
+
+// Whether the calling thread is under SCHED_IDLE.
+bool ThreadHasIdlePolicy();
+
+// How background work yields the cores to request threads (LowerThreadPriority).
+enum class BackgroundPolicy {
+  // SCHED_IDLE (SetThreadIdlePolicy): requests first, always; the background work gets only
+  // what requests leave, so a load that keeps every core busy stops it until the load eases.
+  kIdle,
+  // SCHED_OTHER at a raised nice value with the short slice: the background work keeps a share
+  // of the cores (about 1.5% per thread at nice 19, 10% at nice 10, against one busy request
+  // thread) however busy the requests keep them, and requests wait up to a slice behind it.
+  kNice,
+};
+
 // Makes the calling thread (and the threads it creates afterwards) background work beside
-// request threads: RaiseThreadNice(nice), then the kBackgroundSliceSeconds slice, best effort (a
-// kernel without sched_setattr keeps its default slice). Errors: as RaiseThreadNice.
-Status LowerThreadPriority(int nice);
+// request threads: RaiseThreadNice(nice), then the kBackgroundSliceSeconds slice (best effort:
+// a kernel without sched_setattr keeps its default slice), then under kIdle SCHED_IDLE.
+// Errors: as RaiseThreadNice; IoError when the kernel refuses SCHED_IDLE (the nice value and
+// slice are set by then).
+Status LowerThreadPriority(int nice, BackgroundPolicy policy);
 
 }  // namespace streamvec
 
