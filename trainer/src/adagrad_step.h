@@ -18,11 +18,8 @@ namespace streamvec {
 struct AdagradSentenceArgs {
   float* input = nullptr;    // rows x stride
   float* output = nullptr;   // rows x stride
-  float* acc_in = nullptr;   // one Adagrad accumulator per input row: row r's at acc_in[r * acc_stride]
-  float* acc_out = nullptr;  // one per output row, the same way
-  // Floats from one row's accumulator to the next: 1 packs them; kAccumulatorStride gives each
-  // its own cache line, so that Hogwild threads updating neighbouring rows do not share one.
-  size_t acc_stride = 1;
+  float* acc_in = nullptr;   // one Adagrad accumulator per input row
+  float* acc_out = nullptr;  // one per output row
   size_t stride = 0;
   int dim = 0;
   const uint32_t* tokens = nullptr;
@@ -38,9 +35,6 @@ struct AdagradSentenceArgs {
   double* loss_sum = nullptr;
   uint64_t* loss_pairs = nullptr;
 };
-
-// One 64-byte cache line of floats per accumulator (AdagradSentenceArgs::acc_stride).
-constexpr size_t kAccumulatorStride = 16;
 
 // Rows of scratch a step needs: (kMaxTargets + 1) for the general path, 6 + 10 for the blocked.
 constexpr size_t kAdagradScratchRows = 66;

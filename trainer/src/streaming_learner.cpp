@@ -118,8 +118,8 @@ struct StreamingLearner::Impl {
     SV_CHECK(ValidateStreamingOptions(o).ok());
     input.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
     output.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
-    acc_in.assign(static_cast<size_t>(o.vocab_capacity) * kAccumulatorStride, 0.0f);
-    acc_out.assign(static_cast<size_t>(o.vocab_capacity) * kAccumulatorStride, 0.0f);
+    acc_in.assign(o.vocab_capacity, 0.0f);
+    acc_out.assign(o.vocab_capacity, 0.0f);
     // Everything that grows with the vocabulary or the table is reserved up front and its
     // pages touched (ReserveResident): memory does not grow with the stream, resident memory
     // included (the noise table alone is 16 MiB by default and fills over most of a stream).
@@ -148,9 +148,7 @@ struct StreamingLearner::Impl {
   StreamingOptions opt;
   size_t stride;
   AlignedFloats input, output;          // capacity x stride
-  // Adagrad accumulators, one per row: row s's at [s * kAccumulatorStride], one cache line each
-  // (Hogwild threads updating the accumulators of neighbouring rows would share lines).
-  std::vector<float> acc_in, acc_out;
+  std::vector<float> acc_in, acc_out;   // Adagrad accumulators, one per row
   std::vector<std::string> words;       // slot -> word
   std::vector<double> counts;           // slot -> stored (scaled) count
   std::vector<double> errors;           // slot -> space-saving error (count inherited)
@@ -246,8 +244,8 @@ struct StreamingLearner::Impl {
     const float scale = 1.0f / static_cast<float>(opt.dim);
     for (int j = 0; j < opt.dim; ++j) in[j] = (rng.Uniform() - 0.5f) * scale;
     std::fill(out, out + opt.dim, 0.0f);
-    acc_in[s * kAccumulatorStride] = 0.0f;
-    acc_out[s * kAccumulatorStride] = 0.0f;
+    acc_in[s] = 0.0f;
+    acc_out[s] = 0.0f;
   }
 
   uint64_t ProbRound(double x) {
@@ -575,7 +573,6 @@ struct StreamingLearner::Impl {
     a.output = output.data();
     a.acc_in = acc_in.data();
     a.acc_out = acc_out.data();
-    a.acc_stride = kAccumulatorStride;
     a.stride = stride;
     a.dim = opt.dim;
     a.tokens = toks;
@@ -845,8 +842,8 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
       w.Put(m.counts[s]);
       w.Put(m.errors[s]);
       w.Put(m.generations[s]);
-      w.Put(m.acc_in[s * kAccumulatorStride]);
-      w.Put(m.acc_out[s * kAccumulatorStride]);
+      w.Put(m.acc_in[s]);
+      w.Put(m.acc_out[s]);
     }
     SV_RETURN_IF_ERROR(sink("vocab", w.str()));
   }
@@ -925,8 +922,8 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
       m.counts.push_back(count);
       m.errors.push_back(error);
       m.generations.push_back(gen);
-      m.acc_in[s * kAccumulatorStride] = ai;
-      m.acc_out[s * kAccumulatorStride] = ao;
+      m.acc_in[s] = ai;
+      m.acc_out[s] = ao;
     }
     if (!r.done()) return r.Bad();
     m.RebuildDerived();
