@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace streamvec {
 namespace {
 
@@ -40,6 +43,22 @@ TEST(VocabularyBuilderTest, ManyDistinctWordsSurviveRehashing) {
   EXPECT_EQ(v.size(), 200000u);
   EXPECT_EQ(v.word(0), "w0");  // all tied: first occurrence first
   EXPECT_EQ(v.Find("w199999"), 199999u);
+}
+
+// Reserve sizes the table once; words inserted before and after it are all found, and ids of
+// words that only share a prefix or a hash bucket are not confused.
+TEST(WordIndexTest, FindsEveryWordAcrossReserveAndGrowth) {
+  std::vector<std::string> words;
+  for (int i = 0; i < 50000; ++i) words.push_back("word" + std::to_string(i));
+  WordIndex index;
+  EXPECT_EQ(index.Find("word0"), WordIndex::kNotFound);  // empty table
+  for (uint32_t i = 0; i < 100; ++i) index.Insert(words[i], i);
+  index.Reserve(20000);
+  for (uint32_t i = 100; i < words.size(); ++i) index.Insert(words[i], i);  // past the reserve
+  EXPECT_EQ(index.size(), words.size());
+  for (uint32_t i = 0; i < words.size(); ++i) ASSERT_EQ(index.Find(words[i]), i) << words[i];
+  EXPECT_EQ(index.Find("word"), WordIndex::kNotFound);
+  EXPECT_EQ(index.Find("word50000"), WordIndex::kNotFound);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ struct Part {
 template <typename Read>
 void TokenizeInto(Part* part, const CorpusOptions& options, Read&& read, const std::string& path) {
   WhitespaceTokenizer tokenizer(options.tokenizer);
-  std::vector<char> buffer(options.chunk_bytes);
+  BigVector<char> buffer(options.chunk_bytes);  // filled by read: no zeroing
   // Tokens are counted in batches (VocabularyBuilder::AddBatch prefetches the table); a line end
   // is a null view in the batch, so order is kept. Views stay valid until the next Feed.
   constexpr size_t kBatch = 256;

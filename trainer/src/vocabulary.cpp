@@ -29,13 +29,19 @@ uint64_t HashWord(std::string_view word) {
   return h;
 }
 
+void WordIndex::Reserve(size_t words) {
+  size_t slots = std::max<size_t>(16, slots_.size());
+  while ((words + 1) * 2 > slots) slots *= 2;
+  if (slots != slots_.size()) Rehash(slots);
+}
+
 void WordIndex::Insert(std::string_view word, uint32_t id) {
-  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  if ((size_ + 1) * 2 > slots_.size()) Rehash(std::max<size_t>(16, slots_.size() * 2));
   const uint64_t h = HashWord(word);
   const size_t mask = slots_.size() - 1;
   size_t i = h & mask;
   while (slots_[i].id != kNotFound) i = (i + 1) & mask;
-  slots_[i] = Slot{h, word, id};
+  slots_[i] = Slot{h, word.data(), static_cast<uint32_t>(word.size()), id};
   ++size_;
 }
 
@@ -46,13 +52,13 @@ uint32_t WordIndex::Find(std::string_view word) const {
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
     if (s.id == kNotFound) return kNotFound;
-    if (s.hash == h && s.word == word) return s.id;
+    if (s.hash == h && std::string_view(s.data, s.length) == word) return s.id;
   }
 }
 
-void WordIndex::Grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
+void WordIndex::Rehash(size_t slots) {
+  BigVector<Slot> old = std::move(slots_);
+  slots_.assign(slots, Slot{0, nullptr, 0, kNotFound});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.id == kNotFound) continue;
@@ -66,10 +72,16 @@ Vocabulary::Vocabulary(std::vector<std::string> words, std::vector<uint64_t> cou
     : words_(std::move(words)), counts_(std::move(counts)) {
   SV_CHECK(words_.size() == counts_.size());
   total_ = std::accumulate(counts_.begin(), counts_.end(), uint64_t{0});
+  index_.Reserve(words_.size());
   for (size_t i = 0; i < words_.size(); ++i) index_.Insert(words_[i], static_cast<uint32_t>(i));
 }
 
-VocabularyBuilder::VocabularyBuilder() : slots_(1 << 16, 0) {}
+VocabularyBuilder::VocabularyBuilder() : slots_(1 << 16, 0) {
+  // 4 MiB each, so that BigVector backs them with 2 MiB pages from the start (only the pages
+  // that get written are ever backed): 131k words before the first reallocation.
+  entries_.reserve((size_t{4} << 20) / sizeof(Entry));
+  arena_.reserve(size_t{4} << 20);
+}
 
 uint64_t VocabularyBuilder::ShortWord(std::string_view word) {
   uint64_t v = 0;
@@ -123,7 +135,7 @@ uint32_t VocabularyBuilder::AddHashed(std::string_view word, uint64_t h) {
   entries_.push_back(Entry{h, 1, static_cast<uint32_t>(arena_.size()),
                            static_cast<uint32_t>(word.size()),
                            word.size() <= 8 ? ShortWord(word) : 0});
-  arena_.append(word);
+  arena_.insert(arena_.end(), word.begin(), word.end());
   slots_[i] = id + 1;
   if (entries_.size() * 2 > slots_.size()) Grow();
   return id;
