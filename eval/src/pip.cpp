@@ -7,27 +7,30 @@
 #include <random>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "streamvec/base/big_array.h"
 
 namespace streamvec::eval {
 namespace {
 
 using Rows = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowsMap = Eigen::Map<const Rows>;
 
-Rows ToDouble(const float* x, int d, size_t n) {
-  Rows m(static_cast<Eigen::Index>(n), d);
-  for (size_t i = 0; i < n; ++i) {
-    for (int j = 0; j < d; ++j) m(static_cast<Eigen::Index>(i), j) = x[i * d + j];
-  }
+// n x d doubles in 2 MiB pages (10k x 100 words per snapshot under `serve`: 8 MB each), rows
+// filled by row(i, out) with d doubles.
+template <typename RowFn>
+BigVector<double> GatherRows(size_t n, int d, RowFn row) {
+  BigVector<double> m(n * static_cast<size_t>(d));
+  for (size_t i = 0; i < n; ++i) row(i, m.data() + i * static_cast<size_t>(d));
   return m;
 }
 
-}  // namespace
-
-PipResult PipLossDense(const float* a, int da, const float* b, int db, size_t n) {
+PipResult PipOfRows(const RowsMap& ea, const RowsMap& eb) {
   PipResult r;
-  r.words = n;
-  if (n == 0) return r;
-  const Rows ea = ToDouble(a, da, n), eb = ToDouble(b, db, n);
+  r.words = static_cast<size_t>(ea.rows());
+  if (r.words == 0) return r;
   const double aa = (ea.transpose() * ea).squaredNorm();
   const double bb = (eb.transpose() * eb).squaredNorm();
   const double ab = (ea.transpose() * eb).squaredNorm();
@@ -41,20 +44,39 @@ PipResult PipLossDense(const float* a, int da, const float* b, int db, size_t n)
   return r;
 }
 
+template <typename RowFnA, typename RowFnB>
+PipResult PipOf(size_t n, int da, RowFnA row_a, int db, RowFnB row_b) {
+  const BigVector<double> a = GatherRows(n, da, row_a), b = GatherRows(n, db, row_b);
+  const auto rows = static_cast<Eigen::Index>(n);
+  return PipOfRows(RowsMap(a.data(), rows, da), RowsMap(b.data(), rows, db));
+}
+
+// Copies a row of d floats into d doubles.
+void Widen(const float* x, int d, double* out) {
+  for (int j = 0; j < d; ++j) out[j] = x[j];
+}
+
+}  // namespace
+
+PipResult PipLossDense(const float* a, int da, const float* b, int db, size_t n) {
+  return PipOf(
+      n, da, [&](size_t i, double* out) { Widen(a + i * static_cast<size_t>(da), da, out); }, db,
+      [&](size_t i, double* out) { Widen(b + i * static_cast<size_t>(db), db, out); });
+}
+
 PipResult PipLoss(const Embeddings& a, const Embeddings& b, size_t top) {
   std::unordered_map<std::string_view, size_t> in_b;
   for (size_t i = 0; i < b.rows(); ++i) in_b.emplace(b.words[i], i);
   const size_t limit = top == 0 ? a.rows() : std::min(top, a.rows());
-  std::vector<float> ra, rb;
-  size_t n = 0;
+  std::vector<std::pair<size_t, size_t>> shared;  // (row in a, row in b)
   for (size_t i = 0; i < limit; ++i) {
     auto it = in_b.find(a.words[i]);
-    if (it == in_b.end()) continue;
-    ra.insert(ra.end(), a.row(i), a.row(i) + a.dim);
-    rb.insert(rb.end(), b.row(it->second), b.row(it->second) + b.dim);
-    ++n;
+    if (it != in_b.end()) shared.emplace_back(i, it->second);
   }
-  return PipLossDense(ra.data(), a.dim, rb.data(), b.dim, n);
+  return PipOf(
+      shared.size(), a.dim,
+      [&](size_t i, double* out) { Widen(a.row(shared[i].first), a.dim, out); }, b.dim,
+      [&](size_t i, double* out) { Widen(b.row(shared[i].second), b.dim, out); });
 }
 
 StatusOr<std::vector<float>> SppmiEmbedding(std::span<const uint32_t> tokens,

@@ -155,7 +155,7 @@ TEST_F(Word2VecFormatTest, ReadsWord2VecCToolTextWithTrailingSpace) {
   StatusOr<Embeddings> e = ReadWord2Vec(path);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->words, (std::vector<std::string>{"the", "</s>"}));
-  EXPECT_EQ(e->vectors, (std::vector<float>{0.1f, -0.2f, 0.3f, 1.0f, 2.0f, 3.0f}));
+  EXPECT_EQ(e->vectors, (BigVector<float>{0.1f, -0.2f, 0.3f, 1.0f, 2.0f, 3.0f}));
 }
 
 TEST_F(Word2VecFormatTest, ReadsCrlfText) {
@@ -163,7 +163,7 @@ TEST_F(Word2VecFormatTest, ReadsCrlfText) {
   StatusOr<Embeddings> e = ReadWord2Vec(path);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->words, (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(e->vectors, (std::vector<float>{1.0f, 2.0f, 3.0f, -0.4f}));
+  EXPECT_EQ(e->vectors, (BigVector<float>{1.0f, 2.0f, 3.0f, -0.4f}));
 }
 
 TEST_F(Word2VecFormatTest, ReadsBinaryWithoutRowNewlinesAsGensimWritesIt) {
@@ -178,7 +178,7 @@ TEST_F(Word2VecFormatTest, ReadsBinaryWithoutRowNewlinesAsGensimWritesIt) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(detected, VectorFormat::kBinary);
   EXPECT_EQ(e->words, (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(e->vectors, (std::vector<float>(v, v + 4)));
+  EXPECT_EQ(e->vectors, (BigVector<float>(v, v + 4)));
 }
 
 TEST_F(Word2VecFormatTest, ReadsGensimTextFixture) {

@@ -84,7 +84,7 @@ class ServingSnapshot {
   // Unit rows in blocks of kBlock rows, each block column-major: the unit value of row
   // b * kBlock + i, component j, is at blocks_[(b * dim + j) * kBlock + i] (last block padded with
   // zeros). The scan then multiplies contiguous columns, which vectorises without reordering sums.
-  std::vector<float> blocks_;
+  BigVector<float> blocks_;  // 2 MiB pages: one of these per snapshot, as large as the rows
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "streamvec/base/big_array.h"
 #include "streamvec/base/status.h"
 
 namespace streamvec {
@@ -22,10 +23,12 @@ enum class VectorFormat { kText, kBinary };
 bool ParseVectorFormat(const std::string& name, VectorFormat* format);
 
 // A dense embedding table: words.size() rows of dim floats, row-major: vectors[i * dim + j].
+// `vectors` is a BigVector (2 MiB pages from 4 MiB on; resize() leaves new floats unset): the
+// server loads one per snapshot, 32 MB for 80k words, every few seconds under `run`.
 struct Embeddings {
   int dim = 0;
   std::vector<std::string> words;
-  std::vector<float> vectors;
+  BigVector<float> vectors;
   size_t rows() const { return words.size(); }
   const float* row(size_t i) const { return vectors.data() + i * static_cast<size_t>(dim); }
 };
