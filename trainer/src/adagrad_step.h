@@ -14,12 +14,19 @@
 namespace streamvec {
 
 // One sentence: tokens[0..n) are row ids; per position a window radius and `negative` noise ids.
-// Rows are zero-padded to `stride` floats (a multiple of 16) and stay zero-padded.
+// Rows are padded to `stride` floats (a multiple of 16); the padding is zero or holds the
+// accumulators.
 struct AdagradSentenceArgs {
   float* input = nullptr;    // rows x stride
   float* output = nullptr;   // rows x stride
-  float* acc_in = nullptr;   // one Adagrad accumulator per input row
-  float* acc_out = nullptr;  // one per output row
+  // One Adagrad accumulator per input row, row r's at acc_in[r * acc_stride], and one per
+  // output row the same way: packed arrays (acc_stride 1), or in the rows' own padding
+  // (acc_in = input + dim, acc_out = output + dim + 1, acc_stride = stride), as the learner keeps
+  // them. The step reads only the first dim floats of a row into its sums and never changes the
+  // padding, accumulators aside.
+  float* acc_in = nullptr;
+  float* acc_out = nullptr;
+  size_t acc_stride = 1;
   size_t stride = 0;
   int dim = 0;
   const uint32_t* tokens = nullptr;

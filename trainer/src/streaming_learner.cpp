@@ -114,12 +114,19 @@ class Reader {
 
 struct StreamingLearner::Impl {
   explicit Impl(const StreamingOptions& o)
-      : opt(o), stride(PaddedStride(o.dim)), rng(o.seed), tokenizer(o.tokenizer) {
+      : opt(o),
+        stride(PaddedStride(o.dim)),
+        acc_in_rows(o.optimizer == StreamOptimizer::kAdagrad &&
+                    stride >= static_cast<size_t>(o.dim) + 2),
+        rng(o.seed),
+        tokenizer(o.tokenizer) {
     SV_CHECK(ValidateStreamingOptions(o).ok());
     input.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
     output.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
-    acc_in.assign(o.vocab_capacity, 0.0f);
-    acc_out.assign(o.vocab_capacity, 0.0f);
+    if (!acc_in_rows) {
+      acc_in.assign(o.vocab_capacity, 0.0f);
+      acc_out.assign(o.vocab_capacity, 0.0f);
+    }
     // Everything that grows with the vocabulary or the table is reserved up front and its
     // pages touched (ReserveResident): memory does not grow with the stream, resident memory
     // included (the noise table alone is 16 MiB by default and fills over most of a stream).
@@ -148,7 +155,25 @@ struct StreamingLearner::Impl {
   StreamingOptions opt;
   size_t stride;
   AlignedFloats input, output;          // capacity x stride
-  std::vector<float> acc_in, acc_out;   // Adagrad accumulators, one per row
+  // Adagrad accumulators, one per row (AccIn, AccOut). Where the rows have two padding floats
+  // (stride >= dim + 2; dim 100: 12) they live there, input row s's in its float `dim` and
+  // output row s's in its float `dim + 1` (the step masks padding out of its sums), so an update
+  // touches no cache line beyond the row's own: with the two Hogwild workers updating the same
+  // frequent rows, separate arrays cost a line transfer per update. Otherwise in these arrays.
+  const bool acc_in_rows;
+  std::vector<float> acc_in, acc_out;
+  float& AccIn(uint32_t s) {
+    return acc_in_rows ? input[static_cast<size_t>(s) * stride + opt.dim] : acc_in[s];
+  }
+  float& AccOut(uint32_t s) {
+    return acc_in_rows ? output[static_cast<size_t>(s) * stride + opt.dim + 1] : acc_out[s];
+  }
+  float AccIn(uint32_t s) const {
+    return acc_in_rows ? input[static_cast<size_t>(s) * stride + opt.dim] : acc_in[s];
+  }
+  float AccOut(uint32_t s) const {
+    return acc_in_rows ? output[static_cast<size_t>(s) * stride + opt.dim + 1] : acc_out[s];
+  }
   std::vector<std::string> words;       // slot -> word
   std::vector<double> counts;           // slot -> stored (scaled) count
   std::vector<double> errors;           // slot -> space-saving error (count inherited)
@@ -244,8 +269,8 @@ struct StreamingLearner::Impl {
     const float scale = 1.0f / static_cast<float>(opt.dim);
     for (int j = 0; j < opt.dim; ++j) in[j] = (rng.Uniform() - 0.5f) * scale;
     std::fill(out, out + opt.dim, 0.0f);
-    acc_in[s] = 0.0f;
-    acc_out[s] = 0.0f;
+    AccIn(s) = 0.0f;
+    AccOut(s) = 0.0f;
   }
 
   uint64_t ProbRound(double x) {
@@ -571,8 +596,14 @@ struct StreamingLearner::Impl {
     AdagradSentenceArgs a;
     a.input = input.data();
     a.output = output.data();
-    a.acc_in = acc_in.data();
-    a.acc_out = acc_out.data();
+    if (acc_in_rows) {
+      a.acc_in = input.data() + opt.dim;
+      a.acc_out = output.data() + opt.dim + 1;
+      a.acc_stride = stride;
+    } else {
+      a.acc_in = acc_in.data();
+      a.acc_out = acc_out.data();
+    }
     a.stride = stride;
     a.dim = opt.dim;
     a.tokens = toks;
@@ -842,8 +873,8 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
       w.Put(m.counts[s]);
       w.Put(m.errors[s]);
       w.Put(m.generations[s]);
-      w.Put(m.acc_in[s]);
-      w.Put(m.acc_out[s]);
+      w.Put(m.AccIn(static_cast<uint32_t>(s)));
+      w.Put(m.AccOut(static_cast<uint32_t>(s)));
     }
     SV_RETURN_IF_ERROR(sink("vocab", w.str()));
   }
@@ -922,8 +953,8 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
       m.counts.push_back(count);
       m.errors.push_back(error);
       m.generations.push_back(gen);
-      m.acc_in[s] = ai;
-      m.acc_out[s] = ao;
+      m.AccIn(static_cast<uint32_t>(s)) = ai;
+      m.AccOut(static_cast<uint32_t>(s)) = ao;
     }
     if (!r.done()) return r.Bad();
     m.RebuildDerived();

@@ -127,7 +127,8 @@ class StreamingLearner {
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
   bool Admitted(std::string_view word) const;
-  // Input row of an admitted word, nullptr otherwise (PaddedStride(dim) floats).
+  // Input row of an admitted word, nullptr otherwise: PaddedStride(dim) floats, the first dim
+  // the vector (the padding may hold the row's Adagrad accumulator).
   const float* InputRow(std::string_view word) const;
   // Probability that the noise table draws `word` (for tests): entries / table size.
   double NoiseProbability(std::string_view word) const;
