@@ -932,6 +932,9 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
     if (!ok) return r.Bad();
     m.rng.SetState(rng_state);
   }
+  // The accumulators as the vocabulary entry holds them: set after the rows are read, which may
+  // hold them too (in their padding, AccIn) or not (a state written with separate arrays).
+  std::vector<std::pair<float, float>> accumulators;
   {
     StatusOr<std::string> data = get("vocab");
     if (!data.ok()) return data.status();
@@ -953,8 +956,7 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
       m.counts.push_back(count);
       m.errors.push_back(error);
       m.generations.push_back(gen);
-      m.AccIn(static_cast<uint32_t>(s)) = ai;
-      m.AccOut(static_cast<uint32_t>(s)) = ao;
+      accumulators.emplace_back(ai, ao);
     }
     if (!r.done()) return r.Bad();
     m.RebuildDerived();
@@ -1020,6 +1022,10 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
       std::memcpy(dest + have * m.stride, data->data(), data->size());
       have += data->size() / row_bytes;
     }
+  }
+  for (uint32_t s = 0; s < accumulators.size(); ++s) {
+    m.AccIn(s) = accumulators[s].first;
+    m.AccOut(s) = accumulators[s].second;
   }
   return learner;
 }
