@@ -194,8 +194,9 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     std::vector<std::string> words;
     std::vector<float> vectors;
     learner->ExportVectors(&words, &vectors);
+    // Text rows formatted by as many threads as trained (the workers are done by now).
     if (Status s = WriteWord2Vec(f.output, words, vectors.data(), learner->options().dim,
-                                 learner->options().dim, format);
+                                 learner->options().dim, format, learner->options().threads);
         !s.ok()) {
       return Fail(s, 1);
     }
