@@ -214,9 +214,9 @@ int RunPipeline(RunFlags f) {
   // --trainer-nice with a short time slice, the REST server's request threads at
   // the caller's priority (its index and polling threads lower themselves the same way,
   // ServeOptions::index_nice and index_policy): on shared cores requests come first.
-  const Background nice{f.trainer_nice, f.trainer_policy};
+  const Background background{f.trainer_nice, f.trainer_policy};
   StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
-      OnBackgroundThread(nice, [&] { return EmbeddedBroker::Start(broker_options); });
+      OnBackgroundThread(background, [&] { return EmbeddedBroker::Start(broker_options); });
   if (!broker.ok()) return Usage(broker.status().message());
   for (const std::string& topic : {DocsTopic(f.prefix), RejectedTopic(f.prefix)}) {
     if (Status s = (*broker)->CreateTopic(topic); !s.ok()) return Usage(s.message());
@@ -236,7 +236,7 @@ int RunPipeline(RunFlags f) {
   to.normalize_text = true;
   to.max_idle_s = f.max_idle_s;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
-      OnBackgroundThread(nice, [&] { return KafkaTrainer::Create(to); });
+      OnBackgroundThread(background, [&] { return KafkaTrainer::Create(to); });
   if (!trainer.ok()) {
     std::fprintf(stderr, "streamvec run: --state %s: %s\n", f.state.c_str(),
                  trainer.status().message().c_str());
@@ -251,7 +251,7 @@ int RunPipeline(RunFlags f) {
   io.group = (*trainer)->group();
   io.start_positions = *positions;
   StatusOr<std::unique_ptr<Ingestor>> ingestor =
-      OnBackgroundThread(nice, [&] { return Ingestor::Create(io); });
+      OnBackgroundThread(background, [&] { return Ingestor::Create(io); });
   if (!ingestor.ok()) return Usage("--data " + f.data + ": " + ingestor.status().message());
 
   // The feed crawler, on the bundled feeds by default. Its dedup state is started afresh on each
@@ -274,7 +274,7 @@ int RunPipeline(RunFlags f) {
       std::filesystem::remove_all(crawl_state, ec);
       co.state_dir = crawl_state;
       StatusOr<std::unique_ptr<crawler::Crawler>> c =
-          OnBackgroundThread(nice, [&] { return crawler::Crawler::Create(co); });
+          OnBackgroundThread(background, [&] { return crawler::Crawler::Create(co); });
       if (!c.ok()) return Usage("--feeds " + f.feeds + ": " + c.status().message());
       crawl = std::move(c).value();
     }
@@ -355,7 +355,7 @@ int RunPipeline(RunFlags f) {
   std::thread crawl_thread;
   if (crawl) {
     crawl_thread = std::thread([&] {
-      LowerPriority(nice);
+      LowerPriority(background);
       crawl_status = crawl->Run(stop_ingest);
     });
   }
@@ -364,11 +364,11 @@ int RunPipeline(RunFlags f) {
   Status ingest_status;
   Status trainer_status;
   std::thread ingest_thread([&] {
-    LowerPriority(nice);
+    LowerPriority(background);
     ingest_status = (*ingestor)->Run(stop_ingest);
   });
   std::thread trainer_thread([&] {
-    LowerPriority(nice);
+    LowerPriority(background);
     trainer_status = (*trainer)->Run(stop_trainer);
     trainer_done = true;
   });

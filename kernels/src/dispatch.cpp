@@ -44,4 +44,3 @@ DotFn DotFunction(Isa isa) {
 }
 
 }  // namespace streamvec
-

@@ -123,9 +123,15 @@ struct StreamingLearner::Impl {
     SV_CHECK(ValidateStreamingOptions(o).ok());
     input.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
     output.Resize(static_cast<size_t>(o.vocab_capacity) * stride);
-    if (!acc_in_rows) {
+    if (acc_in_rows) {
+      acc_in_at = input.data() + o.dim;
+      acc_out_at = output.data() + o.dim + 1;
+      acc_stride = stride;
+    } else {
       acc_in.assign(o.vocab_capacity, 0.0f);
       acc_out.assign(o.vocab_capacity, 0.0f);
+      acc_in_at = acc_in.data();
+      acc_out_at = acc_out.data();
     }
     // Everything that grows with the vocabulary or the table is reserved up front and its
     // pages touched (ReserveResident): memory does not grow with the stream, resident memory
@@ -160,20 +166,17 @@ struct StreamingLearner::Impl {
   // output row s's in its float `dim + 1` (the step masks padding out of its sums), so an update
   // touches no cache line beyond the row's own: with the two Hogwild workers updating the same
   // frequent rows, separate arrays cost a line transfer per update. Otherwise in these arrays.
+  // Row s's accumulators are acc_in_at[s * acc_stride] and acc_out_at[s * acc_stride], as the
+  // Adagrad step addresses them (AdagradSentenceArgs).
   const bool acc_in_rows;
   std::vector<float> acc_in, acc_out;
-  float& AccIn(uint32_t s) {
-    return acc_in_rows ? input[static_cast<size_t>(s) * stride + opt.dim] : acc_in[s];
-  }
-  float& AccOut(uint32_t s) {
-    return acc_in_rows ? output[static_cast<size_t>(s) * stride + opt.dim + 1] : acc_out[s];
-  }
-  float AccIn(uint32_t s) const {
-    return acc_in_rows ? input[static_cast<size_t>(s) * stride + opt.dim] : acc_in[s];
-  }
-  float AccOut(uint32_t s) const {
-    return acc_in_rows ? output[static_cast<size_t>(s) * stride + opt.dim + 1] : acc_out[s];
-  }
+  float* acc_in_at = nullptr;
+  float* acc_out_at = nullptr;
+  size_t acc_stride = 1;
+  float& AccIn(uint32_t s) { return acc_in_at[s * acc_stride]; }
+  float& AccOut(uint32_t s) { return acc_out_at[s * acc_stride]; }
+  float AccIn(uint32_t s) const { return acc_in_at[s * acc_stride]; }
+  float AccOut(uint32_t s) const { return acc_out_at[s * acc_stride]; }
   std::vector<std::string> words;       // slot -> word
   std::vector<double> counts;           // slot -> stored (scaled) count
   std::vector<double> errors;           // slot -> space-saving error (count inherited)
@@ -596,14 +599,9 @@ struct StreamingLearner::Impl {
     AdagradSentenceArgs a;
     a.input = input.data();
     a.output = output.data();
-    if (acc_in_rows) {
-      a.acc_in = input.data() + opt.dim;
-      a.acc_out = output.data() + opt.dim + 1;
-      a.acc_stride = stride;
-    } else {
-      a.acc_in = acc_in.data();
-      a.acc_out = acc_out.data();
-    }
+    a.acc_in = acc_in_at;
+    a.acc_out = acc_out_at;
+    a.acc_stride = acc_stride;
     a.stride = stride;
     a.dim = opt.dim;
     a.tokens = toks;
