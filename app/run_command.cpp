@@ -458,8 +458,8 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--analogy", flags->analogy, "Analogy file scored on every snapshot");
   cmd->add_flag("--doc-per-file", flags->doc_per_file, "One document per file, not per line");
   cmd->add_option("--max-idle", flags->max_idle_s,
-                  "Stop (after a final snapshot) once no document arrived for this many seconds "
-                  "(0: run until Ctrl-C)")
+                  "Stop (after a final snapshot) once the topic is read to its end and no "
+                  "document arrived for this many seconds (0: run until Ctrl-C)")
       ->capture_default_str();
   StreamingOptions& o = flags->learner;
   o.vocab_capacity = 200000;

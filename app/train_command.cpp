@@ -348,8 +348,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");
   cmd->add_option("--max-idle", flags->max_idle,
-                  "Kafka: stop (after a final snapshot) once no message arrived for this many "
-                  "seconds since the partitions were assigned (0: run until a signal)")
+                  "Kafka: stop (after a final snapshot) once every assigned partition is read "
+                  "to its end and no message arrived for this many seconds (0: run until a "
+                  "signal)")
       ->capture_default_str();
   cmd->add_flag("--normalize", flags->normalize,
                 "Kafka: lowercase documents and drop punctuation before training (natural text)");

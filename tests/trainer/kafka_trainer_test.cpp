@@ -181,6 +181,19 @@ TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbed
   EXPECT_EQ((*learner)->stats().words_seen, words);
 }
 
+// --max-idle counts only once every assigned partition has been read to its end: with an idle
+// bound far shorter than the first fetch after the assignment takes, every document is still
+// trained (without that condition the trainer stopped before its first message).
+TEST_F(KafkaTrainerTest, MaxIdleWaitsUntilEveryPartitionIsReadToItsEnd) {
+  const uint64_t words = ProduceDocs(*broker_, 0, 25);  // 100 documents
+  KafkaTrainerOptions o = Options(*broker_);
+  o.max_idle_s = 0.001;
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 100u);
+  EXPECT_EQ(st.words, words);
+  EXPECT_EQ(st.lag, 0);
+}
+
 TEST_F(KafkaTrainerTest, PositionIsTheContiguousTrainedPrefixOfOutOfOrderRanges) {
   // One source's documents cover [0,100), [100,200), ...; they arrive out of order (as when a
   // source is spread over partitions) and [300,400) comes last. Until it does, the position may

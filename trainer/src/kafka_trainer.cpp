@@ -165,6 +165,9 @@ struct KafkaTrainer::Impl {
 
   // Run-thread state.
   std::set<int32_t> assigned;
+  // Assigned partitions read to their end (ERR__PARTITION_EOF) with no message since: the topic
+  // is idle for --max-idle only once this holds every assigned partition.
+  std::set<int32_t> at_end;
   std::map<int32_t, int64_t> next_offsets;  // next offset per partition, covered by training
   std::vector<PendingDocument> batch;
   size_t batch_bytes = 0;
@@ -267,6 +270,7 @@ void KafkaTrainer::Impl::OnRevoke(RdKafka::KafkaConsumer* c,
   }
   for (RdKafka::TopicPartition* tp : parts) {
     assigned.erase(tp->partition());
+    at_end.erase(tp->partition());
     next_offsets.erase(tp->partition());
   }
   batch.clear();
@@ -508,7 +512,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
                                                         {"client.id", "streamvec-trainer"},
                                                         {"enable.auto.commit", "false"},
                                                         {"enable.auto.offset.store", "false"},
-                                                        {"auto.offset.reset", "earliest"}}) {
+                                                        {"auto.offset.reset", "earliest"},
+                                                        {"enable.partition.eof", "true"}}) {
     SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
   }
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "bootstrap.servers", o.kafka.brokers));
@@ -608,6 +613,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     switch (msg->err()) {
       case RdKafka::ERR_NO_ERROR: {
         m.last_activity = Clock::now();
+        m.at_end.erase(msg->partition());
         if (!m.got_message) {
           m.got_message = true;
           m.first_message = m.last_activity;
@@ -634,8 +640,10 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
         m.batch_bytes += len;
         break;
       }
-      case RdKafka::ERR__TIMED_OUT:
       case RdKafka::ERR__PARTITION_EOF:
+        if (m.assigned.count(msg->partition())) m.at_end.insert(msg->partition());
+        break;
+      case RdKafka::ERR__TIMED_OUT:
         break;
       default:
         if (m.consumer_events.fatal() || msg->err() == RdKafka::ERR__FATAL) {
@@ -685,7 +693,10 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
       m.UpdateLag();
       last_lag = Clock::now();
     }
+    // Idle: every assigned partition read to its end (a slow first fetch is not idleness), and
+    // no message for max_idle_s.
     if (m.options.max_idle_s > 0 && m.ever_assigned && m.batch.empty() &&
+        m.at_end.size() == m.assigned.size() &&
         SecondsSince(m.last_activity) >= m.options.max_idle_s) {
       spdlog::info("trainer: no message for {} s, stopping", m.options.max_idle_s);
       break;

@@ -63,8 +63,9 @@ struct KafkaTrainerOptions {
                                                    // so a throttled producer need not wait for it)
   uint64_t snapshot_every_bytes = uint64_t{256} << 20;  // message bytes between snapshots
                                                         // (0: no byte trigger)
-  double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once no message has
-                               // arrived for this many seconds since the first partition assignment
+  double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once every assigned
+                               // partition has been read to its end and no message has arrived
+                               // for this many seconds since the first partition assignment
   // Natural text: lowercase and drop punctuation before tokenising (NormalizeText,
   // tokenizer/normalize.h), so "The" and "the," are one word. Off for pre-normalised corpora.
   bool normalize_text = false;
