@@ -289,6 +289,12 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "for sgns; 1: word2vec's draw per position; docs/training.md)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  cmd->add_option("--replica-sync", o.replica_sync,
+                  "Threads > 1: each thread trains its own replica of the output table and "
+                  "merges it into the shared one every N micro-batches (Downpour-style push and "
+                  "fetch); 0: one shared output table (Hogwild, as word2vec). Default 32 for cbow, 0 "
+                  "for sgns; docs/training.md")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Passes over the corpus")->capture_default_str();

@@ -31,9 +31,9 @@ class ReferenceKernel final : public SgnsKernel {
         std::fill(dT_.begin(), dT_.end(), 0.0f);
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
-          float* x = m.input + b.tokens[c] * m.stride;
+          float* x = m.In(b.tokens[c]);
           for (int k = 0; k < nt; ++k) {
-            const float* t = m.output + targets_[k] * m.stride;
+            const float* t = m.Out(targets_[k]);
             float logit = 0.0f;
             for (int j = 0; j < dim; ++j) logit += x[j] * t[j];
             g_[k] = Gradient(k, logit, lr, stats);
@@ -42,7 +42,7 @@ class ReferenceKernel final : public SgnsKernel {
             const float xj = x[j];
             float d = 0.0f;
             for (int k = 0; k < nt; ++k) {
-              d += g_[k] * m.output[targets_[k] * m.stride + j];
+              d += g_[k] * m.Out(targets_[k])[j];
               dT_[k * dim + j] += g_[k] * xj;
             }
             x[j] = xj + d;
@@ -50,7 +50,7 @@ class ReferenceKernel final : public SgnsKernel {
           if (stats) ++stats->pairs;
         }
         for (int k = 0; k < nt; ++k) {
-          float* t = m.output + targets_[k] * m.stride;
+          float* t = m.Out(targets_[k]);
           for (int j = 0; j < dim; ++j) t[j] += dT_[k * dim + j];
         }
       }
@@ -76,20 +76,20 @@ class ReferenceKernel final : public SgnsKernel {
         std::fill(h_.begin(), h_.end(), 0.0f);
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
-          const float* x = m.input + b.tokens[c] * m.stride;
+          const float* x = m.In(b.tokens[c]);
           for (int j = 0; j < dim; ++j) h_[j] += x[j];
         }
         const float inv = 1.0f / static_cast<float>(count);
         for (int j = 0; j < dim; ++j) h_[j] *= inv;
         for (int k = 0; k < nt; ++k) {
-          const float* t = m.output + targets_[k] * m.stride;
+          const float* t = m.Out(targets_[k]);
           float logit = 0.0f;
           for (int j = 0; j < dim; ++j) logit += h_[j] * t[j];
           g_[k] = Gradient(k, logit, lr, stats);
         }
         std::fill(e_.begin(), e_.end(), 0.0f);
         for (int k = 0; k < nt; ++k) {
-          float* t = m.output + targets_[k] * m.stride;
+          float* t = m.Out(targets_[k]);
           for (int j = 0; j < dim; ++j) {
             e_[j] += g_[k] * t[j];
             t[j] += g_[k] * h_[j];
@@ -97,7 +97,7 @@ class ReferenceKernel final : public SgnsKernel {
         }
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
-          float* x = m.input + b.tokens[c] * m.stride;
+          float* x = m.In(b.tokens[c]);
           for (int j = 0; j < dim; ++j) x[j] += e_[j];
         }
         if (stats) ++stats->pairs;

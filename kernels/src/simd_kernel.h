@@ -104,7 +104,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
     targets_[0] = b.tokens[i];
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
     for (int k = 1; k < nt; ++k) targets_[k] = neg[k - 1];
-    for (int k = 0; k < nt; ++k) rows_[k] = m.output + targets_[k] * m.stride;
+    for (int k = 0; k < nt; ++k) rows_[k] = m.Out(targets_[k]);
   }
 
   // The input rows of position i's context (radius b.windows[i], within the sentence [begin,
@@ -115,7 +115,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
     const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
     int nc = 0;
     for (int c = lo; c <= hi; ++c) {
-      if (c != i) ctx[nc++] = m.input + b.tokens[c] * m.stride;
+      if (c != i) ctx[nc++] = m.In(b.tokens[c]);
     }
     return nc;
   }
@@ -123,10 +123,10 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // Output rows (centre and negatives) of position i.
   template <int kLocality = 3>
   void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
-    PrefetchRow<kLocality>(m.output + b.tokens[i] * m.stride, m.stride);
+    PrefetchRow<kLocality>(m.Out(b.tokens[i]), m.stride);
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
     for (int k = 0; k < b.negative; ++k) {
-      PrefetchRow<kLocality>(m.output + neg[k] * m.stride, m.stride);
+      PrefetchRow<kLocality>(m.Out(neg[k]), m.stride);
     }
   }
 
@@ -139,14 +139,14 @@ class SimdKernel final : public streamvec::SgnsKernel {
   void PrefetchAhead(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
                      int end) {
     if (i + kTargetLead < end) PrefetchTargets(m, b, i + kTargetLead);
-    if (i + kInputLead < end) PrefetchRow(m.input + b.tokens[i + kInputLead] * m.stride, m.stride);
+    if (i + kInputLead < end) PrefetchRow(m.In(b.tokens[i + kInputLead]), m.stride);
   }
 
   void PrefetchSentenceStart(const streamvec::ModelRows& m, const streamvec::MicroBatch& b,
                              int begin, int end) {
     for (int i = begin; i < end && i < begin + kTargetLead; ++i) PrefetchTargets(m, b, i);
     for (int i = begin; i < end && i < begin + kInputLead; ++i) {
-      PrefetchRow(m.input + b.tokens[i] * m.stride, m.stride);
+      PrefetchRow(m.In(b.tokens[i]), m.stride);
     }
   }
 
@@ -248,7 +248,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
         if (ids[q] == w) return false;
       }
       ids[nb] = w;
-      x[nb++] = m.input + w * m.stride;
+      x[nb++] = m.In(w);
     }
     const size_t chunks = m.stride / L;
     float g[kMaxBlockedContexts * kNT + 8];  // + 8: Gradients8 writes 8 floats
@@ -329,7 +329,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
         std::fill(dT, dT + nt * stride, 0.0f);
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
-          float* x = m.input + b.tokens[c] * stride;
+          float* x = m.In(b.tokens[c]);
           Dots<kNT>(x, chunks, nt, logits);
           for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
           for (size_t ch = 0; ch < chunks; ++ch) {
@@ -437,12 +437,12 @@ class SimdKernel final : public streamvec::SgnsKernel {
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
       for (int i = begin; i < end && i < begin + kFusedFarLead; ++i) PrefetchTargets<2>(m, b, i);
       for (int i = begin; i < end && i < begin + kInputLead; ++i) {
-        PrefetchRow(m.input + b.tokens[i] * stride, stride);
+        PrefetchRow(m.In(b.tokens[i]), stride);
       }
       for (int i = begin; i < end; ++i) {
         if (i + kFusedFarLead < end) PrefetchTargets<2>(m, b, i + kFusedFarLead);
         if (i + 1 < end) PrefetchTargets(m, b, i + 1);
-        if (i + kInputLead < end) PrefetchRow(m.input + b.tokens[i + kInputLead] * stride, stride);
+        if (i + kInputLead < end) PrefetchRow(m.In(b.tokens[i + kInputLead]), stride);
         const int nc = GatherContext(m, b, i, begin, end, ctx);
         if (nc == 0) continue;
         LoadTargets(m, b, i, kNT);

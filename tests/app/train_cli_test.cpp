@@ -78,6 +78,19 @@ TEST_F(TrainCliTest, BinaryAndTextFormatsHoldTheSameVectors) {
   EXPECT_EQ(t->vectors, b->vectors);  // text floats round-trip exactly
 }
 
+TEST_F(TrainCliTest, CbowTrainsWithAndWithoutOutputReplicas) {
+  // --replica-sync 0: one shared output table (Hogwild); 1: per-thread replicas merged after
+  // every micro-batch; default (32 for cbow). Each run writes all 20 words.
+  for (const std::string flag : {" --replica-sync 0", " --replica-sync 1", ""}) {
+    const CliRun run = Train("--input " + corpus_ + " --output " + Path("r.txt") +
+                             " --model cbow --dim 8 --epochs 1 --min-count 1 --threads 2" + flag);
+    ASSERT_EQ(run.exit_code, 0) << flag << "\n" << run.output;
+    auto v = ReadWord2Vec(Path("r.txt"));
+    ASSERT_TRUE(v.ok()) << flag;
+    EXPECT_EQ(v->rows(), 20u) << flag;
+  }
+}
+
 TEST_F(TrainCliTest, ReadsStandardInput) {
   const std::string command = "cat " + corpus_ + " | '" + STREAMVEC_BINARY +
                               "' train --input - --output " + Path("s.txt") +
@@ -102,6 +115,7 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
       {io + "--format xml", "--format"},
       {io + "--alpha 0.01 --min-alpha 0.5", "--min-alpha"},
       {io + "--negative-share 65", "--negative-share"},
+      {io + "--replica-sync -1", "--replica-sync"},
       {"--output " + Path("x.txt"), "--input"},
   };
   for (const Case& c : cases) {

@@ -261,6 +261,54 @@ TEST_P(SimdKernelTest, PaddingStaysZero) {
   }
 }
 
+// ModelRows::output_replica: rows below output_replica_rows are read and written in the replica
+// (a thread's own copy, BatchTrainer) and the shared rows stay untouched; the result equals the
+// same kernel on the plain table, float for float. Checked for the reference kernel too.
+TEST_P(SimdKernelTest, OutputReplicaRowsStandInForTheSharedRows) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  const float kSentinel = 12345.0f;
+  for (bool reference : {false, true}) {
+    for (bool cbow : {false, true}) {
+      for (bool with_stats : {false, true}) {
+        for (uint32_t replica_rows : {0u, 7u, 20u, 40u}) {
+          Fixture a(40, 100, 5, 4000 + replica_rows, /*num_sentences=*/10);
+          Fixture b(a);
+          AlignedFloats replica(replica_rows * a.stride);
+          std::copy(b.output.data(), b.output.data() + replica.size(), replica.data());
+          std::fill(b.output.data(), b.output.data() + replica.size(), kSentinel);
+          ModelRows mb = b.model();
+          mb.output_replica = replica.data();
+          mb.output_replica_rows = replica_rows;
+          auto ka = reference ? MakeReferenceKernel() : MakeCpuKernel(GetParam());
+          auto kb = reference ? MakeReferenceKernel() : MakeCpuKernel(GetParam());
+          StepStats sa, sb;
+          if (cbow) {
+            ka->Cbow(a.model(), a.batch, 0.05f, with_stats ? &sa : nullptr);
+            kb->Cbow(mb, b.batch, 0.05f, with_stats ? &sb : nullptr);
+          } else {
+            ka->SkipGram(a.model(), a.batch, 0.025f, with_stats ? &sa : nullptr);
+            kb->SkipGram(mb, b.batch, 0.025f, with_stats ? &sb : nullptr);
+          }
+          SCOPED_TRACE(testing::Message() << "reference " << reference << " cbow " << cbow
+                                          << " stats " << with_stats << " rows " << replica_rows);
+          for (size_t i = 0; i < replica.size(); ++i) {
+            ASSERT_EQ(b.output[i], kSentinel) << "shared output float " << i << " was touched";
+            ASSERT_EQ(replica[i], a.output[i]) << "replica float " << i;
+          }
+          for (size_t i = replica.size(); i < a.output.size(); ++i) {
+            ASSERT_EQ(b.output[i], a.output[i]) << "output float " << i;
+          }
+          for (size_t i = 0; i < a.input.size(); ++i) {
+            ASSERT_EQ(b.input[i], a.input[i]) << "input float " << i;
+          }
+          EXPECT_EQ(sa.pairs, sb.pairs);
+          EXPECT_EQ(sa.loss, sb.loss);
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, SimdKernelTest,
                          ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
                          [](const testing::TestParamInfo<Isa>& info) {

@@ -134,6 +134,50 @@ TEST_F(BatchTrainerTest, CbowLearnsWithAndWithoutSharedNegatives) {
   EXPECT_EQ(std::vector<float>(d.input(), d.input() + c.vocab.size() * d.stride()), inputs[1]);
 }
 
+TEST_F(BatchTrainerTest, OutputReplicasLearnAndReachTheSharedTable) {
+  // Two threads, each on its own replica of the output table (all rows, or only the 5 most
+  // frequent), merged every micro-batch, every 4, or only once at the end: the groups separate,
+  // and the shared output table (zero before training) holds a learnt row for every word.
+  Corpus c = Load(PlantedCorpus(2000, 7));
+  for (TrainModel model : {TrainModel::kCbow, TrainModel::kSkipGram}) {
+    for (int sync : {1, 4, 1 << 20}) {
+      for (size_t rows : {size_t{1} << 17, size_t{5}}) {
+        TrainOptions o = PlantedCbowOptions();
+        o.model = model;
+        o.threads = 2;
+        o.batch_tokens = 256;  // many micro-batches, so many merges
+        o.replica_sync = sync;
+        o.replica_rows = rows;
+        BatchTrainer t(c, o);
+        t.Train();
+        SCOPED_TRACE(testing::Message() << "cbow " << (model == TrainModel::kCbow) << " sync "
+                                        << sync << " rows " << rows);
+        EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
+        for (uint32_t w = 0; w < c.vocab.size(); ++w) {
+          const float* row = t.output() + w * t.stride();
+          EXPECT_GT(std::abs(row[0]) + std::abs(row[1]) + std::abs(row[2]), 1e-3f) << w;
+        }
+      }
+    }
+  }
+}
+
+TEST(TrainOptionsTest, ReplicasAreCbowsDefaultWithSeveralThreads) {
+  TrainOptions o;
+  o.threads = 2;
+  o.model = TrainModel::kCbow;
+  EXPECT_EQ(EffectiveReplicaSync(o), kDefaultReplicaSync);
+  o.model = TrainModel::kSkipGram;
+  EXPECT_EQ(EffectiveReplicaSync(o), 0);
+  o.replica_sync = 8;
+  EXPECT_EQ(EffectiveReplicaSync(o), 8);
+  o.threads = 1;  // nothing to share: the shared table, deterministic training
+  EXPECT_EQ(EffectiveReplicaSync(o), 0);
+  o.model = TrainModel::kCbow;
+  o.replica_sync = -1;
+  EXPECT_EQ(EffectiveReplicaSync(o), 0);
+}
+
 TEST_F(BatchTrainerTest, UntrainedVectorsDoNotSeparateGroups) {
   // The check above can fail: random initial vectors show no group structure.
   Corpus c = Load(PlantedCorpus(200, 3));
@@ -194,6 +238,9 @@ TEST(TrainOptionsTest, ValidationNamesTheFlag) {
   o = TrainOptions{};
   o.negative_share = -1;
   EXPECT_FALSE(ValidateTrainOptions(o).ok());
+  o = TrainOptions{};
+  o.replica_sync = -2;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--replica-sync"), std::string::npos);
   EXPECT_TRUE(ValidateTrainOptions(TrainOptions{}).ok());
 }
 

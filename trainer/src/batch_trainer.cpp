@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.negative_share < 0 || o.negative_share > 64) {
     return bad("--negative-share", "must be in [0, 64]");
   }
+  if (o.replica_sync < -1) return bad("--replica-sync", "must be >= 0 (0: no replicas)");
   if (o.batch_tokens <= 0 || o.loss_sample_every <= 0) {
     return Status::InvalidArgument("batch_tokens and loss_sample_every must be positive");
   }
@@ -66,7 +68,50 @@ float CurrentAlpha(const TrainOptions& o, uint64_t done, uint64_t total) {
   return static_cast<float>(o.alpha - (o.alpha - o.min_alpha) * p);
 }
 
+// One thread's replica of the first rows of the shared output table (TrainOptions::replica_sync):
+// the kernel reads and writes `local`; `base` is what local held after the last merge.
+class OutputReplica {
+ public:
+  OutputReplica(float* shared, size_t floats, std::mutex* merge_mutex)
+      : shared_(shared), size_(floats), mutex_(merge_mutex) {
+    local_.ResizeForOverwrite(size_);
+    base_.ResizeForOverwrite(size_);
+    std::lock_guard<std::mutex> lock(*mutex_);
+    std::copy(shared_, shared_ + size_, local_.data());
+    std::copy(shared_, shared_ + size_, base_.data());
+  }
+  float* data() { return local_.data(); }
+
+  // Push and fetch in one pass: shared += local - base (what this thread learnt since the last
+  // merge), then local = base = shared (with what the other threads pushed meanwhile). Merges are
+  // serialised, so no pushed update is lost; the kernels of the other threads go on meanwhile.
+  void Merge() {
+    std::lock_guard<std::mutex> lock(*mutex_);
+    float* shared = shared_;
+    float* local = local_.data();
+    float* base = base_.data();
+    for (size_t i = 0; i < size_; ++i) {
+      const float v = shared[i] + (local[i] - base[i]);
+      shared[i] = v;
+      local[i] = v;
+      base[i] = v;
+    }
+  }
+
+ private:
+  float* shared_;
+  size_t size_;
+  std::mutex* mutex_;
+  AlignedFloats local_, base_;
+};
+
 }  // namespace
+
+int EffectiveReplicaSync(const TrainOptions& o) {
+  if (o.threads <= 1) return 0;
+  if (o.replica_sync >= 0) return o.replica_sync;
+  return o.model == TrainModel::kCbow ? kDefaultReplicaSync : 0;
+}
 
 TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>& progress,
                                  double progress_interval_s) {
@@ -102,8 +147,20 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
     kernel_name = probe->name();
   }
 
+  const int replica_sync = EffectiveReplicaSync(o);
+  const size_t replica_rows = std::min(corpus.vocab.size(), o.replica_rows);
+  std::mutex merge_mutex;
+
   auto worker = [&, model](int t) {
     Rng rng(o.seed + static_cast<uint64_t>(t));
+    ModelRows m = model;
+    std::unique_ptr<OutputReplica> replica;
+    if (replica_sync > 0 && replica_rows > 0) {
+      replica = std::make_unique<OutputReplica>(model.output, replica_rows * model.stride,
+                                                &merge_mutex);
+      m.output_replica = replica->data();
+      m.output_replica_rows = static_cast<uint32_t>(replica_rows);
+    }
     std::unique_ptr<SgnsKernel> kernel =
         o.reference_kernel ? MakeReferenceKernel() : MakeCpuKernel(o.isa);
     std::vector<uint32_t> tokens, negatives;
@@ -165,10 +222,11 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
           StepStats stats;
           StepStats* stats_ptr = (batches++ % o.loss_sample_every == 0) ? &stats : nullptr;
           if (o.model == TrainModel::kSkipGram) {
-            kernel->SkipGram(model, batch, alpha, stats_ptr);
+            kernel->SkipGram(m, batch, alpha, stats_ptr);
           } else {
-            kernel->Cbow(model, batch, alpha, stats_ptr);
+            kernel->Cbow(m, batch, alpha, stats_ptr);
           }
+          if (replica && batches % static_cast<uint64_t>(replica_sync) == 0) replica->Merge();
           if (stats_ptr && stats.pairs > 0) {
             shared.loss_sum.fetch_add(stats.loss, std::memory_order_relaxed);
             shared.loss_pairs.fetch_add(stats.pairs, std::memory_order_relaxed);
@@ -180,6 +238,7 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
         alpha = CurrentAlpha(o, global, total_words);
       }
     }
+    if (replica) replica->Merge();
   };
 
   const auto start = std::chrono::steady_clock::now();

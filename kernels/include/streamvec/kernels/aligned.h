@@ -35,7 +35,21 @@ class AlignedFloats {
   ~AlignedFloats() { std::free(data_); }
 
   // Discards the contents; the new buffer of n floats is zero.
-  void Resize(size_t n) {
+  void Resize(size_t n) { Allocate(n, /*zero=*/true); }
+
+  // Discards the contents; the new buffer of n floats is indeterminate, for a caller that writes
+  // every float before reading it (a fresh page is zeroed by the kernel anyway, and a second
+  // pass over a table of tens of MB is not free).
+  void ResizeForOverwrite(size_t n) { Allocate(n, /*zero=*/false); }
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  size_t size() const { return size_; }
+  float& operator[](size_t i) { return data_[i]; }
+  const float& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  void Allocate(size_t n, bool zero) {
     std::free(data_);
     data_ = nullptr;
     size_ = n;
@@ -49,15 +63,9 @@ class AlignedFloats {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (huge) ::madvise(data_, bytes, MADV_HUGEPAGE);  // advisory: failure is harmless
 #endif
-    std::memset(data_, 0, bytes);
+    if (zero) std::memset(data_, 0, bytes);
   }
-  float* data() { return data_; }
-  const float* data() const { return data_; }
-  size_t size() const { return size_; }
-  float& operator[](size_t i) { return data_[i]; }
-  const float& operator[](size_t i) const { return data_[i]; }
 
- private:
   float* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -35,6 +35,20 @@ struct ModelRows {
   float* output = nullptr;  // output / context vectors (word2vec's syn1neg), rows x stride
   size_t stride = 0;        // floats per row, PaddedStride(dim); 64-byte aligned base pointers
   int dim = 0;              // used floats per row
+  // Optional replica of the first output rows (the most frequent words: ids are in frequency
+  // order), same stride and alignment: row w < output_replica_rows is read and written at
+  // output_replica + w * stride instead of in `output`. A caller gives each thread its own
+  // replica and merges it into the shared table every few micro-batches (BatchTrainer,
+  // TrainOptions::replica_sync); a kernel only sees the addresses. 0 rows: none.
+  float* output_replica = nullptr;
+  uint32_t output_replica_rows = 0;
+
+  // Row w of the input table.
+  float* In(uint32_t w) const { return input + w * stride; }
+  // Row w of the output table, where this caller keeps it.
+  float* Out(uint32_t w) const {
+    return (w < output_replica_rows ? output_replica : output) + w * stride;
+  }
 };
 
 // Largest supported number of targets per window (1 positive + negatives).

@@ -43,9 +43,34 @@ struct TrainOptions {
   // (a CBOW step is bound by cache misses on the output table). Our extension of HogBatch's
   // sharing of negatives within a window (Ji et al. 2016, section 3) to neighbouring CBOW windows.
   int negative_share = 0;
+  // With threads > 1: each thread trains its own replica of the output table (of its first
+  // replica_rows rows, the most frequent words) and every replica_sync micro-batches pushes what
+  // it learnt since the last merge (replica - replica at the last merge) into the shared table
+  // and fetches the merged rows: Downpour SGD's push and fetch (Dean et al. 2012, "Large Scale
+  // Distributed Deep Networks", section 4.1) between threads instead of machines. On a
+  // shared table (Hogwild) every write to a row that the other cores hold costs a cache-line
+  // transfer between cores; the replicas keep those rows core-private between merges (CBOW,
+  // 2 threads: training phase about 25% shorter; docs/training.md). 0: no replicas (Hogwild on
+  // the shared output table, word2vec's way); -1: the model's default, kDefaultReplicaSync for
+  // CBOW and 0 for skip-gram (whose step does about 2 x window times more work per output row
+  // written, so it gains less: 12-15%, at an analogy score close to its bar). The input table
+  // is always shared (a replica of it measured no faster). Memory: 2 x replica_rows x stride
+  // floats per thread (29 MB at dim 100): the 32768 most frequent words take 92% of the negative
+  // draws on the benchmark corpus (count^0.75), and most centres; rarer rows, seldom written by two
+  // cores in a row, stay shared (replicating all 68k rows of the benchmark corpus was no faster:
+  // more fresh memory to fault in and copy).
+  int replica_sync = -1;
+  size_t replica_rows = size_t{1} << 15;
   int batch_tokens = 2048;       // kept words per kernel call (micro-batch of sentences)
   int loss_sample_every = 16;    // compute the loss on one micro-batch in this many
 };
+
+// Micro-batches between merges of the per-thread output replicas: CBOW's default.
+inline constexpr int kDefaultReplicaSync = 32;
+
+// The replica_sync a training run uses: 0 with one thread (nothing to share), else replica_sync,
+// or for -1 the model's default (kDefaultReplicaSync for CBOW, 0 for skip-gram).
+int EffectiveReplicaSync(const TrainOptions& options);
 
 // Checks ranges; InvalidArgument names the flag (--dim, --window, ...).
 Status ValidateTrainOptions(const TrainOptions& options);
