@@ -86,16 +86,12 @@ std::vector<ServingSnapshot::Neighbor> ServingSnapshot::NearestToVector(
   auto excluded = [&exclude](size_t r) {
     return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
   };
+  // The CPU's widest build (AVX-512 / AVX2 / SSE2), chosen once.
+  static const ColumnScoresFn column_scores = ColumnScoresFunction(DetectBestIsa());
   alignas(64) float scores[kBlock];
   const size_t blocks = (rows + kBlock - 1) / kBlock;
   for (size_t b = 0; b < blocks; ++b) {
-    std::fill(scores, scores + kBlock, 0.0f);
-    const float* block = blocks_.data() + b * dim * kBlock;
-    for (size_t j = 0; j < dim; ++j) {
-      const float q = query[j];
-      const float* column = block + j * kBlock;
-      for (size_t i = 0; i < kBlock; ++i) scores[i] += column[i] * q;
-    }
+    column_scores(blocks_.data() + b * dim * kBlock, query, dim, kBlock, scores);
     const size_t n = std::min(kBlock, rows - b * kBlock);
     for (size_t i = 0; i < n; ++i) {
       const Neighbor candidate{b * kBlock + i, scores[i]};

@@ -7,7 +7,13 @@ namespace streamvec {
 namespace internal {
 std::unique_ptr<SgnsKernel> MakePortableKernel();
 float DotPortable(const float* a, const float* b, size_t n);
+void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
+                          float* scores);
 #if defined(STREAMVEC_X86_KERNELS)
+void ColumnScoresAvx2(const float* columns, const float* query, size_t dim, size_t width,
+                      float* scores);
+void ColumnScoresAvx512(const float* columns, const float* query, size_t dim, size_t width,
+                        float* scores);
 std::unique_ptr<SgnsKernel> MakeAvx2Kernel();
 std::unique_ptr<SgnsKernel> MakeAvx512Kernel();
 float DotAvx2(const float* a, const float* b, size_t n);
@@ -40,6 +46,19 @@ DotFn DotFunction(Isa isa) {
 #endif
     default:
       return internal::DotPortable;
+  }
+}
+
+ColumnScoresFn ColumnScoresFunction(Isa isa) {
+  switch (isa) {
+#if defined(STREAMVEC_X86_KERNELS)
+    case Isa::kAvx2:
+      return internal::ColumnScoresAvx2;
+    case Isa::kAvx512:
+      return internal::ColumnScoresAvx512;
+#endif
+    default:
+      return internal::ColumnScoresPortable;
   }
 }
 

@@ -43,4 +43,9 @@ std::unique_ptr<SgnsKernel> MakeAvx2Kernel() { return std::make_unique<avx2::Sim
 
 float DotAvx2(const float* a, const float* b, size_t n) { return DotBody<avx2::Vec>(a, b, n); }
 
+void ColumnScoresAvx2(const float* columns, const float* query, size_t dim, size_t width,
+                      float* scores) {
+  ColumnScoresBody<avx2::Vec>(columns, query, dim, width, scores);
+}
+
 }  // namespace streamvec::internal

@@ -57,4 +57,9 @@ float DotAvx512(const float* a, const float* b, size_t n) {
   return DotBody<avx512::Vec>(a, b, n);
 }
 
+void ColumnScoresAvx512(const float* columns, const float* query, size_t dim, size_t width,
+                        float* scores) {
+  ColumnScoresBody<avx512::Vec>(columns, query, dim, width, scores);
+}
+
 }  // namespace streamvec::internal

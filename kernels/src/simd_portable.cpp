@@ -80,4 +80,15 @@ float DotPortable(const float* a, const float* b, size_t n) {
   return dot;
 }
 
+// Plain loops over the scores (vectorised by the compiler at the baseline, SSE2).
+void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
+                          float* scores) {
+  std::fill(scores, scores + width, 0.0f);
+  for (size_t j = 0; j < dim; ++j) {
+    const float q = query[j];
+    const float* column = columns + j * width;
+    for (size_t i = 0; i < width; ++i) scores[i] += column[i] * q;
+  }
+}
+
 }  // namespace streamvec::internal

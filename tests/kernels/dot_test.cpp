@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -33,6 +34,34 @@ TEST_P(DotTest, MatchesADoublePrecisionSumForAnyLengthAndAlignment) {
       const float got = dot(a.data() + offset, b.data() + offset, n);
       EXPECT_NEAR(got, want, 1e-6 * (1 + magnitude))
           << IsaName(GetParam()) << " n=" << n << " offset=" << offset;
+    }
+  }
+}
+
+// Column-major blocks (an exact neighbour scan's layout), widths around the vector steps.
+TEST_P(DotTest, ColumnScoresMatchADoublePrecisionSumPerColumn) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  const ColumnScoresFn scores_fn = ColumnScoresFunction(GetParam());
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t dim : {1, 3, 100}) {
+    for (size_t width : {1, 15, 64, 65, 256}) {
+      std::vector<float> columns(dim * width), query(dim);
+      for (float& x : columns) x = u(rng);
+      for (float& x : query) x = u(rng);
+      alignas(64) float scores[256 + 16];
+      std::fill(scores, scores + 256 + 16, -7.0f);
+      scores_fn(columns.data(), query.data(), dim, width, scores);
+      for (size_t i = 0; i < width; ++i) {
+        double want = 0, magnitude = 0;
+        for (size_t j = 0; j < dim; ++j) {
+          want += static_cast<double>(columns[j * width + i]) * query[j];
+          magnitude += std::abs(static_cast<double>(columns[j * width + i]) * query[j]);
+        }
+        ASSERT_NEAR(scores[i], want, 1e-6 * (1 + magnitude))
+            << IsaName(GetParam()) << " dim=" << dim << " width=" << width << " i=" << i;
+      }
+      EXPECT_EQ(scores[width], -7.0f) << "wrote past width " << width;
     }
   }
 }

@@ -17,6 +17,16 @@ using DotFn = float (*)(const float* a, const float* b, size_t n);
 // non-x86 build) gives the portable one.
 DotFn DotFunction(Isa isa);
 
+// Scores of `width` vectors stored column-major (component j of vector i at columns[j * width +
+// i], the layout of an exact neighbour scan's blocks) against one query of `dim` floats:
+// scores[i] = sum_j columns[j * width + i] * query[j], for i < width. scores: 64-byte aligned.
+// Builds differ in rounding (fused multiply-adds or not), as DotFn.
+using ColumnScoresFn = void (*)(const float* columns, const float* query, size_t dim,
+                                size_t width, float* scores);
+
+// The build for `isa`, as DotFunction.
+ColumnScoresFn ColumnScoresFunction(Isa isa);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_KERNELS_DOT_H_
