@@ -39,6 +39,8 @@ struct TrainFlags {
   std::string optimizer = "adagrad";
   StreamingOptions stream_options;
   std::vector<std::string> explicit_flags;
+  // Flags of the batch trainer alone that were given (refused with --stream or --brokers).
+  std::vector<std::string> batch_only_flags;
   // Kafka (docs/pipeline.md): consume <prefix>.docs instead of --input.
   std::string brokers;
   std::string bootstrap_file;
@@ -160,6 +162,13 @@ int RunKafka(TrainFlags& f) {
 }
 
 int RunTrain(TrainFlags& f) {
+  const bool streaming = f.stream || !f.brokers.empty() || !f.bootstrap_file.empty();
+  if (streaming && !f.batch_only_flags.empty()) {
+    return Fail(Status::InvalidArgument(f.batch_only_flags.front() +
+                                        " applies to batch training only (not with --stream, "
+                                        "--brokers or --bootstrap-file)"),
+                2);
+  }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize) {
     return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle and --normalize need "
@@ -366,6 +375,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                              "--alpha", "--vocab-capacity", "--count-half-life", "--optimizer",
                              "--eta", "--epsilon", "--noise-table-size"}) {
       if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
+    }
+    for (const char* flag : {"--negative-share", "--replica-sync"}) {
+      if (cmd->count(flag) > 0) flags->batch_only_flags.push_back(flag);
     }
     *exit_code = RunTrain(*flags);
   });

@@ -116,6 +116,10 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
       {io + "--alpha 0.01 --min-alpha 0.5", "--min-alpha"},
       {io + "--negative-share 65", "--negative-share"},
       {io + "--replica-sync -1", "--replica-sync"},
+      {"--input " + corpus_ + " --stream --state " + Path("st") + " --replica-sync 4",
+       "--replica-sync applies to batch training only"},
+      {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-share 2",
+       "--negative-share applies to batch training only"},
       {"--output " + Path("x.txt"), "--input"},
   };
   for (const Case& c : cases) {
