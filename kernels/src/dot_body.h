@@ -26,7 +26,8 @@ float DotBody(const float* a, const float* b, size_t n) {
 }
 
 // scores[i] = sum_j columns[j * width + i] * query[j] for i < width, j < dim (in order of j, one
-// fused multiply-add per term): four vectors of scores at a time. scores must be 64-byte aligned.
+// Vec::Fma per term: fused where the build has FMA): four vectors of scores at a time. scores
+// must be aligned for Vec::Store (64 bytes covers every build).
 template <typename Vec>
 void ColumnScoresBody(const float* columns, const float* query, size_t dim, size_t width,
                       float* scores) {

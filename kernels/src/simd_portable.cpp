@@ -11,6 +11,7 @@
 #include "streamvec/kernels/sgns_math.h"
 
 #include "streamvec/kernels/sgns_kernel.h"
+#include "dot_body.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -25,6 +26,7 @@ struct Vec {
   static constexpr int kLanes = 4;
   static R Zero() { return _mm_setzero_ps(); }
   static R Load(const float* p) { return _mm_load_ps(p); }
+  static R LoadU(const float* p) { return _mm_loadu_ps(p); }  // any alignment
   static void Store(float* p, R v) { _mm_store_ps(p, v); }
   static R Set1(float a) { return _mm_set1_ps(a); }
   static R Fma(R a, R b, R c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
@@ -46,6 +48,11 @@ struct Vec {
   static constexpr int kLanes = 4;
   static R Zero() { return R{0, 0, 0, 0}; }
   static R Load(const float* p) { return *reinterpret_cast<const R*>(p); }
+  static R LoadU(const float* p) {  // any alignment
+    R v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
   static void Store(float* p, R v) { *reinterpret_cast<R*>(p) = v; }
   static R Set1(float a) { return R{a, a, a, a}; }
   static R Fma(R a, R b, R c) { return a * b + c; }
@@ -80,15 +87,9 @@ float DotPortable(const float* a, const float* b, size_t n) {
   return dot;
 }
 
-// Plain loops over the scores (vectorised by the compiler at the baseline, SSE2).
 void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
                           float* scores) {
-  std::fill(scores, scores + width, 0.0f);
-  for (size_t j = 0; j < dim; ++j) {
-    const float q = query[j];
-    const float* column = columns + j * width;
-    for (size_t i = 0; i < width; ++i) scores[i] += column[i] * q;
-  }
+  ColumnScoresBody<portable::Vec>(columns, query, dim, width, scores);
 }
 
 }  // namespace streamvec::internal

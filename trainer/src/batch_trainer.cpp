@@ -78,7 +78,7 @@ class OutputReplica {
     base_.ResizeForOverwrite(size_);
     std::lock_guard<std::mutex> lock(*mutex_);
     std::copy(shared_, shared_ + size_, local_.data());
-    std::copy(shared_, shared_ + size_, base_.data());
+    std::copy(local_.data(), local_.data() + size_, base_.data());
   }
   float* data() { return local_.data(); }
 
