@@ -1,5 +1,7 @@
 #include "streamvec/trainer/batch_trainer.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -7,8 +9,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace streamvec {
 namespace {
@@ -136,26 +136,32 @@ TEST_F(BatchTrainerTest, CbowLearnsWithAndWithoutSharedNegatives) {
 
 TEST_F(BatchTrainerTest, OutputReplicasLearnAndReachTheSharedTable) {
   // Two threads, each on its own replica of the output table (all rows, or only the 5 most
-  // frequent), merged every micro-batch, every 4, or only once at the end: the groups separate,
-  // and the shared output table (zero before training) holds a learnt row for every word.
+  // frequent), merged every micro-batch, every 4, or only once at the end; each merge covering
+  // all rows (the default hot rows exceed this vocabulary), or 2 hot rows and one of 3 chunks of
+  // the others in turn: the groups separate, and the shared output table (zero before training)
+  // holds a learnt row for every word.
   Corpus c = Load(PlantedCorpus(2000, 7));
   for (TrainModel model : {TrainModel::kCbow, TrainModel::kSkipGram}) {
     for (int sync : {1, 4, 1 << 20}) {
       for (size_t rows : {size_t{1} << 17, size_t{5}}) {
-        TrainOptions o = PlantedCbowOptions();
-        o.model = model;
-        o.threads = 2;
-        o.batch_tokens = 256;  // many micro-batches, so many merges
-        o.replica_sync = sync;
-        o.replica_rows = rows;
-        BatchTrainer t(c, o);
-        t.Train();
-        SCOPED_TRACE(testing::Message() << "cbow " << (model == TrainModel::kCbow) << " sync "
-                                        << sync << " rows " << rows);
-        EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
-        for (uint32_t w = 0; w < c.vocab.size(); ++w) {
-          const float* row = t.output() + w * t.stride();
-          EXPECT_GT(std::abs(row[0]) + std::abs(row[1]) + std::abs(row[2]), 1e-3f) << w;
+        for (size_t hot : {TrainOptions{}.replica_hot_rows, size_t{2}}) {
+          TrainOptions o = PlantedCbowOptions();
+          o.model = model;
+          o.threads = 2;
+          o.batch_tokens = 256;  // many micro-batches, so many merges
+          o.replica_sync = sync;
+          o.replica_rows = rows;
+          o.replica_hot_rows = hot;
+          o.replica_cold_period = hot == 2 ? 3 : TrainOptions{}.replica_cold_period;
+          BatchTrainer t(c, o);
+          t.Train();
+          SCOPED_TRACE(testing::Message() << "cbow " << (model == TrainModel::kCbow) << " sync "
+                                          << sync << " rows " << rows << " hot " << hot);
+          EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
+          for (uint32_t w = 0; w < c.vocab.size(); ++w) {
+            const float* row = t.output() + w * t.stride();
+            EXPECT_GT(std::abs(row[0]) + std::abs(row[1]) + std::abs(row[2]), 1e-3f) << w;
+          }
         }
       }
     }
@@ -241,6 +247,9 @@ TEST(TrainOptionsTest, ValidationNamesTheFlag) {
   o = TrainOptions{};
   o.replica_sync = -2;
   EXPECT_NE(ValidateTrainOptions(o).message().find("--replica-sync"), std::string::npos);
+  o = TrainOptions{};
+  o.replica_cold_period = 0;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("replica_cold_period"), std::string::npos);
   EXPECT_TRUE(ValidateTrainOptions(TrainOptions{}).ok());
 }
 

@@ -1,11 +1,11 @@
 #include "streamvec/trainer/corpus.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace streamvec {
 namespace {
@@ -113,6 +113,32 @@ TEST_F(CorpusTest, ParallelLoadingGivesTheSameVocabularyAndTokens) {
   EXPECT_EQ(a->vocab.counts(), b->vocab.counts());
   EXPECT_EQ(a->tokens, b->tokens);
   // Split points fall on newlines, so sentences agree too.
+  EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
+  EXPECT_EQ(a->raw_words, b->raw_words);
+}
+
+TEST_F(CorpusTest, ParallelLoadingOfDenseAndSparseStretches) {
+  // 4.5 MB of long words, then 4.5 MB of one-letter words and empty lines (a line end per byte
+  // in places): the two parts yield very different numbers of ids per byte.
+  std::string text;
+  uint32_t x = 7;
+  while (text.size() < (9u << 20) / 2) {
+    x = x * 1103515245u + 12345u;
+    text += "longwordnumber" + std::to_string((x >> 16) % 300) + (x % 7 == 0 ? "\n" : " ");
+  }
+  while (text.size() < (9u << 20)) {
+    x = x * 1103515245u + 12345u;
+    text += static_cast<char>('a' + (x >> 16) % 20);
+    text += (x >> 8) % 3 == 0 ? " " : "\n\n\n";
+  }
+  const std::string path = Write("mixed.txt", text);
+  CorpusOptions one = MinCount(1), two = MinCount(1);
+  two.threads = 2;
+  auto a = LoadCorpus(path, one);
+  auto b = LoadCorpus(path, two);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->vocab.words(), b->vocab.words());
+  EXPECT_EQ(a->tokens, b->tokens);
   EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
   EXPECT_EQ(a->raw_words, b->raw_words);
 }

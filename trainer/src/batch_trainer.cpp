@@ -33,6 +33,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--negative-share", "must be in [0, 64]");
   }
   if (o.replica_sync < -1) return bad("--replica-sync", "must be >= 0 (0: no replicas)");
+  if (o.replica_cold_period < 1) return Status::InvalidArgument("replica_cold_period must be >= 1");
   if (o.batch_tokens <= 0 || o.loss_sample_every <= 0) {
     return Status::InvalidArgument("batch_tokens and loss_sample_every must be positive");
   }
@@ -69,11 +70,19 @@ float CurrentAlpha(const TrainOptions& o, uint64_t done, uint64_t total) {
 }
 
 // One thread's replica of the first rows of the shared output table (TrainOptions::replica_sync):
-// the kernel reads and writes `local`; `base` is what local held after the last merge.
+// the kernel reads and writes `local`; `base` is what local held after the row's last merge.
+// Each Merge() covers the hot rows (the first hot_rows) and one of `cold_period` chunks of the
+// remaining rows, in turn (TrainOptions::replica_hot_rows).
 class OutputReplica {
  public:
-  OutputReplica(float* shared, size_t floats, std::mutex* merge_mutex)
-      : shared_(shared), size_(floats), mutex_(merge_mutex) {
+  OutputReplica(float* shared, size_t rows, size_t stride, size_t hot_rows, int cold_period,
+                std::mutex* merge_mutex)
+      : shared_(shared),
+        size_(rows * stride),
+        hot_(std::min(rows, hot_rows) * stride),
+        stride_(stride),
+        cold_period_(static_cast<size_t>(std::max(1, cold_period))),
+        mutex_(merge_mutex) {
     local_.ResizeForOverwrite(size_);
     base_.ResizeForOverwrite(size_);
     std::lock_guard<std::mutex> lock(*mutex_);
@@ -82,15 +91,33 @@ class OutputReplica {
   }
   float* data() { return local_.data(); }
 
-  // Push and fetch in one pass: shared += local - base (what this thread learnt since the last
-  // merge), then local = base = shared (with what the other threads pushed meanwhile). Merges are
-  // serialised, so no pushed update is lost; the kernels of the other threads go on meanwhile.
+  // Push and fetch the hot rows and the next cold chunk (see MergeRange).
   void Merge() {
+    const size_t cold_rows = (size_ - hot_) / stride_;
+    const size_t chunk_rows = (cold_rows + cold_period_ - 1) / cold_period_;
+    const size_t k = merges_++ % cold_period_;
+    const size_t begin = hot_ + std::min(cold_rows, k * chunk_rows) * stride_;
+    const size_t end = hot_ + std::min(cold_rows, (k + 1) * chunk_rows) * stride_;
     std::lock_guard<std::mutex> lock(*mutex_);
+    MergeRange(0, hot_);
+    MergeRange(begin, end);
+  }
+  // Push and fetch every row (at the end of training).
+  void MergeAll() {
+    std::lock_guard<std::mutex> lock(*mutex_);
+    MergeRange(0, size_);
+  }
+
+ private:
+  // Push and fetch in one pass over floats [begin, end): shared += local - base (what this
+  // thread learnt since the last merge), then local = base = shared (with what the other threads
+  // pushed meanwhile). The caller holds the merge mutex: merges are serialised, so no pushed
+  // update is lost; the kernels of the other threads go on meanwhile.
+  void MergeRange(size_t begin, size_t end) {
     float* shared = shared_;
     float* local = local_.data();
     float* base = base_.data();
-    for (size_t i = 0; i < size_; ++i) {
+    for (size_t i = begin; i < end; ++i) {
       const float v = shared[i] + (local[i] - base[i]);
       shared[i] = v;
       local[i] = v;
@@ -98,9 +125,9 @@ class OutputReplica {
     }
   }
 
- private:
   float* shared_;
-  size_t size_;
+  size_t size_, hot_, stride_, cold_period_;
+  uint64_t merges_ = 0;
   std::mutex* mutex_;
   AlignedFloats local_, base_;
 };
@@ -156,8 +183,9 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
     ModelRows m = model;
     std::unique_ptr<OutputReplica> replica;
     if (replica_sync > 0 && replica_rows > 0) {
-      replica = std::make_unique<OutputReplica>(model.output, replica_rows * model.stride,
-                                                &merge_mutex);
+      replica =
+          std::make_unique<OutputReplica>(model.output, replica_rows, model.stride,
+                                          o.replica_hot_rows, o.replica_cold_period, &merge_mutex);
       m.output_replica = replica->data();
       m.output_replica_rows = static_cast<uint32_t>(replica_rows);
     }
@@ -174,25 +202,28 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
       size_t s = bounds[t];
       const size_t last = bounds[t + 1];
       while (s < last) {
-        tokens.clear();
+        size_t n = 0;  // kept words in tokens[0, n)
         offsets.assign(1, 0);
         uint64_t raw = 0;
-        while (s < last && tokens.size() < static_cast<size_t>(o.batch_tokens)) {
+        while (s < last && n < static_cast<size_t>(o.batch_tokens)) {
           const uint64_t begin = corpus.sentence_offsets[s], end = corpus.sentence_offsets[s + 1];
-          const size_t before = tokens.size();
+          if (tokens.size() < n + (end - begin)) tokens.resize(n + (end - begin));
+          // Subsampling without a branch: every word is written, and kept by advancing past it
+          // (a kept-or-not branch on a frequent word mispredicts about half the time).
+          uint32_t* const first = tokens.data() + n;
+          uint32_t* out = first;
           for (uint64_t i = begin; i < end; ++i) {
             const uint32_t w = corpus.tokens[i];
-            if ((rng.Next() >> 32) < keep[w]) tokens.push_back(w);
+            *out = w;
+            out += (rng.Next() >> 32) < keep[w] ? 1 : 0;
           }
           raw += end - begin;
-          if (tokens.size() - before >= 2) {
-            offsets.push_back(static_cast<uint32_t>(tokens.size()));
-          } else {
-            tokens.resize(before);  // nothing to learn from fewer than two words
+          if (out - first >= 2) {  // nothing to learn from fewer than two words
+            n += static_cast<size_t>(out - first);
+            offsets.push_back(static_cast<uint32_t>(n));
           }
           ++s;
         }
-        const size_t n = tokens.size();
         windows.resize(n);
         negatives.resize(n * o.negative);
         for (size_t i = 0; i < n; ++i) {
@@ -238,7 +269,7 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
         alpha = CurrentAlpha(o, global, total_words);
       }
     }
-    if (replica) replica->Merge();
+    if (replica) replica->MergeAll();
   };
 
   const auto start = std::chrono::steady_clock::now();
