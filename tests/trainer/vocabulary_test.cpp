@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace streamvec {
@@ -47,6 +50,60 @@ TEST(VocabularyBuilderTest, ManyDistinctWordsSurviveRehashing) {
 
 // Reserve sizes the table once; words inserted before and after it are all found, and ids of
 // words that only share a prefix or a hash bucket are not confused.
+TEST(VocabularyBuilderTest, WordsDifferingInAnyOneByteAreDistinct) {
+  // Every length up to 12 (short words are compared as one zero-padded integer, longer ones
+  // byte by byte), each byte position changed in turn, and a word with a trailing NUL.
+  VocabularyBuilder b;
+  std::vector<std::string> words;
+  for (size_t n = 1; n <= 12; ++n) {
+    const std::string base = std::string("abcdefghijkl").substr(0, n);
+    words.push_back(base);
+    for (size_t i = 0; i < n; ++i) {
+      std::string w = base;
+      w[i] = static_cast<char>(0xC3);  // a byte with the high bit set
+      words.push_back(w);
+    }
+    words.push_back(base + std::string(1, '\0'));
+  }
+  std::vector<uint32_t> ids;
+  for (const std::string& w : words) ids.push_back(b.Add(w));
+  for (size_t i = 0; i < words.size(); ++i) {
+    EXPECT_EQ(ids[i], i) << i;  // a new word each time
+    EXPECT_EQ(b.Add(words[i]), ids[i]) << i;  // and found again
+    EXPECT_EQ(b.count(ids[i]), 2u) << i;
+  }
+}
+
+TEST(HashWordTest, EqualsTheTailLoadedByMemcpy) {
+  // The tail of up to 8 bytes is read without memcpy's library call; the value must not change
+  // (memcpy into a zeroed integer is the definition, on a little-endian machine).
+  if constexpr (std::endian::native != std::endian::little) GTEST_SKIP() << "big-endian";
+  auto reference = [](std::string_view word) {
+    const char* p = word.data();
+    size_t n = word.size();
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xff51afd7ed558ccdULL);
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+      h ^= h >> 31;
+    }
+    uint64_t v = 0;
+    std::memcpy(&v, p, n);
+    h = (h ^ v) * 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return h;
+  };
+  std::string text;
+  for (int i = 0; i < 40; ++i) text.push_back(static_cast<char>(0x30 + i * 37 % 200));
+  for (size_t n = 0; n <= 24; ++n) {
+    const std::string_view w(text.data() + 3, n);
+    EXPECT_EQ(HashWord(w), reference(w)) << n;
+  }
+}
+
 TEST(WordIndexTest, FindsEveryWordAcrossReserveAndGrowth) {
   std::vector<std::string> words;
   for (int i = 0; i < 50000; ++i) words.push_back("word" + std::to_string(i));
