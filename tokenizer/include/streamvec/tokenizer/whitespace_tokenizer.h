@@ -10,6 +10,7 @@
 #ifndef STREAMVEC_TOKENIZER_WHITESPACE_TOKENIZER_H_
 #define STREAMVEC_TOKENIZER_WHITESPACE_TOKENIZER_H_
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -31,6 +32,21 @@ struct TokenizerStats {
   static constexpr uint64_t kNoOffset = std::numeric_limits<uint64_t>::max();
   uint64_t first_skipped_offset = kNoOffset;
 };
+
+namespace tokenizer_internal {
+// Byte classes of WhitespaceTokenizer's scan (one table load per byte): whitespace, and bytes that
+// call for a UTF-8 check (non-ASCII, NUL), gathered while a token is scanned so that an ASCII
+// token is not read twice.
+inline constexpr uint8_t kSpaceClass = 1, kCheckClass = 2;
+inline constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+    t[c] = space ? kSpaceClass : (c >= 0x80 || c == 0) ? kCheckClass : 0;
+  }
+  return t;
+}();
+}  // namespace tokenizer_internal
 
 // True if `s` is valid UTF-8 without NUL bytes (ASCII fast path, utf8proc otherwise).
 bool IsValidToken(std::string_view s);
@@ -59,6 +75,9 @@ class WhitespaceTokenizer {
   }
   template <typename OnToken>
   void Emit(std::string_view token, uint64_t offset, OnToken&& on_token);
+  // Emit for a token whose bytes the caller has classified: `check` if any needs a UTF-8 check.
+  template <typename OnToken>
+  void EmitClassified(std::string_view token, bool check, uint64_t offset, OnToken&& on_token);
 
   TokenizerOptions options_;
   TokenizerStats stats_;
@@ -69,16 +88,19 @@ class WhitespaceTokenizer {
 
 template <typename OnToken>
 void WhitespaceTokenizer::Emit(std::string_view token, uint64_t offset, OnToken&& on_token) {
-  bool ascii = true;
+  bool check = false;
   for (unsigned char c : token) {
-    if (c >= 0x80 || c == 0) {
-      ascii = false;
-      break;
-    }
+    check |= (tokenizer_internal::kByteClass[c] & tokenizer_internal::kCheckClass) != 0;
   }
+  EmitClassified(token, check, offset, on_token);
+}
+
+template <typename OnToken>
+void WhitespaceTokenizer::EmitClassified(std::string_view token, bool check, uint64_t offset,
+                                         OnToken&& on_token) {
   if (token.size() > options_.max_token_bytes) {
     ++stats_.overlong_tokens;
-  } else if (!ascii && !IsValidToken(token)) {
+  } else if (check && !IsValidToken(token)) {
     ++stats_.invalid_utf8_tokens;
   } else {
     ++stats_.tokens;
@@ -121,14 +143,20 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
       continue;
     }
     const size_t start = i;
-    while (i < n && !IsSpace(static_cast<unsigned char>(p[i]))) ++i;
+    uint8_t classes = 0;
+    for (; i < n; ++i) {
+      const uint8_t k = tokenizer_internal::kByteClass[static_cast<unsigned char>(p[i])];
+      if (k & tokenizer_internal::kSpaceClass) break;
+      classes |= k;
+    }
     if (i == n) {
       // Keep at most max_token_bytes + 1 bytes: enough to know the token is too long.
       pending_.assign(p + start, std::min(n - start, options_.max_token_bytes + 1));
       pending_offset_ = base + start;
       return;
     }
-    Emit(std::string_view(p + start, i - start), base + start, on_token);
+    EmitClassified(std::string_view(p + start, i - start),
+                   (classes & tokenizer_internal::kCheckClass) != 0, base + start, on_token);
   }
 }
 
