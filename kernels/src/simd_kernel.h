@@ -61,17 +61,17 @@ class SimdKernel final : public streamvec::SgnsKernel {
   void Cbow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
             streamvec::StepStats* stats) override {
     // The common shape (5 negatives, rows of at most 8 vectors: dim <= 128 with AVX-512) takes
-    // the register-resident path; statistics (the loss) need the scalar gradient path.
-    if (b.negative == 5 && stats == nullptr && m.stride / L <= 8) {
+    // the register-resident path, with or without statistics (the loss).
+    if (b.negative == 5 && m.stride / L <= 8) {
       switch (m.stride / L) {
-        case 1: return CbowFused<6, 1>(m, b, lr);
-        case 2: return CbowFused<6, 2>(m, b, lr);
-        case 3: return CbowFused<6, 3>(m, b, lr);
-        case 4: return CbowFused<6, 4>(m, b, lr);
-        case 5: return CbowFused<6, 5>(m, b, lr);
-        case 6: return CbowFused<6, 6>(m, b, lr);
-        case 7: return CbowFused<6, 7>(m, b, lr);
-        case 8: return CbowFused<6, 8>(m, b, lr);
+        case 1: return CbowFused<6, 1>(m, b, lr, stats);
+        case 2: return CbowFused<6, 2>(m, b, lr, stats);
+        case 3: return CbowFused<6, 3>(m, b, lr, stats);
+        case 4: return CbowFused<6, 4>(m, b, lr, stats);
+        case 5: return CbowFused<6, 5>(m, b, lr, stats);
+        case 6: return CbowFused<6, 6>(m, b, lr, stats);
+        case 7: return CbowFused<6, 7>(m, b, lr, stats);
+        case 8: return CbowFused<6, 8>(m, b, lr, stats);
         default: break;
       }
     }
@@ -424,7 +424,8 @@ class SimdKernel final : public streamvec::SgnsKernel {
   static constexpr int kFusedFarLead = 6;
 
   template <int kNT, int kChunks>
-  void CbowFused(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr) {
+  void CbowFused(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
+                 streamvec::StepStats* stats) {
     static_assert(kNT <= 8, "Sum8 / Gradients8 handle up to 8 targets");
     const size_t stride = m.stride;
     Prepare(b, stride);
@@ -470,6 +471,13 @@ class SimdKernel final : public streamvec::SgnsKernel {
           }
         } else {
           for (int k = 0; k < kNT; ++k) g[k] = Gradient(k, logits[k], lr, nullptr);
+        }
+        if (stats) {  // the loss terms Gradient() would add
+          for (int k = 0; k < kNT; ++k) {
+            if (k > 0 && targets_[k] == targets_[0]) continue;
+            stats->loss += streamvec::internal::PairLoss(logits[k], k == 0);
+          }
+          ++stats->pairs;
         }
         R gv[kNT];
         _Pragma("GCC unroll 8") for (int k = 0; k < kNT; ++k) gv[k] = Vec::Set1(g[k]);

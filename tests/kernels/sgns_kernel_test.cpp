@@ -226,24 +226,32 @@ TEST_P(SimdKernelTest, CbowMatchesReferenceOnRandomInputs) {
         // ~lr.
         ExpectTablesNear(a, b, 2e-4f);
         EXPECT_EQ(sa.pairs, sb.pairs);
+        EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
       }
     }
   }
 }
 
-// The register-resident CBOW path (5 negatives, rows of at most 8 vectors, no statistics) on
-// tables large enough that most rows are distinct, and on tiny ones where context rows, targets
-// and negatives repeat within a window (a negative equal to the centre is skipped).
+// The register-resident CBOW path (5 negatives, rows of at most 8 vectors), with and without
+// statistics, on tables large enough that most rows are distinct, and on tiny ones where context
+// rows, targets and negatives repeat within a window (a negative equal to the centre is skipped
+// and adds no loss).
 TEST_P(SimdKernelTest, CbowFusedPathMatchesReference) {
   if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
-  for (int rows : {5, 40, 5000}) {
-    for (int dim : {3, 16, 50, 100, 128}) {
-      Fixture a(rows, dim, 5, 3000 + rows + dim, /*num_sentences=*/20);
-      Fixture b(a);
-      MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, nullptr);
-      MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, nullptr);
-      SCOPED_TRACE(testing::Message() << "rows " << rows << " dim " << dim);
-      ExpectTablesNear(a, b, 2e-4f);
+  for (bool with_stats : {false, true}) {
+    for (int rows : {5, 40, 5000}) {
+      for (int dim : {3, 16, 50, 100, 128}) {
+        Fixture a(rows, dim, 5, 3000 + rows + dim, /*num_sentences=*/20);
+        Fixture b(a);
+        StepStats sa, sb;
+        MakeReferenceKernel()->Cbow(a.model(), a.batch, 0.05f, with_stats ? &sa : nullptr);
+        MakeCpuKernel(GetParam())->Cbow(b.model(), b.batch, 0.05f, with_stats ? &sb : nullptr);
+        SCOPED_TRACE(testing::Message() << "rows " << rows << " dim " << dim << " stats "
+                                        << with_stats);
+        ExpectTablesNear(a, b, 2e-4f);
+        EXPECT_EQ(sa.pairs, sb.pairs);
+        EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
+      }
     }
   }
 }
