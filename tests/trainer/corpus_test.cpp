@@ -90,6 +90,21 @@ TEST_F(CorpusTest, MissingEmptyAndTooRareInputsAreClearErrors) {
 namespace streamvec {
 namespace {
 
+// Loading `path` with `threads` threads gives what one thread gives: vocabulary, counts, tokens,
+// sentences and raw word count.
+void ExpectSameLoadWithThreads(const std::string& path, uint64_t min_count, int threads) {
+  CorpusOptions one = MinCount(min_count), many = MinCount(min_count);
+  many.threads = threads;
+  auto a = LoadCorpus(path, one);
+  auto b = LoadCorpus(path, many);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->vocab.words(), b->vocab.words());
+  EXPECT_EQ(a->vocab.counts(), b->vocab.counts());
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
+  EXPECT_EQ(a->raw_words, b->raw_words);
+}
+
 TEST_F(CorpusTest, ParallelLoadingGivesTheSameVocabularyAndTokens) {
   // 12 MB of lines: large enough to be split into three parts.
   std::string text;
@@ -103,18 +118,8 @@ TEST_F(CorpusTest, ParallelLoadingGivesTheSameVocabularyAndTokens) {
     }
     text += '\n';
   }
-  const std::string path = Write("big.txt", text);
-  CorpusOptions one = MinCount(3), three = MinCount(3);
-  three.threads = 3;
-  auto a = LoadCorpus(path, one);
-  auto b = LoadCorpus(path, three);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->vocab.words(), b->vocab.words());
-  EXPECT_EQ(a->vocab.counts(), b->vocab.counts());
-  EXPECT_EQ(a->tokens, b->tokens);
   // Split points fall on newlines, so sentences agree too.
-  EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
-  EXPECT_EQ(a->raw_words, b->raw_words);
+  ExpectSameLoadWithThreads(Write("big.txt", text), 3, 3);
 }
 
 TEST_F(CorpusTest, ParallelLoadingOfDenseAndSparseStretches) {
@@ -131,16 +136,7 @@ TEST_F(CorpusTest, ParallelLoadingOfDenseAndSparseStretches) {
     text += static_cast<char>('a' + (x >> 16) % 20);
     text += (x >> 8) % 3 == 0 ? " " : "\n\n\n";
   }
-  const std::string path = Write("mixed.txt", text);
-  CorpusOptions one = MinCount(1), two = MinCount(1);
-  two.threads = 2;
-  auto a = LoadCorpus(path, one);
-  auto b = LoadCorpus(path, two);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->vocab.words(), b->vocab.words());
-  EXPECT_EQ(a->tokens, b->tokens);
-  EXPECT_EQ(a->sentence_offsets, b->sentence_offsets);
-  EXPECT_EQ(a->raw_words, b->raw_words);
+  ExpectSameLoadWithThreads(Write("mixed.txt", text), 1, 2);
 }
 
 }  // namespace
