@@ -150,6 +150,37 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
+  // Dots<kNT> for QB context rows at once: logits[q * kNT + k] = x[q] . rows_[k]. Each chunk of
+  // the kNT target rows is loaded once for the QB contexts (Dots reloads it per context), and
+  // every (q, k) sum runs in the same order as in Dots, so the logits are bit-identical.
+  template <int kNT, int QB>
+  void DotsBlock(float* const* x, size_t chunks, float* logits) {
+    static_assert(kNT > 0 && kNT <= 8 && QB >= 1 && QB <= 3);
+    R acc[QB][kNT];
+    for (int q = 0; q < QB; ++q) {
+      for (int k = 0; k < kNT; ++k) acc[q][k] = Vec::Zero();
+    }
+    for (size_t c = 0; c < chunks; ++c) {
+      R tv[kNT];
+      for (int k = 0; k < kNT; ++k) tv[k] = Vec::Load(rows_[k] + c * L);
+      for (int q = 0; q < QB; ++q) {
+        const R xv = Vec::Load(x[q] + c * L);
+        for (int k = 0; k < kNT; ++k) acc[q][k] = Vec::Fma(xv, tv[k], acc[q][k]);
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      if constexpr (Vec::kHasSum8) {
+        R all[8];
+        for (int k = 0; k < 8; ++k) all[k] = k < kNT ? acc[q][k] : Vec::Zero();
+        float sums[8];
+        Vec::Sum8(all, sums);
+        for (int k = 0; k < kNT; ++k) logits[q * kNT + k] = sums[k];
+      } else {
+        for (int k = 0; k < kNT; ++k) logits[q * kNT + k] = Vec::Sum(acc[q][k]);
+      }
+    }
+  }
+
   // logits[k] = x . rows_[k] for k < nt, in blocks of up to 4 targets (independent FMA chains).
   template <int kNT>
   void Dots(const float* x, size_t chunks, int nt_runtime, float* logits) {
@@ -252,9 +283,19 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
     const size_t chunks = m.stride / L;
     float g[kMaxBlockedContexts * kNT + 8];  // + 8: Gradients8 writes 8 floats
-    float logits[kNT < 8 ? 8 : kNT];
+    float all_logits[kMaxBlockedContexts * kNT + 8];
+    // Three contexts at a time need 3 x kNT accumulators and kNT target registers: AVX-512's 32
+    // registers hold them, the 16 of AVX2 and SSE2 do not (they keep Dots' one at a time).
+    if constexpr (kNT <= 8 && L >= 16) {
+      int q = 0;
+      for (; q + 3 <= nb; q += 3) DotsBlock<kNT, 3>(x + q, chunks, all_logits + q * kNT);
+      if (nb - q == 2) DotsBlock<kNT, 2>(x + q, chunks, all_logits + q * kNT);
+      if (nb - q == 1) DotsBlock<kNT, 1>(x + q, chunks, all_logits + q * kNT);
+    } else {
+      for (int q = 0; q < nb; ++q) Dots<kNT>(x[q], chunks, kNT, all_logits + q * kNT);
+    }
     for (int q = 0; q < nb; ++q) {
-      Dots<kNT>(x[q], chunks, kNT, logits);
+      float* logits = all_logits + q * kNT;
       if constexpr (Vec::kHasGradients8 && kNT <= 8) {
         if (stats == nullptr) {  // (the loss needs the scalar path)
           Vec::Gradients8(sigmoid_, logits, lr, g + q * kNT);
