@@ -299,10 +299,11 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_option("--replica-sync", o.replica_sync,
-                  "Threads > 1: each thread trains its own replica of the output table and "
-                  "merges it into the shared one every N micro-batches (Downpour-style push and "
-                  "fetch); 0: one shared output table (Hogwild, as word2vec). Default 32 for cbow, 0 "
-                  "for sgns; docs/training.md")
+                  "Threads > 1: each thread trains its own replica of the frequent output rows "
+                  "and merges it into the shared table every N micro-batches (its 8192 most "
+                  "frequent rows; the others every 4N, a quarter at a time; Downpour-style push "
+                  "and fetch); 0: one shared output table (Hogwild, as word2vec). Default 32 for "
+                  "cbow, 0 for sgns; docs/training.md")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();
