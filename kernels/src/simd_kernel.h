@@ -150,11 +150,11 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
-  // Dots<kNT> for QB context rows at once: logits[q * kNT + k] = x[q] . rows_[k]. Each chunk of
-  // the kNT target rows is loaded once for the QB contexts (Dots reloads it per context), and
-  // every (q, k) sum runs in the same order as in Dots, so the logits are bit-identical.
+  // logits[q * kNT + k] = x[q] . rows_[k] for QB context rows at once: each chunk of the kNT
+  // target rows is loaded once for the QB contexts, and every (q, k) sum runs over the chunks in
+  // order, so a row's logits do not depend on QB (Dots is the QB = 1 case).
   template <int kNT, int QB>
-  void DotsBlock(float* const* x, size_t chunks, float* logits) {
+  void DotsBlock(const float* const* x, size_t chunks, float* logits) {
     static_assert(kNT > 0 && kNT <= 8 && QB >= 1 && QB <= 3);
     R acc[QB][kNT];
     for (int q = 0; q < QB; ++q) {
@@ -185,21 +185,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
   template <int kNT>
   void Dots(const float* x, size_t chunks, int nt_runtime, float* logits) {
     if constexpr (kNT > 0 && kNT <= 8) {
-      R acc[kNT];
-      for (int k = 0; k < kNT; ++k) acc[k] = Vec::Zero();
-      for (size_t c = 0; c < chunks; ++c) {
-        const R xv = Vec::Load(x + c * L);
-        for (int k = 0; k < kNT; ++k) acc[k] = Vec::Fma(xv, Vec::Load(rows_[k] + c * L), acc[k]);
-      }
-      if constexpr (Vec::kHasSum8) {
-        R all[8];
-        for (int k = 0; k < 8; ++k) all[k] = k < kNT ? acc[k] : Vec::Zero();
-        float sums[8];
-        Vec::Sum8(all, sums);
-        for (int k = 0; k < kNT; ++k) logits[k] = sums[k];
-      } else {
-        for (int k = 0; k < kNT; ++k) logits[k] = Vec::Sum(acc[k]);
-      }
+      DotsBlock<kNT, 1>(&x, chunks, logits);
       return;
     }
     const int nt = TargetCount<kNT>::Get(nt_runtime);
@@ -285,15 +271,16 @@ class SimdKernel final : public streamvec::SgnsKernel {
     float g[kMaxBlockedContexts * kNT + 8];  // + 8: Gradients8 writes 8 floats
     float all_logits[kMaxBlockedContexts * kNT + 8];
     // Three contexts at a time need 3 x kNT accumulators and kNT target registers: AVX-512's 32
-    // registers hold them, the 16 of AVX2 and SSE2 do not (they keep Dots' one at a time).
+    // registers hold them, the 16 of AVX2 and SSE2 do not (they take one at a time).
+    int q = 0;
     if constexpr (kNT <= 8 && L >= 16) {
-      int q = 0;
       for (; q + 3 <= nb; q += 3) DotsBlock<kNT, 3>(x + q, chunks, all_logits + q * kNT);
-      if (nb - q == 2) DotsBlock<kNT, 2>(x + q, chunks, all_logits + q * kNT);
-      if (nb - q == 1) DotsBlock<kNT, 1>(x + q, chunks, all_logits + q * kNT);
-    } else {
-      for (int q = 0; q < nb; ++q) Dots<kNT>(x[q], chunks, kNT, all_logits + q * kNT);
+      if (nb - q == 2) {
+        DotsBlock<kNT, 2>(x + q, chunks, all_logits + q * kNT);
+        q += 2;
+      }
     }
+    for (; q < nb; ++q) Dots<kNT>(x[q], chunks, kNT, all_logits + q * kNT);
     for (int q = 0; q < nb; ++q) {
       float* logits = all_logits + q * kNT;
       if constexpr (Vec::kHasGradients8 && kNT <= 8) {

@@ -48,8 +48,6 @@ TEST(VocabularyBuilderTest, ManyDistinctWordsSurviveRehashing) {
   EXPECT_EQ(v.Find("w199999"), 199999u);
 }
 
-// Reserve sizes the table once; words inserted before and after it are all found, and ids of
-// words that only share a prefix or a hash bucket are not confused.
 TEST(VocabularyBuilderTest, WordsDifferingInAnyOneByteAreDistinct) {
   // Every length up to 12 (short words are compared as one zero-padded integer, longer ones
   // byte by byte), each byte position changed in turn, and a word with a trailing NUL.
@@ -104,6 +102,8 @@ TEST(HashWordTest, EqualsTheTailLoadedByMemcpy) {
   }
 }
 
+// Reserve sizes the table once; words inserted before and after it are all found, and ids of
+// words that only share a prefix or a hash bucket are not confused.
 TEST(WordIndexTest, FindsEveryWordAcrossReserveAndGrowth) {
   std::vector<std::string> words;
   for (int i = 0; i < 50000; ++i) words.push_back("word" + std::to_string(i));

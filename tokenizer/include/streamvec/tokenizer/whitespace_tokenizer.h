@@ -71,7 +71,7 @@ class WhitespaceTokenizer {
 
  private:
   static bool IsSpace(unsigned char c) {
-    return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+    return (tokenizer_internal::kByteClass[c] & tokenizer_internal::kSpaceClass) != 0;
   }
   template <typename OnToken>
   void Emit(std::string_view token, uint64_t offset, OnToken&& on_token);
