@@ -42,13 +42,17 @@ TEST(WhitespaceTokenizerTest, ChunkBoundariesDoNotChangeTokens) {
 }
 
 TEST(WhitespaceTokenizerTest, InvalidUtf8TokensAreSkippedAndCountedWithOffset) {
-  WhitespaceTokenizer tok;
+  // In chunks of 3 bytes (tokens carried across chunks) and in one chunk (tokens classified
+  // while they are scanned).
   const std::string text = std::string("good bad\xff\xfe more \xc3 ok nul") + '\0' + "x end";
-  auto t = Tokenize(text, 3, &tok);
-  std::vector<std::string> want = {"good", "more", "ok", "end"};
-  EXPECT_EQ(t, want);
-  EXPECT_EQ(tok.stats().invalid_utf8_tokens, 3u);
-  EXPECT_EQ(tok.stats().first_skipped_offset, 5u);
+  for (size_t chunk : {size_t{3}, text.size()}) {
+    WhitespaceTokenizer tok;
+    auto t = Tokenize(text, chunk, &tok);
+    std::vector<std::string> want = {"good", "more", "ok", "end"};
+    EXPECT_EQ(t, want) << "chunk " << chunk;
+    EXPECT_EQ(tok.stats().invalid_utf8_tokens, 3u) << "chunk " << chunk;
+    EXPECT_EQ(tok.stats().first_skipped_offset, 5u) << "chunk " << chunk;
+  }
 }
 
 TEST(WhitespaceTokenizerTest, OverlongTokensAreSkippedEvenAcrossChunks) {
