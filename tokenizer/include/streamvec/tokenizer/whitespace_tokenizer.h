@@ -33,7 +33,7 @@ struct TokenizerStats {
   uint64_t first_skipped_offset = kNoOffset;
 };
 
-namespace tokenizer_internal {
+namespace internal {
 // Byte classes of WhitespaceTokenizer's scan (one table load per byte): whitespace, and bytes that
 // call for a UTF-8 check (non-ASCII, NUL), gathered while a token is scanned so that an ASCII
 // token is not read twice.
@@ -46,7 +46,7 @@ inline constexpr std::array<uint8_t, 256> kByteClass = [] {
   }
   return t;
 }();
-}  // namespace tokenizer_internal
+}  // namespace internal
 
 // True if `s` is valid UTF-8 without NUL bytes (ASCII fast path, utf8proc otherwise).
 bool IsValidToken(std::string_view s);
@@ -71,7 +71,7 @@ class WhitespaceTokenizer {
 
  private:
   static bool IsSpace(unsigned char c) {
-    return (tokenizer_internal::kByteClass[c] & tokenizer_internal::kSpaceClass) != 0;
+    return (internal::kByteClass[c] & internal::kSpaceClass) != 0;
   }
   template <typename OnToken>
   void Emit(std::string_view token, uint64_t offset, OnToken&& on_token);
@@ -90,7 +90,7 @@ template <typename OnToken>
 void WhitespaceTokenizer::Emit(std::string_view token, uint64_t offset, OnToken&& on_token) {
   bool check = false;
   for (unsigned char c : token) {
-    check |= (tokenizer_internal::kByteClass[c] & tokenizer_internal::kCheckClass) != 0;
+    check |= (internal::kByteClass[c] & internal::kCheckClass) != 0;
   }
   EmitClassified(token, check, offset, on_token);
 }
@@ -145,8 +145,8 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
     const size_t start = i;
     uint8_t classes = 0;
     for (; i < n; ++i) {
-      const uint8_t k = tokenizer_internal::kByteClass[static_cast<unsigned char>(p[i])];
-      if (k & tokenizer_internal::kSpaceClass) break;
+      const uint8_t k = internal::kByteClass[static_cast<unsigned char>(p[i])];
+      if (k & internal::kSpaceClass) break;
       classes |= k;
     }
     if (i == n) {
@@ -156,7 +156,7 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
       return;
     }
     EmitClassified(std::string_view(p + start, i - start),
-                   (classes & tokenizer_internal::kCheckClass) != 0, base + start, on_token);
+                   (classes & internal::kCheckClass) != 0, base + start, on_token);
   }
 }
 
