@@ -28,15 +28,27 @@ class ReferenceKernel final : public SgnsKernel {
         LoadTargets(b, i);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
-        std::fill(dT_.begin(), dT_.end(), 0.0f);
+        // The window's distinct context words, each with its number of occurrences.
+        words_.clear();
+        counts_.clear();
         for (int c = lo; c <= hi; ++c) {
           if (c == i) continue;
-          float* x = m.In(b.tokens[c]);
+          const auto seen = std::find(words_.begin(), words_.end(), b.tokens[c]);
+          if (seen != words_.end()) {
+            counts_[seen - words_.begin()] += 1.0f;
+          } else {
+            words_.push_back(b.tokens[c]);
+            counts_.push_back(1.0f);
+          }
+        }
+        std::fill(dT_.begin(), dT_.end(), 0.0f);
+        for (size_t q = 0; q < words_.size(); ++q) {
+          float* x = m.In(words_[q]);
           for (int k = 0; k < nt; ++k) {
             const float* t = m.Out(targets_[k]);
             float logit = 0.0f;
             for (int j = 0; j < dim; ++j) logit += x[j] * t[j];
-            g_[k] = Gradient(k, logit, lr, stats);
+            g_[k] = Gradient(k, logit, lr, stats, counts_[q]);
           }
           for (int j = 0; j < dim; ++j) {
             const float xj = x[j];
@@ -47,7 +59,7 @@ class ReferenceKernel final : public SgnsKernel {
             }
             x[j] = xj + d;
           }
-          if (stats) ++stats->pairs;
+          if (stats) stats->pairs += static_cast<uint64_t>(counts_[q]);
         }
         for (int k = 0; k < nt; ++k) {
           float* t = m.Out(targets_[k]);
@@ -115,15 +127,17 @@ class ReferenceKernel final : public SgnsKernel {
     }
   }
   // A negative equal to the centre word is skipped (gradient 0, no loss), as in word2vec.c.
-  float Gradient(int k, float logit, float lr, StepStats* stats) const {
+  // count: occurrences of the context word in the window (skip-gram), which multiplies the
+  // gradient and the loss; 1 for CBOW.
+  float Gradient(int k, float logit, float lr, StepStats* stats, float count = 1.0f) const {
     if (k > 0 && targets_[k] == targets_[0]) return 0.0f;
-    if (stats) stats->loss += internal::PairLoss(logit, k == 0);
-    return SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
+    if (stats) stats->loss += count * internal::PairLoss(logit, k == 0);
+    return count * SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
   }
 
   float sigmoid_[kSigmoidTableSize];
-  std::vector<uint32_t> targets_;
-  std::vector<float> g_, dT_, h_, e_;
+  std::vector<uint32_t> targets_, words_;
+  std::vector<float> g_, dT_, h_, e_, counts_;
 };
 
 }  // namespace

@@ -7,8 +7,9 @@
 //  - prefetches rows ahead (output rows of the centre and negatives two positions ahead, input
 //    rows sixteen tokens ahead) while the current window computes: the tables are far larger
 //    than L2, and these misses dominate otherwise,
-//  - updates a window with all its rows in registers when its rows are distinct (the common
-//    case; TryBlockedWindow).
+//  - updates a skip-gram window with all its rows in registers when its target rows are
+//    distinct and it has at most kMaxBlockedContexts distinct context words (the common case;
+//    BlockedWindow).
 // Requires: rows 64-byte aligned, stride % 16 == 0. The including file includes the headers
 // below first, at global scope, so that these includes are no-ops inside its namespace.
 
@@ -120,6 +121,30 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return nc;
   }
 
+  // The distinct words of position i's skip-gram window [lo, hi] (i left out), in order of
+  // first occurrence: their input rows into ctx_ and their numbers of occurrences into count_;
+  // returns how many (see SgnsKernel::SkipGram: a word that occurs n times is one row with n
+  // times the gradient).
+  int DistinctContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int lo,
+                       int hi) {
+    uint32_t* ids = ctx_ids_.data();
+    int n = 0;
+    for (int c = lo; c <= hi; ++c) {
+      if (c == i) continue;
+      const uint32_t w = b.tokens[c];
+      int q = 0;
+      while (q < n && ids[q] != w) ++q;
+      if (q < n) {
+        count_[q] += 1.0f;
+        continue;
+      }
+      ids[n] = w;
+      count_[n] = 1.0f;
+      ctx_[n++] = m.In(w);
+    }
+    return n;
+  }
+
   // Output rows (centre and negatives) of position i.
   template <int kLocality = 3>
   void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
@@ -214,10 +239,13 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
-  float Gradient(int k, float logit, float lr, streamvec::StepStats* stats) const {
+  // count: occurrences of the context word in the window (skip-gram; 1 for CBOW), which
+  // multiplies the gradient and the loss.
+  float Gradient(int k, float logit, float lr, streamvec::StepStats* stats,
+                 float count = 1.0f) const {
     if (k > 0 && targets_[k] == targets_[0]) return 0.0f;
-    if (stats) stats->loss += streamvec::internal::PairLoss(logit, k == 0);
-    return streamvec::SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
+    if (stats) stats->loss += count * streamvec::internal::PairLoss(logit, k == 0);
+    return count * streamvec::SgnsLogitGradient(sigmoid_, logit, k == 0 ? 1.0f : 0.0f, lr);
   }
 
   // The register-blocked window (the common case): B context rows and kNT target rows, all
@@ -246,27 +274,22 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
-  // Returns false (and changes nothing) when rows repeat; the caller then takes the general path.
   template <int kNT>
-  bool TryBlockedWindow(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
-                        int lo, int hi, float lr, streamvec::StepStats* stats) {
+  bool TargetsDistinct() const {
     for (int k = 1; k < kNT; ++k) {
       for (int q = 0; q < k; ++q) {
         if (targets_[k] == targets_[q]) return false;
       }
     }
-    uint32_t ids[kMaxBlockedContexts];
-    float* x[kMaxBlockedContexts];
-    int nb = 0;
-    for (int c = lo; c <= hi; ++c) {
-      if (c == i) continue;
-      const uint32_t w = b.tokens[c];
-      for (int q = 0; q < nb; ++q) {
-        if (ids[q] == w) return false;
-      }
-      ids[nb] = w;
-      x[nb++] = m.In(w);
-    }
+    return true;
+  }
+
+  // The window of the nb distinct context rows in ctx_ (at most kMaxBlockedContexts) against
+  // the kNT distinct target rows, as one small matrix product and its two rank updates.
+  template <int kNT>
+  void BlockedWindow(const streamvec::ModelRows& m, int nb, float lr, streamvec::StepStats* stats) {
+    float* const* x = ctx_.data();
+    const float* count = count_.data();
     const size_t chunks = m.stride / L;
     float g[kMaxBlockedContexts * kNT + 8];  // + 8: Gradients8 writes 8 floats
     float all_logits[kMaxBlockedContexts * kNT + 8];
@@ -282,14 +305,22 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
     for (; q < nb; ++q) Dots<kNT>(x[q], chunks, kNT, all_logits + q * kNT);
     for (int q = 0; q < nb; ++q) {
-      float* logits = all_logits + q * kNT;
+      const float* logits = all_logits + q * kNT;
+      float* gq = g + q * kNT;
       if constexpr (Vec::kHasGradients8 && kNT <= 8) {
-        if (stats == nullptr) {  // (the loss needs the scalar path)
-          Vec::Gradients8(sigmoid_, logits, lr, g + q * kNT);
-          continue;
+        Vec::Gradients8(sigmoid_, logits, lr, gq);
+        if (count[q] != 1.0f) {
+          for (int k = 0; k < kNT; ++k) gq[k] = count[q] * gq[k];
         }
+        if (stats) {  // the loss terms Gradient() adds (the targets are distinct)
+          for (int k = 0; k < kNT; ++k) {
+            stats->loss += count[q] * streamvec::internal::PairLoss(logits[k], k == 0);
+          }
+        }
+      } else {
+        for (int k = 0; k < kNT; ++k) gq[k] = Gradient(k, logits[k], lr, stats, count[q]);
       }
-      for (int k = 0; k < kNT; ++k) g[q * kNT + k] = Gradient(k, logits[k], lr, stats);
+      if (stats) stats->pairs += static_cast<uint64_t>(count[q]);
     }
     float* const* t = rows_.data();
     switch (nb) {
@@ -326,8 +357,6 @@ class SimdKernel final : public streamvec::SgnsKernel {
       default:
         break;  // nb == 0: nothing to learn
     }
-    if (stats) stats->pairs += nb;
-    return true;
   }
 
   template <int kNT>
@@ -349,17 +378,18 @@ class SimdKernel final : public streamvec::SgnsKernel {
         LoadTargets(m, b, i, nt);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+        const int nu = DistinctContexts(m, b, i, lo, hi);
         if constexpr (kNT > 0) {
-          if (hi - lo <= kMaxBlockedContexts && TryBlockedWindow<kNT>(m, b, i, lo, hi, lr, stats)) {
+          if (nu <= kMaxBlockedContexts && TargetsDistinct<kNT>()) {
+            BlockedWindow<kNT>(m, nu, lr, stats);
             continue;
           }
         }
         std::fill(dT, dT + nt * stride, 0.0f);
-        for (int c = lo; c <= hi; ++c) {
-          if (c == i) continue;
-          float* x = m.In(b.tokens[c]);
+        for (int q = 0; q < nu; ++q) {
+          float* x = ctx_[q];
           Dots<kNT>(x, chunks, nt, logits);
-          for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats);
+          for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats, count_[q]);
           for (size_t ch = 0; ch < chunks; ++ch) {
             const R xv = Vec::Load(x + ch * L);
             R d = Vec::Zero();
@@ -371,7 +401,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
             }
             Vec::Store(x + ch * L, Vec::Add(xv, d));
           }
-          if (stats) ++stats->pairs;
+          if (stats) stats->pairs += static_cast<uint64_t>(count_[q]);
         }
         for (int k = 0; k < nt; ++k) {
           float* t = rows_[k];
@@ -529,7 +559,11 @@ class SimdKernel final : public streamvec::SgnsKernel {
   float sigmoid_[streamvec::kSigmoidTableSize];
   std::vector<uint32_t> targets_;
   std::vector<float*> rows_;
-  std::vector<float*> ctx_ = std::vector<float*>(2 * 255);  // context rows of a CBOW window
+  // Context rows of a window (a CBOW window's in order; a skip-gram window's distinct words, with
+  // their ids and numbers of occurrences).
+  std::vector<float*> ctx_ = std::vector<float*>(2 * 255);
+  std::vector<uint32_t> ctx_ids_ = std::vector<uint32_t>(2 * 255);
+  std::vector<float> count_ = std::vector<float>(2 * 255);
   std::vector<float> g_;
   streamvec::AlignedFloats scratch_;
 };

@@ -152,6 +152,51 @@ TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
   for (size_t j = dim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
 }
 
+TEST(ReferenceKernelTest, RepeatedContextWordIsOneRowWithItsGradientCounted) {
+  // One sentence "1 0 1", window 1, no negatives. Position 1 (centre 0) has context word 1
+  // twice: one update of input row 1 with twice the gradient, from the window's start values
+  // (word2vec.c would update it twice in a row).
+  const int dim = 3;
+  const size_t stride = PaddedStride(dim);
+  AlignedFloats in(2 * stride), out(2 * stride);
+  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
+  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f};
+  for (int j = 0; j < dim; ++j) {
+    in[0 * stride + j] = x0[j];
+    in[1 * stride + j] = x1[j];
+    out[0 * stride + j] = t0[j];
+    out[1 * stride + j] = t1[j];
+  }
+  const uint32_t tokens[3] = {1, 0, 1}, offsets[2] = {0, 3};
+  const uint8_t windows[3] = {1, 1, 1};
+  MicroBatch b{tokens, offsets, 1, windows, nullptr, 0};
+  const float lr = 0.5f;
+  StepStats stats;
+  MakeReferenceKernel()->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, &stats);
+
+  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  // Position 0: centre 1, context 0.
+  const float ga = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
+  float x0a[3], t1a[3];
+  for (int j = 0; j < 3; ++j) {
+    x0a[j] = x0[j] + ga * t1[j];
+    t1a[j] = t1[j] + ga * x0[j];
+  }
+  // Position 1: centre 0, context 1 twice.
+  const float gb = 2 * ((1 - TableSigmoid(table, dot(x1, t0))) * lr);
+  // Position 2: centre 1, context 0, both as position 0 left them.
+  const float gc = (1 - TableSigmoid(table, dot(x0a, t1a))) * lr;
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(in[1 * stride + j], x1[j] + gb * t0[j], 1e-6);
+    EXPECT_NEAR(out[0 * stride + j], t0[j] + gb * x1[j], 1e-6);
+    EXPECT_NEAR(in[0 * stride + j], x0a[j] + gc * t1a[j], 1e-6);
+    EXPECT_NEAR(out[1 * stride + j], t1a[j] + gc * x0a[j], 1e-6);
+  }
+  EXPECT_EQ(stats.pairs, 4u);  // one per occurrence
+}
+
 TEST(ReferenceKernelTest, NegativeEqualToCentreIsSkipped) {
   const int dim = 4;
   Fixture f(3, dim, 1, 7, 1);

@@ -84,8 +84,12 @@ class SgnsKernel {
   // Skip-gram: for each position i with radius r, every context word c in [i-r, i+r], c != i,
   // is an input row trained to predict the centre tokens[i] against the K shared negatives
   // (word2vec.c orientation: syn0 of the context word, syn1neg of the centre and negatives).
-  // A negative equal to the centre word is skipped. lr: learning rate (word2vec's alpha).
-  // stats: nullptr, or accumulates loss and pairs.
+  // A negative equal to the centre word is skipped. A word that occurs n times in the window is
+  // one input row whose gradient (and loss) counts n times, all computed from the rows' values
+  // at the start of the window: the window is one matrix product, as in HogBatch (Ji et al.
+  // 2016, section 3), where word2vec.c would update the row once per occurrence; the two differ
+  // by O(lr^2). lr: learning rate (word2vec's alpha). stats: nullptr, or accumulates loss and
+  // pairs (one pair per occurrence).
   virtual void SkipGram(const ModelRows& model, const MicroBatch& batch, float lr,
                         StepStats* stats) = 0;
 
