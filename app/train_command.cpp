@@ -302,8 +302,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Threads > 1: each thread trains its own replica of the frequent output rows "
                   "and merges it into the shared table every N micro-batches (its 8192 most "
                   "frequent rows; the others every 4N, a quarter at a time; Downpour-style push "
-                  "and fetch); 0: one shared output table (Hogwild, as word2vec). Default 32 for "
-                  "cbow, 0 for sgns; docs/training.md")
+                  "and fetch); 0: one shared output table (Hogwild, as word2vec). Default 32; "
+                  "docs/training.md")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();

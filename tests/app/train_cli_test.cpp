@@ -78,16 +78,18 @@ TEST_F(TrainCliTest, BinaryAndTextFormatsHoldTheSameVectors) {
   EXPECT_EQ(t->vectors, b->vectors);  // text floats round-trip exactly
 }
 
-TEST_F(TrainCliTest, CbowTrainsWithAndWithoutOutputReplicas) {
+TEST_F(TrainCliTest, TrainsWithAndWithoutOutputReplicas) {
   // --replica-sync 0: one shared output table (Hogwild); 1: per-thread replicas merged after
-  // every micro-batch; default (32 for cbow). Each run writes all 20 words.
-  for (const std::string flag : {" --replica-sync 0", " --replica-sync 1", ""}) {
-    const CliRun run = Train("--input " + corpus_ + " --output " + Path("r.txt") +
-                             " --model cbow --dim 8 --epochs 1 --min-count 1 --threads 2" + flag);
-    ASSERT_EQ(run.exit_code, 0) << flag << "\n" << run.output;
-    auto v = ReadWord2Vec(Path("r.txt"));
-    ASSERT_TRUE(v.ok()) << flag;
-    EXPECT_EQ(v->rows(), 20u) << flag;
+  // every micro-batch; default (32). Each run writes all 20 words.
+  for (const std::string model : {"cbow", "sgns"}) {
+    for (const std::string flag : {" --replica-sync 0", " --replica-sync 1", ""}) {
+      const CliRun run = Train("--input " + corpus_ + " --output " + Path("r.txt") + " --model " +
+                               model + " --dim 8 --epochs 1 --min-count 1 --threads 2" + flag);
+      ASSERT_EQ(run.exit_code, 0) << model << flag << "\n" << run.output;
+      auto v = ReadWord2Vec(Path("r.txt"));
+      ASSERT_TRUE(v.ok()) << model << flag;
+      EXPECT_EQ(v->rows(), 20u) << model << flag;
+    }
   }
 }
 

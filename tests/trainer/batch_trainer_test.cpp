@@ -168,12 +168,14 @@ TEST_F(BatchTrainerTest, OutputReplicasLearnAndReachTheSharedTable) {
   }
 }
 
-TEST(TrainOptionsTest, ReplicasAreCbowsDefaultWithSeveralThreads) {
+TEST(TrainOptionsTest, ReplicasAreTheDefaultWithSeveralThreads) {
   TrainOptions o;
   o.threads = 2;
   o.model = TrainModel::kCbow;
   EXPECT_EQ(EffectiveReplicaSync(o), kDefaultReplicaSync);
   o.model = TrainModel::kSkipGram;
+  EXPECT_EQ(EffectiveReplicaSync(o), kDefaultReplicaSync);
+  o.replica_sync = 0;  // word2vec's shared table on request
   EXPECT_EQ(EffectiveReplicaSync(o), 0);
   o.replica_sync = 8;
   EXPECT_EQ(EffectiveReplicaSync(o), 8);

@@ -137,7 +137,7 @@ class OutputReplica {
 int EffectiveReplicaSync(const TrainOptions& o) {
   if (o.threads <= 1) return 0;
   if (o.replica_sync >= 0) return o.replica_sync;
-  return o.model == TrainModel::kCbow ? kDefaultReplicaSync : 0;
+  return kDefaultReplicaSync;
 }
 
 TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>& progress,

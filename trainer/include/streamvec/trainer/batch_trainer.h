@@ -49,11 +49,11 @@ struct TrainOptions {
   // and fetches the merged rows: Downpour SGD's push and fetch (Dean et al. 2012, "Large Scale
   // Distributed Deep Networks", section 4.1) between threads instead of machines. On a
   // shared table (Hogwild) every write to a row that the other cores hold costs a cache-line
-  // transfer between cores; the replicas keep those rows core-private between merges (CBOW,
-  // 2 threads: training phase about 25% shorter; docs/training.md). 0: no replicas (Hogwild on
-  // the shared output table, word2vec's way); -1: the model's default, kDefaultReplicaSync for
-  // CBOW and 0 for skip-gram (whose step does about 2 x window times more work per output row
-  // written, so it gains less: 12-15%, at an analogy score close to its bar). The input table
+  // transfer between cores; the replicas keep those rows core-private between merges (2
+  // threads: training phase about 25% shorter for CBOW, 15-20% for skip-gram, whose step does
+  // about 2 x window times more work per output row written; docs/training.md). 0: no replicas
+  // (Hogwild on the shared output table, word2vec's way); -1: the default, kDefaultReplicaSync
+  // (for either model since 2026-11-23; skip-gram used 0 before). The input table
   // is always shared (a replica of it measured no faster). Memory: 2 x replica_rows x stride
   // floats per thread (29 MB at dim 100): the 32768 most frequent words take 92% of the negative
   // draws on the benchmark corpus (count^0.75), and most centres; rarer rows, seldom written by two
@@ -74,11 +74,11 @@ struct TrainOptions {
   int loss_sample_every = 16;    // compute the loss on one micro-batch in this many
 };
 
-// Micro-batches between merges of the per-thread output replicas: CBOW's default.
+// Micro-batches between merges of the per-thread output replicas by default.
 inline constexpr int kDefaultReplicaSync = 32;
 
 // The replica_sync a training run uses: 0 with one thread (nothing to share), else replica_sync,
-// or for -1 the model's default (kDefaultReplicaSync for CBOW, 0 for skip-gram).
+// or for -1 kDefaultReplicaSync.
 int EffectiveReplicaSync(const TrainOptions& options);
 
 // Checks ranges; InvalidArgument names the flag (--dim, --window, ...).
