@@ -2,18 +2,18 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "dot_body.h"
 #include "loss.h"
 #include "streamvec/base/status.h"
 #include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
 #include "streamvec/kernels/simd_vec_avx2.h"
-
-#include "streamvec/kernels/sgns_kernel.h"
-#include "dot_body.h"
 
 namespace streamvec::internal {
 namespace avx2 {
@@ -24,6 +24,7 @@ struct Vec : simd::Avx2 {
   // out[j] = Sum(a[j]) for j < 8, as one transposing reduction.
   static constexpr bool kHasSum8 = true;
   static constexpr bool kHasGradients8 = true;
+  static constexpr bool kHasGradientsN = false;
   static void Gradients8(const float* table, const float* logits, float lr, float* out) {
     SgnsGradients8(table, logits, lr, out);
   }

@@ -2,18 +2,18 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "dot_body.h"
 #include "loss.h"
 #include "streamvec/base/status.h"
 #include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
 #include "streamvec/kernels/simd_vec_avx512.h"
-
-#include "streamvec/kernels/sgns_kernel.h"
-#include "dot_body.h"
 
 namespace streamvec::internal {
 namespace avx512 {
@@ -26,6 +26,32 @@ struct Vec : simd::Avx512 {
   static constexpr bool kHasGradients8 = true;
   static void Gradients8(const float* table, const float* logits, float lr, float* out) {
     SgnsGradients8(table, logits, lr, out);
+  }
+  // out[j] = (labels[j] - TableSigmoid(table, logits[j])) * lr for j < n, 16 at a time, with
+  // the arithmetic of TableSigmoid (add, multiply, truncate: no contraction), so the results
+  // equal the scalar function's; nothing at or beyond n is read or written.
+  static constexpr bool kHasGradientsN = true;
+  static void GradientsN(const float* table, const float* logits, const float* labels, int n,
+                         float lr, float* out) {
+    const __m512 max_logit = _mm512_set1_ps(streamvec::kMaxLogit);
+    const __m512 scale =
+        _mm512_set1_ps(streamvec::kSigmoidTableSize / (2.0f * streamvec::kMaxLogit));
+    const __m512i last = _mm512_set1_epi32(streamvec::kSigmoidTableSize - 1);
+    const __m512 rate = _mm512_set1_ps(lr);
+    for (int j = 0; j < n; j += 16) {
+      const __mmask16 live = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
+      const __m512 x = _mm512_maskz_loadu_ps(live, logits + j);
+      __m512i index = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_add_ps(x, max_logit), scale));
+      index = _mm512_min_epi32(_mm512_max_epi32(index, _mm512_setzero_si512()), last);
+      __m512 sigma = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, index, table, 4);
+      sigma = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, max_logit, _CMP_GE_OQ), sigma,
+                                   _mm512_set1_ps(1.0f));
+      sigma = _mm512_mask_blend_ps(
+          _mm512_cmp_ps_mask(x, _mm512_sub_ps(_mm512_setzero_ps(), max_logit), _CMP_LE_OQ), sigma,
+          _mm512_setzero_ps());
+      const __m512 label = _mm512_maskz_loadu_ps(live, labels + j);
+      _mm512_mask_storeu_ps(out + j, live, _mm512_mul_ps(_mm512_sub_ps(label, sigma), rate));
+    }
   }
   static void Sum8(const R* a, float* out) {
     auto pair = [](R x, R y) {  // [x halves, y halves] as 256-bit partial sums

@@ -14,6 +14,7 @@
 // below first, at global scope, so that these includes are no-ops inside its namespace.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -274,6 +275,26 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
+  // V::GradientsN where V has one (kHasGradientsN); a template, so that the other builds never
+  // name it.
+  template <class V>
+  static void CallGradientsN(const float* table, const float* logits, const float* labels, int n,
+                             float lr, float* out) {
+    V::GradientsN(table, logits, labels, n, lr, out);
+  }
+
+  // The labels of a blocked window's logits, laid out as [context][target]: 1 for target 0 (the
+  // centre), 0 for the negatives.
+  template <int kNT>
+  static const float* WindowLabels() {
+    static const std::array<float, kMaxBlockedContexts* kNT> labels = [] {
+      std::array<float, kMaxBlockedContexts * kNT> a{};
+      for (size_t j = 0; j < a.size(); j += kNT) a[j] = 1.0f;
+      return a;
+    }();
+    return labels.data();
+  }
+
   template <int kNT>
   bool TargetsDistinct() const {
     for (int k = 1; k < kNT; ++k) {
@@ -304,11 +325,14 @@ class SimdKernel final : public streamvec::SgnsKernel {
       }
     }
     for (; q < nb; ++q) Dots<kNT>(x[q], chunks, kNT, all_logits + q * kNT);
+    if constexpr (Vec::kHasGradientsN) {  // the whole window's gradients at once
+      CallGradientsN<Vec>(sigmoid_, all_logits, WindowLabels<kNT>(), nb * kNT, lr, g);
+    }
     for (int q = 0; q < nb; ++q) {
       const float* logits = all_logits + q * kNT;
       float* gq = g + q * kNT;
-      if constexpr (Vec::kHasGradients8 && kNT <= 8) {
-        Vec::Gradients8(sigmoid_, logits, lr, gq);
+      if constexpr (Vec::kHasGradientsN || (Vec::kHasGradients8 && kNT <= 8)) {
+        if constexpr (!Vec::kHasGradientsN) Vec::Gradients8(sigmoid_, logits, lr, gq);
         if (count[q] != 1.0f) {
           for (int k = 0; k < kNT; ++k) gq[k] = count[q] * gq[k];
         }

@@ -1,17 +1,17 @@
 // Portable build of simd_kernel.h: SSE2 (the x86-64 baseline) or, elsewhere, 4-float GCC vector
 // extensions. No FMA: multiply then add.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "dot_body.h"
 #include "loss.h"
 #include "streamvec/base/status.h"
 #include "streamvec/kernels/aligned.h"
-#include "streamvec/kernels/sgns_math.h"
-
 #include "streamvec/kernels/sgns_kernel.h"
-#include "dot_body.h"
+#include "streamvec/kernels/sgns_math.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -39,6 +39,7 @@ struct Vec {
   }
   static constexpr bool kHasSum8 = false;
   static constexpr bool kHasGradients8 = false;
+  static constexpr bool kHasGradientsN = false;
   static void Gradients8(const float*, const float*, float, float*) {}
   static void Sum8(const R*, float*) {}
 };
@@ -61,6 +62,7 @@ struct Vec {
   static float Sum(R v) { return (v[0] + v[1]) + (v[2] + v[3]); }
   static constexpr bool kHasSum8 = false;
   static constexpr bool kHasGradients8 = false;
+  static constexpr bool kHasGradientsN = false;
   static void Gradients8(const float*, const float*, float, float*) {}
   static void Sum8(const R*, float*) {}
 };
