@@ -298,6 +298,12 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "for sgns; 1: word2vec's draw per position; docs/training.md)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
+  cmd->add_option("--negative-pool", o.negative_pool,
+                  "Batch: noise words drawn per micro-batch; each position's negatives are drawn "
+                  "from them uniformly, so their output rows stay in cache (0: every negative "
+                  "from the whole count^0.75 distribution, as word2vec; docs/training.md)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--replica-sync", o.replica_sync,
                   "Threads > 1: each thread trains its own replica of the frequent output rows "
                   "and merges it into the shared table every N micro-batches (its 8192 most "
@@ -377,7 +383,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                              "--eta", "--epsilon", "--noise-table-size"}) {
       if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
     }
-    for (const char* flag : {"--negative-share", "--replica-sync"}) {
+    for (const char* flag : {"--negative-share", "--negative-pool", "--replica-sync"}) {
       if (cmd->count(flag) > 0) flags->batch_only_flags.push_back(flag);
     }
     *exit_code = RunTrain(*flags);

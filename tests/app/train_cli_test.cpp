@@ -78,11 +78,13 @@ TEST_F(TrainCliTest, BinaryAndTextFormatsHoldTheSameVectors) {
   EXPECT_EQ(t->vectors, b->vectors);  // text floats round-trip exactly
 }
 
-TEST_F(TrainCliTest, TrainsWithAndWithoutOutputReplicas) {
+TEST_F(TrainCliTest, TrainsWithAndWithoutOutputReplicasAndNegativePools) {
   // --replica-sync 0: one shared output table (Hogwild); 1: per-thread replicas merged after
-  // every micro-batch; default (32). Each run writes all 20 words.
+  // every micro-batch; default (32). --negative-pool 0: every negative from the whole noise
+  // distribution; 3: pools of three words. Each run writes all 20 words.
   for (const std::string model : {"cbow", "sgns"}) {
-    for (const std::string flag : {" --replica-sync 0", " --replica-sync 1", ""}) {
+    for (const std::string flag : {" --replica-sync 0", " --replica-sync 1", "",
+                                   " --negative-pool 0", " --negative-pool 3"}) {
       const CliRun run = Train("--input " + corpus_ + " --output " + Path("r.txt") + " --model " +
                                model + " --dim 8 --epochs 1 --min-count 1 --threads 2" + flag);
       ASSERT_EQ(run.exit_code, 0) << model << flag << "\n" << run.output;
@@ -118,6 +120,9 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
       {io + "--alpha 0.01 --min-alpha 0.5", "--min-alpha"},
       {io + "--negative-share 65", "--negative-share"},
       {io + "--replica-sync -1", "--replica-sync"},
+      {io + "--negative-pool -1", "--negative-pool"},
+      {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-pool 64",
+       "--negative-pool applies to batch training only"},
       {"--input " + corpus_ + " --stream --state " + Path("st") + " --replica-sync 4",
        "--replica-sync applies to batch training only"},
       {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-share 2",

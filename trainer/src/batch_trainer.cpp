@@ -32,6 +32,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.negative_share < 0 || o.negative_share > 64) {
     return bad("--negative-share", "must be in [0, 64]");
   }
+  if (o.negative_pool < 0 || o.negative_pool > (1 << 20)) {
+    return bad("--negative-pool", "must be in [0, 1048576]");
+  }
   if (o.replica_sync < -1) return bad("--replica-sync", "must be >= 0 (0: no replicas)");
   if (o.replica_cold_period < 1) return Status::InvalidArgument("replica_cold_period must be >= 1");
   if (o.batch_tokens <= 0 || o.loss_sample_every <= 0) {
@@ -191,7 +194,7 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
     }
     std::unique_ptr<SgnsKernel> kernel =
         o.reference_kernel ? MakeReferenceKernel() : MakeCpuKernel(o.isa);
-    std::vector<uint32_t> tokens, negatives;
+    std::vector<uint32_t> tokens, negatives, pool;
     std::vector<uint32_t> offsets;
     std::vector<uint8_t> windows;
     tokens.reserve(o.batch_tokens + 1024);
@@ -231,17 +234,10 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
         }
         // One draw of K negatives per `negative_share` consecutive kept positions (CBOW default
         // 2; see TrainOptions::negative_share): the rows of a shared draw are still in L1 for the
-        // second position, which halves the step's cache misses on the output table.
-        const size_t share = static_cast<size_t>(negative_share);
-        const size_t K = static_cast<size_t>(o.negative);
-        for (size_t i = 0; i < n; ++i) {
-          uint32_t* dst = negatives.data() + i * K;
-          if (i % share != 0) {
-            std::copy(dst - K, dst, dst);
-          } else {
-            for (size_t k = 0; k < K; ++k) dst[k] = noise.Sample(rng.Next());
-          }
-        }
+        // second position, which halves the step's cache misses on the output table. The draws
+        // come from a pool of `negative_pool` noise words per micro-batch (see there).
+        DrawNegatives(noise, rng, n, o.negative, negative_share, o.negative_pool, &pool,
+                      negatives.data());
         if (n > 0) {
           MicroBatch batch;
           batch.tokens = tokens.data();

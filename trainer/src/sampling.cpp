@@ -1,5 +1,6 @@
 #include "streamvec/trainer/sampling.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "streamvec/base/status.h"
@@ -53,6 +54,30 @@ double UnigramTable::Probability(uint32_t id) const {
     if (entries_[i].alias == id && entries_[i].alias != i) mass += 1.0 - keep;
   }
   return mass / size_;
+}
+
+void DrawNegatives(const UnigramTable& noise, Rng& rng, size_t n, int K, int share, int pool_size,
+                   std::vector<uint32_t>* pool, uint32_t* out) {
+  SV_CHECK(K >= 0 && share >= 1 && pool_size >= 0);
+  if (n == 0 || K == 0) return;
+  const size_t k_count = static_cast<size_t>(K);
+  const size_t s = static_cast<size_t>(share);
+  if (pool_size > 0) {
+    pool->resize(static_cast<size_t>(pool_size));
+    for (uint32_t& w : *pool) w = noise.Sample(rng.Next());
+  }
+  const uint64_t p = static_cast<uint64_t>(pool_size);
+  const uint32_t* from = pool_size > 0 ? pool->data() : nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t* dst = out + i * k_count;
+    if (i % s != 0) {
+      std::copy(dst - k_count, dst, dst);
+    } else if (from != nullptr) {
+      for (size_t k = 0; k < k_count; ++k) dst[k] = from[((rng.Next() >> 32) * p) >> 32];
+    } else {
+      for (size_t k = 0; k < k_count; ++k) dst[k] = noise.Sample(rng.Next());
+    }
+  }
 }
 
 double SubsampleKeepProbability(uint64_t count, uint64_t total, double sample) {

@@ -60,6 +60,15 @@ struct TrainOptions {
   // cores in a row, stay shared (replicating all 68k rows of the benchmark corpus was no faster:
   // more fresh memory to fault in and copy).
   int replica_sync = -1;
+  // Each micro-batch draws negative_pool words from the noise distribution, and each position's
+  // negatives are drawn uniformly from them (DrawNegatives): a negative keeps its count^0.75
+  // distribution, and a micro-batch's negatives touch negative_pool output rows (1024 x 448
+  // bytes at dim 100: within L2) instead of ~10k random rows of a table far beyond the caches.
+  // Random output rows were the skip-gram step's main cost: with 2 threads its training phase
+  // went from 5.98-6.35M to 7.47-7.98M words/s, at WS-353 0.527-0.540 against 0.539-0.542 and
+  // analogy 13.5-13.8% against 12.5-13.0% (docs/training.md). 0: every negative drawn from the
+  // whole distribution (word2vec's way).
+  int negative_pool = 1024;
   size_t replica_rows = size_t{1} << 15;
   // Each merge covers the first replica_hot_rows rows of the replica and, in turn, one of
   // replica_cold_period chunks of the others: a row below replica_hot_rows is merged every

@@ -2,8 +2,11 @@
 #ifndef STREAMVEC_TRAINER_SAMPLING_H_
 #define STREAMVEC_TRAINER_SAMPLING_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "streamvec/base/rng.h"
 
 namespace streamvec {
 
@@ -37,6 +40,17 @@ class UnigramTable {
   std::vector<Entry> entries_;
   uint32_t size_ = 0;
 };
+
+// The K negatives of each of n positions of a micro-batch into out[i * K + k] (n x K word ids).
+// share: consecutive positions sharing one draw (1: a draw per position, word2vec's way; s: a
+// position i with i % s != 0 copies position i - 1's). pool_size 0: each draw from `noise`;
+// P > 0: first P words are drawn from `noise` into *pool (resized to P), then each negative is
+// one of them uniformly, so that a negative is still marginally distributed as `noise`, while a
+// micro-batch's negatives are only P distinct words whose output rows stay in cache (our
+// extension of HogBatch's negatives shared by a window, Ji et al. 2016, to a micro-batch;
+// measured in docs/training.md). Deterministic given rng's state.
+void DrawNegatives(const UnigramTable& noise, Rng& rng, size_t n, int K, int share, int pool_size,
+                   std::vector<uint32_t>* pool, uint32_t* out);
 
 // word2vec's subsampling of frequent words (Mikolov et al. 2013, "Distributed Representations",
 // section 2.3, in the form word2vec.c implements): a word of relative frequency f = count/total is
