@@ -4,9 +4,8 @@
 //
 // Same math and operation order as reference_kernel.cpp; in addition it
 //  - works on whole padded rows (stride is a multiple of Vec::kLanes; padding stays zero),
-//  - prefetches rows ahead (output rows of the centre and negatives two positions ahead, input
-//    rows sixteen tokens ahead) while the current window computes: the tables are far larger
-//    than L2, and these misses dominate otherwise,
+//  - prefetches rows ahead (the centre's output row two positions ahead, input rows sixteen
+//    tokens ahead) while the current window computes: the tables are far larger than L2,
 //  - updates a skip-gram window with all its rows in registers when its target rows are
 //    distinct and it has at most kMaxBlockedContexts distinct context words (the common case;
 //    BlockedWindow).
@@ -156,21 +155,27 @@ class SimdKernel final : public streamvec::SgnsKernel {
     }
   }
 
-  // Prefetch distances in positions: output rows kTargetLead positions ahead; input rows
-  // kInputLead tokens ahead, so that with windows up to kInputLead - 3 every context row is in
-  // flight at least three positions before its first use.
+  // Prefetch distances in positions: the centre's output row kTargetLead positions ahead; input
+  // rows kInputLead tokens ahead, so that with windows up to kInputLead - 3 every context row is
+  // in flight at least three positions before its first use. The negatives' rows are not
+  // prefetched (CbowFused aside): drawn from a pool of TrainOptions::negative_pool words per
+  // micro-batch they are in L2 already, and prefetching them only took issue slots (skip-gram
+  // step on real micro-batches: 977-1039 cycles a window without, 1113-1471 with; without a
+  // pool their prefetches did not pay either: docs/training.md).
   static constexpr int kTargetLead = 2;
   static constexpr int kInputLead = 16;
 
   void PrefetchAhead(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
                      int end) {
-    if (i + kTargetLead < end) PrefetchTargets(m, b, i + kTargetLead);
+    if (i + kTargetLead < end) PrefetchRow(m.Out(b.tokens[i + kTargetLead]), m.stride);
     if (i + kInputLead < end) PrefetchRow(m.In(b.tokens[i + kInputLead]), m.stride);
   }
 
   void PrefetchSentenceStart(const streamvec::ModelRows& m, const streamvec::MicroBatch& b,
                              int begin, int end) {
-    for (int i = begin; i < end && i < begin + kTargetLead; ++i) PrefetchTargets(m, b, i);
+    for (int i = begin; i < end && i < begin + kTargetLead; ++i) {
+      PrefetchRow(m.Out(b.tokens[i]), m.stride);
+    }
     for (int i = begin; i < end && i < begin + kInputLead; ++i) {
       PrefetchRow(m.In(b.tokens[i]), m.stride);
     }
