@@ -247,6 +247,9 @@ TEST(TrainOptionsTest, ValidationNamesTheFlag) {
   o.negative_share = -1;
   EXPECT_FALSE(ValidateTrainOptions(o).ok());
   o = TrainOptions{};
+  o.negative_pool = -1;
+  EXPECT_NE(ValidateTrainOptions(o).message().find("--negative-pool"), std::string::npos);
+  o = TrainOptions{};
   o.replica_sync = -2;
   EXPECT_NE(ValidateTrainOptions(o).message().find("--replica-sync"), std::string::npos);
   o = TrainOptions{};

@@ -66,14 +66,14 @@ void DrawNegatives(const UnigramTable& noise, Rng& rng, size_t n, int K, int sha
     pool->resize(static_cast<size_t>(pool_size));
     for (uint32_t& w : *pool) w = noise.Sample(rng.Next());
   }
-  const uint64_t p = static_cast<uint64_t>(pool_size);
+  const uint32_t p = static_cast<uint32_t>(pool_size);
   const uint32_t* from = pool_size > 0 ? pool->data() : nullptr;
   for (size_t i = 0; i < n; ++i) {
     uint32_t* dst = out + i * k_count;
     if (i % s != 0) {
       std::copy(dst - k_count, dst, dst);
     } else if (from != nullptr) {
-      for (size_t k = 0; k < k_count; ++k) dst[k] = from[((rng.Next() >> 32) * p) >> 32];
+      for (size_t k = 0; k < k_count; ++k) dst[k] = from[rng.Below(p)];
     } else {
       for (size_t k = 0; k < k_count; ++k) dst[k] = noise.Sample(rng.Next());
     }

@@ -54,7 +54,8 @@ struct TrainOptions {
   // about 2 x window times more work per output row written; docs/training.md). 0: no replicas
   // (Hogwild on the shared output table, word2vec's way); -1: the default, kDefaultReplicaSync
   // (for either model since 2026-11-23; skip-gram used 0 before). The input table
-  // is always shared (a replica of it measured no faster). Memory: 2 x replica_rows x stride
+  // is always shared (a replica of its first rows was 6% faster for skip-gram but lowered the
+  // analogy score: docs/training.md). Memory: 2 x replica_rows x stride
   // floats per thread (29 MB at dim 100): the 32768 most frequent words take 92% of the negative
   // draws on the benchmark corpus (count^0.75), and most centres; rarer rows, seldom written by two
   // cores in a row, stay shared (replicating all 68k rows of the benchmark corpus was no faster:
