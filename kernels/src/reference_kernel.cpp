@@ -18,53 +18,34 @@ class ReferenceKernel final : public SgnsKernel {
   void SkipGram(const ModelRows& m, const MicroBatch& b, float lr, StepStats* stats) override {
     const int nt = b.negative + 1;
     const int dim = m.dim;
-    targets_.resize(nt);
-    g_.resize(nt);
-    dT_.resize(static_cast<size_t>(nt) * dim);
+    targets_.resize(nt + 1);
+    g_.resize(nt + 1);
+    dT_.resize(static_cast<size_t>(nt + 1) * dim);
     for (int s = 0; s < b.num_sentences; ++s) {
       const int begin = static_cast<int>(b.sentence_offsets[s]);
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
       for (int i = begin; i < end; ++i) {
+        // Positions i and i + 1 with one draw of negatives and distinct targets [centre i,
+        // centre i + 1, negatives] train as one window over the union of their windows.
+        if (i + 1 < end && SharedNegatives(b, i)) {
+          LoadPairTargets(b, i);
+          if (TargetsDistinct(nt + 1)) {
+            words_.clear();
+            counts_.clear();
+            counts_b_.clear();
+            AddWindow(b, i, begin, end, &counts_, &counts_b_);
+            AddWindow(b, i + 1, begin, end, &counts_b_, &counts_);
+            WindowStep(m, nt + 1, /*pair=*/true, lr, stats);
+            ++i;
+            continue;
+          }
+        }
         LoadTargets(b, i);
-        const int r = b.windows[i];
-        const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
-        // The window's distinct context words, each with its number of occurrences.
         words_.clear();
         counts_.clear();
-        for (int c = lo; c <= hi; ++c) {
-          if (c == i) continue;
-          const auto seen = std::find(words_.begin(), words_.end(), b.tokens[c]);
-          if (seen != words_.end()) {
-            counts_[seen - words_.begin()] += 1.0f;
-          } else {
-            words_.push_back(b.tokens[c]);
-            counts_.push_back(1.0f);
-          }
-        }
-        std::fill(dT_.begin(), dT_.end(), 0.0f);
-        for (size_t q = 0; q < words_.size(); ++q) {
-          float* x = m.In(words_[q]);
-          for (int k = 0; k < nt; ++k) {
-            const float* t = m.Out(targets_[k]);
-            float logit = 0.0f;
-            for (int j = 0; j < dim; ++j) logit += x[j] * t[j];
-            g_[k] = Gradient(k, logit, lr, stats, counts_[q]);
-          }
-          for (int j = 0; j < dim; ++j) {
-            const float xj = x[j];
-            float d = 0.0f;
-            for (int k = 0; k < nt; ++k) {
-              d += g_[k] * m.Out(targets_[k])[j];
-              dT_[k * dim + j] += g_[k] * xj;
-            }
-            x[j] = xj + d;
-          }
-          if (stats) stats->pairs += static_cast<uint64_t>(counts_[q]);
-        }
-        for (int k = 0; k < nt; ++k) {
-          float* t = m.Out(targets_[k]);
-          for (int j = 0; j < dim; ++j) t[j] += dT_[k * dim + j];
-        }
+        counts_b_.clear();
+        AddWindow(b, i, begin, end, &counts_, &counts_b_);
+        WindowStep(m, nt, /*pair=*/false, lr, stats);
       }
     }
   }
@@ -120,6 +101,87 @@ class ReferenceKernel final : public SgnsKernel {
   const char* name() const override { return "reference"; }
 
  private:
+  // Adds the context words of position i's window (radius b.windows[i], within [begin, end), i
+  // left out) to words_, counting each occurrence in *mine; a word first seen here gets 0 in
+  // *other (the count of the pair's other window).
+  void AddWindow(const MicroBatch& b, int i, int begin, int end, std::vector<float>* mine,
+                 std::vector<float>* other) {
+    const int r = b.windows[i];
+    const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
+    for (int c = lo; c <= hi; ++c) {
+      if (c == i) continue;
+      const auto seen = std::find(words_.begin(), words_.end(), b.tokens[c]);
+      if (seen != words_.end()) {
+        (*mine)[seen - words_.begin()] += 1.0f;
+      } else {
+        words_.push_back(b.tokens[c]);
+        mine->push_back(1.0f);
+        other->push_back(0.0f);
+      }
+    }
+  }
+
+  // One window (or pair) of the distinct context words words_ against the nt targets_: per
+  // word, its logits against the old targets, its update, and the targets' updates collected in
+  // dT_ and applied at the end. A gradient counts the word's occurrences: in a single window
+  // counts_; in a pair, counts_ (window of i) against centre i, counts_b_ (window of i + 1)
+  // against centre i + 1, and both against a negative.
+  void WindowStep(const ModelRows& m, int nt, bool pair, float lr, StepStats* stats) {
+    const int dim = m.dim;
+    std::fill(dT_.begin(), dT_.begin() + static_cast<size_t>(nt) * dim, 0.0f);
+    for (size_t q = 0; q < words_.size(); ++q) {
+      float* x = m.In(words_[q]);
+      for (int k = 0; k < nt; ++k) {
+        const float* t = m.Out(targets_[k]);
+        float logit = 0.0f;
+        for (int j = 0; j < dim; ++j) logit += x[j] * t[j];
+        if (!pair) {
+          g_[k] = Gradient(k, logit, lr, stats, counts_[q]);
+          continue;
+        }
+        const float count = k == 0 ? counts_[q] : k == 1 ? counts_b_[q] : counts_[q] + counts_b_[q];
+        if (stats) stats->loss += count * internal::PairLoss(logit, k < 2);
+        g_[k] = count * SgnsLogitGradient(sigmoid_, logit, k < 2 ? 1.0f : 0.0f, lr);
+      }
+      for (int j = 0; j < dim; ++j) {
+        const float xj = x[j];
+        float d = 0.0f;
+        for (int k = 0; k < nt; ++k) {
+          d += g_[k] * m.Out(targets_[k])[j];
+          dT_[k * dim + j] += g_[k] * xj;
+        }
+        x[j] = xj + d;
+      }
+      if (stats) stats->pairs += static_cast<uint64_t>(counts_[q] + (pair ? counts_b_[q] : 0.0f));
+    }
+    for (int k = 0; k < nt; ++k) {
+      float* t = m.Out(targets_[k]);
+      for (int j = 0; j < dim; ++j) t[j] += dT_[k * dim + j];
+    }
+  }
+
+  // Whether positions i and i + 1 share one draw of negatives (K >= 1).
+  static bool SharedNegatives(const MicroBatch& b, int i) {
+    if (b.negative == 0) return false;
+    const uint32_t* a = b.negatives + static_cast<size_t>(i) * b.negative;
+    return std::equal(a, a + b.negative, a + b.negative);
+  }
+  void LoadPairTargets(const MicroBatch& b, int i) {
+    targets_[0] = b.tokens[i];
+    targets_[1] = b.tokens[i + 1];
+    for (int k = 0; k < b.negative; ++k) {
+      targets_[k + 2] = b.negatives[static_cast<size_t>(i) * b.negative + k];
+    }
+  }
+  bool TargetsDistinct(int n) const {
+    for (int k = 1; k < n; ++k) {
+      for (int q = 0; q < k; ++q) {
+        if (targets_[k] == targets_[q]) return false;
+      }
+    }
+    return true;
+  }
+
   void LoadTargets(const MicroBatch& b, int i) {
     targets_[0] = b.tokens[i];
     for (int k = 0; k < b.negative; ++k) {
@@ -137,7 +199,7 @@ class ReferenceKernel final : public SgnsKernel {
 
   float sigmoid_[kSigmoidTableSize];
   std::vector<uint32_t> targets_, words_;
-  std::vector<float> g_, dT_, h_, e_, counts_;
+  std::vector<float> g_, dT_, h_, e_, counts_, counts_b_;
 };
 
 }  // namespace

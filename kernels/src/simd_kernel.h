@@ -8,7 +8,7 @@
 //    tokens ahead) while the current window computes: the tables are far larger than L2,
 //  - updates a skip-gram window with all its rows in registers when its target rows are
 //    distinct and it has at most kMaxBlockedContexts distinct context words (the common case;
-//    BlockedWindow).
+//    BlockedWindow), and a pair of windows that share their negatives likewise (PairWindow).
 // Requires: rows 64-byte aligned, stride % 16 == 0. The including file includes the headers
 // below first, at global scope, so that these includes are no-ops inside its namespace.
 
@@ -93,10 +93,10 @@ class SimdKernel final : public streamvec::SgnsKernel {
   void Prepare(const streamvec::MicroBatch& b, size_t stride) {
     const size_t nt = static_cast<size_t>(b.negative) + 1;
     SV_CHECK(nt <= static_cast<size_t>(streamvec::kMaxTargets));
-    if (targets_.size() < nt) {
-      targets_.resize(nt);
-      rows_.resize(nt);
-      g_.resize(std::max<size_t>(nt, 8));  // Gradients8 writes 8
+    if (targets_.size() < nt + 1) {  // + 1: a pair of windows has two centres
+      targets_.resize(nt + 1);
+      rows_.resize(nt + 1);
+      g_.resize(std::max<size_t>(nt + 1, 8));  // Gradients8 writes 8
     }
     if (scratch_.size() < (nt + 2) * stride) scratch_.Resize((nt + 2) * stride);
   }
@@ -376,40 +376,221 @@ class SimdKernel final : public streamvec::SgnsKernel {
       }
       if (stats) stats->pairs += static_cast<uint64_t>(count[q]);
     }
+    UpdateBlock<kNT, kMaxBlockedContexts>(x, nb, g, chunks);  // nb == 0: nothing to learn
+  }
+
+  // Whether positions i and i + 1 share one draw of negatives (K >= 1; DrawNegatives with
+  // TrainOptions::negative_share 2 writes the same K words for both).
+  static bool SharedNegatives(const streamvec::MicroBatch& b, int i) {
+    if (b.negative == 0) return false;
+    const uint32_t* a = b.negatives + static_cast<size_t>(i) * b.negative;
+    const uint32_t* c = a + b.negative;
+    for (int k = 0; k < b.negative; ++k) {
+      if (a[k] != c[k]) return false;
+    }
+    return true;
+  }
+
+  // targets_ = [tokens[i], tokens[i + 1], the shared negatives] and their rows; nt2 = K + 2.
+  void LoadPairTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
+                       int nt2) {
+    targets_[0] = b.tokens[i];
+    targets_[1] = b.tokens[i + 1];
+    const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
+    for (int k = 2; k < nt2; ++k) targets_[k] = neg[k - 2];
+    for (int k = 0; k < nt2; ++k) rows_[k] = m.Out(targets_[k]);
+  }
+
+  bool AllTargetsDistinct(int n) const {
+    for (int k = 1; k < n; ++k) {
+      for (int q = 0; q < k; ++q) {
+        if (targets_[k] == targets_[q]) return false;
+      }
+    }
+    return true;
+  }
+
+  // The distinct words of the union of the windows of i and i + 1 (radii b.windows[i] and
+  // b.windows[i + 1], within [begin, end), each centre left out of its own window), in order of
+  // first occurrence: input rows into ctx_, occurrences in the window of i into count_ and in
+  // that of i + 1 into count_b_. Returns how many.
+  int PairContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int begin,
+                   int end) {
+    const int ra = b.windows[i], rb = b.windows[i + 1];
+    const int lo = std::max(begin, std::min(i - ra, i + 1 - rb));
+    const int hi = std::min(end - 1, std::max(i + ra, i + 1 + rb));
+    uint32_t* ids = ctx_ids_.data();
+    int n = 0;
+    for (int c = lo; c <= hi; ++c) {
+      const float in_a = (c != i && c >= i - ra && c <= i + ra) ? 1.0f : 0.0f;
+      const float in_b = (c != i + 1 && c >= i + 1 - rb && c <= i + 1 + rb) ? 1.0f : 0.0f;
+      const uint32_t w = b.tokens[c];
+      int q = 0;
+      while (q < n && ids[q] != w) ++q;
+      if (q < n) {
+        count_[q] += in_a;
+        count_b_[q] += in_b;
+        continue;
+      }
+      ids[n] = w;
+      count_[n] = in_a;
+      count_b_[n] = in_b;
+      ctx_[n++] = m.In(w);
+    }
+    return n;
+  }
+
+  // Occurrences that multiply the gradient of context q against target k: in a single window
+  // (pair false) the word's occurrences; in a pair, those in the window of i for centre i
+  // (k = 0), in the window of i + 1 for centre i + 1 (k = 1), and in both for a negative.
+  float ContextCount(bool pair, int q, int k) const {
+    if (!pair) return count_[q];
+    return k == 0 ? count_[q] : k == 1 ? count_b_[q] : count_[q] + count_b_[q];
+  }
+
+  // Gradient of a pair's logit (targets distinct: nothing skipped; labels 1 for both centres).
+  float PairGradient(int k, float logit, float lr, streamvec::StepStats* stats, float count) const {
+    if (stats) stats->loss += count * streamvec::internal::PairLoss(logit, k < 2);
+    return count * streamvec::SgnsLogitGradient(sigmoid_, logit, k < 2 ? 1.0f : 0.0f, lr);
+  }
+
+  // Any window (pair or not) of nu distinct context rows in ctx_ against the nt targets in
+  // rows_: per context row, its logits against the old targets, its update, and the targets'
+  // updates accumulated in dT and applied at the end (the reference kernel's order).
+  void GeneralWindow(const streamvec::ModelRows& m, int nt, int nu, bool pair, float lr,
+                     streamvec::StepStats* stats) {
+    const size_t stride = m.stride;
+    const size_t chunks = stride / L;
+    float* dT = scratch_.data();  // nt x stride
+    float logits[streamvec::kMaxTargets + 1];
+    float* g = g_.data();
+    std::fill(dT, dT + nt * stride, 0.0f);
+    for (int q = 0; q < nu; ++q) {
+      float* x = ctx_[q];
+      Dots<0>(x, chunks, nt, logits);
+      for (int k = 0; k < nt; ++k) {
+        const float count = ContextCount(pair, q, k);
+        g[k] = pair ? PairGradient(k, logits[k], lr, stats, count)
+                    : Gradient(k, logits[k], lr, stats, count);
+      }
+      for (size_t ch = 0; ch < chunks; ++ch) {
+        const R xv = Vec::Load(x + ch * L);
+        R d = Vec::Zero();
+        for (int k = 0; k < nt; ++k) {
+          const R gk = Vec::Set1(g[k]);
+          d = Vec::Fma(gk, Vec::Load(rows_[k] + ch * L), d);
+          float* dt = dT + k * stride + ch * L;
+          Vec::Store(dt, Vec::Fma(gk, xv, Vec::Load(dt)));
+        }
+        Vec::Store(x + ch * L, Vec::Add(xv, d));
+      }
+      if (stats) stats->pairs += static_cast<uint64_t>(pair ? count_[q] + count_b_[q] : count_[q]);
+    }
+    for (int k = 0; k < nt; ++k) {
+      float* t = rows_[k];
+      const float* dt = dT + k * stride;
+      for (size_t ch = 0; ch < chunks; ++ch) {
+        Vec::Store(t + ch * L, Vec::Add(Vec::Load(t + ch * L), Vec::Load(dt + ch * L)));
+      }
+    }
+  }
+
+  // The labels of a pair's logits, [context][target]: 1 for targets 0 and 1 (the centres).
+  static constexpr int kMaxPairContexts = 12;  // the union of two windows of radius <= 5
+
+  template <int kNT2>
+  static const float* PairLabels() {
+    static const std::array<float, kMaxPairContexts* kNT2> labels = [] {
+      std::array<float, kMaxPairContexts * kNT2> a{};
+      for (size_t j = 0; j < a.size(); j += kNT2) a[j] = a[j + 1] = 1.0f;
+      return a;
+    }();
+    return labels.data();
+  }
+
+  // A pair of windows as one blocked matrix product: the nb distinct context rows of their
+  // union (ctx_, at most kMaxPairContexts) against the kNT2 = K + 2 distinct targets [centre i,
+  // centre i + 1, shared negatives], each gradient times ContextCount (0 where a word is not in
+  // a centre's window), then BlockedUpdate as for one window.
+  template <int kNT2>
+  void PairWindow(const streamvec::ModelRows& m, int nb, float lr, streamvec::StepStats* stats) {
+    static_assert(kNT2 >= 3 && kNT2 <= 8);
+    float* const* x = ctx_.data();
+    const size_t chunks = m.stride / L;
+    float g[kMaxPairContexts * kNT2 + 8];
+    float all_logits[kMaxPairContexts * kNT2 + 8];
+    int q = 0;
+    if constexpr (L >= 16) {  // 3 x kNT2 accumulators: AVX-512's 32 registers
+      for (; q + 3 <= nb; q += 3) DotsBlock<kNT2, 3>(x + q, chunks, all_logits + q * kNT2);
+      if (nb - q == 2) {
+        DotsBlock<kNT2, 2>(x + q, chunks, all_logits + q * kNT2);
+        q += 2;
+      }
+    }
+    for (; q < nb; ++q) DotsBlock<kNT2, 1>(x + q, chunks, all_logits + q * kNT2);
+    if constexpr (Vec::kHasGradientsN) {
+      CallGradientsN<Vec>(sigmoid_, all_logits, PairLabels<kNT2>(), nb * kNT2, lr, g);
+      for (int q = 0; q < nb; ++q) {
+        float* gq = g + q * kNT2;
+        const float* logits = all_logits + q * kNT2;
+        const float ca = count_[q], cb = count_b_[q], cn = ca + cb;
+        gq[0] = ca * gq[0];
+        gq[1] = cb * gq[1];
+        for (int k = 2; k < kNT2; ++k) gq[k] = cn * gq[k];
+        if (stats) {  // the loss terms PairGradient() adds
+          stats->loss += ca * streamvec::internal::PairLoss(logits[0], true);
+          stats->loss += cb * streamvec::internal::PairLoss(logits[1], true);
+          for (int k = 2; k < kNT2; ++k) {
+            stats->loss += cn * streamvec::internal::PairLoss(logits[k], false);
+          }
+        }
+      }
+    } else {
+      for (int q = 0; q < nb; ++q) {
+        for (int k = 0; k < kNT2; ++k) {
+          g[q * kNT2 + k] =
+              PairGradient(k, all_logits[q * kNT2 + k], lr, stats, ContextCount(true, q, k));
+        }
+      }
+    }
+    if (stats) {
+      for (int q = 0; q < nb; ++q) stats->pairs += static_cast<uint64_t>(count_[q] + count_b_[q]);
+    }
+    UpdateBlock<kNT2, kMaxPairContexts>(x, nb, g, chunks);
+  }
+
+  // BlockedUpdate<nb, NT> for nb in [1, kMaxB].
+  template <int NT, int kMaxB>
+  void UpdateBlock(float* const* x, int nb, const float* g, size_t chunks) {
+    static_assert(kMaxB <= 12);
     float* const* t = rows_.data();
     switch (nb) {
       case 1:
-        BlockedUpdate<1, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<1, NT>(x, t, g, chunks);
       case 2:
-        BlockedUpdate<2, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<2, NT>(x, t, g, chunks);
       case 3:
-        BlockedUpdate<3, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<3, NT>(x, t, g, chunks);
       case 4:
-        BlockedUpdate<4, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<4, NT>(x, t, g, chunks);
       case 5:
-        BlockedUpdate<5, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<5, NT>(x, t, g, chunks);
       case 6:
-        BlockedUpdate<6, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<6, NT>(x, t, g, chunks);
       case 7:
-        BlockedUpdate<7, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<7, NT>(x, t, g, chunks);
       case 8:
-        BlockedUpdate<8, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<8, NT>(x, t, g, chunks);
       case 9:
-        BlockedUpdate<9, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<9, NT>(x, t, g, chunks);
       case 10:
-        BlockedUpdate<10, kNT>(x, t, g, chunks);
-        break;
+        return BlockedUpdate<10, NT>(x, t, g, chunks);
       default:
-        break;  // nb == 0: nothing to learn
+        break;
+    }
+    if constexpr (kMaxB > 10) {
+      if (nb == 11) return BlockedUpdate<11, NT>(x, t, g, chunks);
+      if (nb == 12) return BlockedUpdate<12, NT>(x, t, g, chunks);
     }
   }
 
@@ -417,18 +598,32 @@ class SimdKernel final : public streamvec::SgnsKernel {
   void SkipGramImpl(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, float lr,
                     streamvec::StepStats* stats) {
     const int nt = TargetCount<kNT>::Get(b.negative + 1);
-    const size_t stride = m.stride;
-    const size_t chunks = stride / L;
-    Prepare(b, stride);
-    float* dT = scratch_.data();  // nt x stride
-    float logits[streamvec::kMaxTargets];
-    float* g = g_.data();
+    Prepare(b, m.stride);
     for (int s = 0; s < b.num_sentences; ++s) {
       const int begin = static_cast<int>(b.sentence_offsets[s]);
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
       PrefetchSentenceStart(m, b, begin, end);
       for (int i = begin; i < end; ++i) {
         PrefetchAhead(m, b, i, end);
+        // Positions i and i + 1 with one draw of negatives and distinct targets: one window
+        // (SgnsKernel::SkipGram).
+        if (i + 1 < end && SharedNegatives(b, i)) {
+          LoadPairTargets(m, b, i, nt + 1);
+          if (AllTargetsDistinct(nt + 1)) {
+            PrefetchAhead(m, b, i + 1, end);
+            const int nu = PairContexts(m, b, i, begin, end);
+            bool done = false;
+            if constexpr (kNT > 0 && kNT + 1 <= 8) {
+              if (nu <= kMaxPairContexts) {
+                PairWindow<kNT + 1>(m, nu, lr, stats);
+                done = true;
+              }
+            }
+            if (!done) GeneralWindow(m, nt + 1, nu, /*pair=*/true, lr, stats);
+            ++i;
+            continue;
+          }
+        }
         LoadTargets(m, b, i, nt);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
@@ -439,31 +634,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
             continue;
           }
         }
-        std::fill(dT, dT + nt * stride, 0.0f);
-        for (int q = 0; q < nu; ++q) {
-          float* x = ctx_[q];
-          Dots<kNT>(x, chunks, nt, logits);
-          for (int k = 0; k < nt; ++k) g[k] = Gradient(k, logits[k], lr, stats, count_[q]);
-          for (size_t ch = 0; ch < chunks; ++ch) {
-            const R xv = Vec::Load(x + ch * L);
-            R d = Vec::Zero();
-            for (int k = 0; k < nt; ++k) {
-              const R gk = Vec::Set1(g[k]);
-              d = Vec::Fma(gk, Vec::Load(rows_[k] + ch * L), d);
-              float* dt = dT + k * stride + ch * L;
-              Vec::Store(dt, Vec::Fma(gk, xv, Vec::Load(dt)));
-            }
-            Vec::Store(x + ch * L, Vec::Add(xv, d));
-          }
-          if (stats) stats->pairs += static_cast<uint64_t>(count_[q]);
-        }
-        for (int k = 0; k < nt; ++k) {
-          float* t = rows_[k];
-          const float* dt = dT + k * stride;
-          for (size_t ch = 0; ch < chunks; ++ch) {
-            Vec::Store(t + ch * L, Vec::Add(Vec::Load(t + ch * L), Vec::Load(dt + ch * L)));
-          }
-        }
+        GeneralWindow(m, nt, nu, /*pair=*/false, lr, stats);
       }
     }
   }
@@ -613,11 +784,12 @@ class SimdKernel final : public streamvec::SgnsKernel {
   float sigmoid_[streamvec::kSigmoidTableSize];
   std::vector<uint32_t> targets_;
   std::vector<float*> rows_;
-  // Context rows of a window (a CBOW window's in order; a skip-gram window's distinct words, with
-  // their ids and numbers of occurrences).
-  std::vector<float*> ctx_ = std::vector<float*>(2 * 255);
-  std::vector<uint32_t> ctx_ids_ = std::vector<uint32_t>(2 * 255);
-  std::vector<float> count_ = std::vector<float>(2 * 255);
+  // Context rows of a window (a CBOW window's in order; a skip-gram window's or pair's distinct
+  // words, with their ids and numbers of occurrences).
+  std::vector<float*> ctx_ = std::vector<float*>(2 * 255 + 2);
+  std::vector<uint32_t> ctx_ids_ = std::vector<uint32_t>(2 * 255 + 2);
+  std::vector<float> count_ = std::vector<float>(2 * 255 + 2);
+  std::vector<float> count_b_ = std::vector<float>(2 * 255 + 2);  // a pair's second window
   std::vector<float> g_;
   streamvec::AlignedFloats scratch_;
 };

@@ -36,9 +36,12 @@ TEST(SgnsMathTest, GradientIsLabelMinusSigmoidTimesRate) {
   EXPECT_FLOAT_EQ(SgnsLogitGradient(table, 20.0f, 0.0f, 0.5f), -0.5f);
 }
 
-// Fresh random tables and a random micro-batch for kernel comparisons.
+// Fresh random tables and a random micro-batch for kernel comparisons: radii in [1,
+// max_window]; `share` consecutive positions (of the micro-batch) share one draw of negatives, as
+// DrawNegatives writes them.
 struct Fixture {
-  Fixture(int rows, int dim, int negative, uint32_t seed, int num_sentences = 3)
+  Fixture(int rows, int dim, int negative, uint32_t seed, int num_sentences = 3, int max_window = 5,
+          int share = 1)
       : rows(rows), dim(dim), stride(PaddedStride(dim)) {
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> u(-0.5f, 0.5f);
@@ -51,7 +54,7 @@ struct Fixture {
       }
     }
     std::uniform_int_distribution<uint32_t> word(0, rows - 1);
-    std::uniform_int_distribution<int> len(1, 40), win(1, 5);
+    std::uniform_int_distribution<int> len(1, 40), win(1, max_window);
     offsets.push_back(0);
     for (int s = 0; s < num_sentences; ++s) {
       const int n = len(gen);
@@ -60,7 +63,9 @@ struct Fixture {
     }
     for (size_t i = 0; i < tokens.size(); ++i) {
       windows.push_back(static_cast<uint8_t>(win(gen)));
-      for (int k = 0; k < negative; ++k) negatives.push_back(word(gen));
+      for (int k = 0; k < negative; ++k) {
+        negatives.push_back(i % share == 0 ? word(gen) : negatives[negatives.size() - negative]);
+      }
     }
     batch.tokens = tokens.data();
     batch.sentence_offsets = offsets.data();
@@ -106,7 +111,61 @@ void ExpectTablesNear(const Fixture& a, const Fixture& b, float tol) {
 }
 
 TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
-  // One sentence "0 1", window 1, one negative (word 2): both positions train.
+  // One sentence "0 1", window 1, one negative per position (word 2, then word 3: two draws),
+  // so the positions train one after the other.
+  const int dim = 3;
+  const size_t stride = PaddedStride(dim);
+  AlignedFloats in(4 * stride), out(4 * stride);
+  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
+  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f}, t2[3] = {0.3f, -0.3f, 0.1f};
+  const float t3[3] = {-0.2f, 0.1f, 0.25f};
+  for (int j = 0; j < dim; ++j) {
+    in[0 * stride + j] = x0[j];
+    in[1 * stride + j] = x1[j];
+    out[0 * stride + j] = t0[j];
+    out[1 * stride + j] = t1[j];
+    out[2 * stride + j] = t2[j];
+    out[3 * stride + j] = t3[j];
+  }
+  const uint32_t tokens[2] = {0, 1}, offsets[2] = {0, 2}, negs[2] = {2, 3};
+  const uint8_t windows[2] = {1, 1};
+  MicroBatch b{tokens, offsets, 1, windows, negs, 1};
+  const float lr = 0.5f;
+  auto kernel = MakeReferenceKernel();
+  kernel->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, nullptr);
+
+  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  // Position 0: centre 0, context word 1 (input row x1); targets out0 (+), out2 (-).
+  const float g_pos = (1 - TableSigmoid(table, dot(x1, t0))) * lr;
+  const float g_neg = (0 - TableSigmoid(table, dot(x1, t2))) * lr;
+  float x1_new[3], t0_new[3], t2_new[3];
+  for (int j = 0; j < 3; ++j) {
+    x1_new[j] = x1[j] + g_pos * t0[j] + g_neg * t2[j];
+    t0_new[j] = t0[j] + g_pos * x1[j];
+    t2_new[j] = t2[j] + g_neg * x1[j];
+  }
+  // Position 1: centre 1, context word 0 (input row x0); targets out1 (+), out3 (-).
+  const float h_pos = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
+  const float h_neg = (0 - TableSigmoid(table, dot(x0, t3))) * lr;
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(in[0 * stride + j], x0[j] + h_pos * t1[j] + h_neg * t3[j], 1e-6);
+    EXPECT_NEAR(in[1 * stride + j], x1_new[j], 1e-6);
+    EXPECT_NEAR(out[0 * stride + j], t0_new[j], 1e-6);
+    EXPECT_NEAR(out[1 * stride + j], t1[j] + h_pos * x0[j], 1e-6);
+    EXPECT_NEAR(out[2 * stride + j], t2_new[j], 1e-6);
+    EXPECT_NEAR(out[3 * stride + j], t3[j] + h_neg * x0[j], 1e-6);
+  }
+  // Padding stays zero.
+  for (size_t j = dim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
+}
+
+TEST(ReferenceKernelTest, PairSharingItsNegativesIsOneWindow) {
+  // One sentence "0 1", window 1, both positions with the same draw (negative word 2): one
+  // window (context combining) of the input rows x0 and x1 against out0, out1 (the centres)
+  // and out2, every gradient from the start values; x1 is a context of centre 0 only and x0 of
+  // centre 1 only, and both meet the shared negative once.
   const int dim = 3;
   const size_t stride = PaddedStride(dim);
   AlignedFloats in(3 * stride), out(3 * stride);
@@ -123,33 +182,27 @@ TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
   const uint8_t windows[2] = {1, 1};
   MicroBatch b{tokens, offsets, 1, windows, negs, 1};
   const float lr = 0.5f;
-  auto kernel = MakeReferenceKernel();
-  kernel->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, nullptr);
+  StepStats stats;
+  MakeReferenceKernel()->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, &stats);
 
   auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
   float table[kSigmoidTableSize];
   FillSigmoidTable(table);
-  // Position 0: centre 0, context word 1 (input row x1); targets out0 (+), out2 (-).
-  const float g_pos = (1 - TableSigmoid(table, dot(x1, t0))) * lr;
-  const float g_neg = (0 - TableSigmoid(table, dot(x1, t2))) * lr;
-  float x1_new[3], t0_new[3], t2_mid[3];
+  const float g10 = (1 - TableSigmoid(table, dot(x1, t0))) * lr;  // x1 with centre 0
+  const float g12 = (0 - TableSigmoid(table, dot(x1, t2))) * lr;  // x1 with the negative
+  const float g01 = (1 - TableSigmoid(table, dot(x0, t1))) * lr;  // x0 with centre 1
+  const float g02 = (0 - TableSigmoid(table, dot(x0, t2))) * lr;  // x0 with the negative
   for (int j = 0; j < 3; ++j) {
-    x1_new[j] = x1[j] + g_pos * t0[j] + g_neg * t2[j];
-    t0_new[j] = t0[j] + g_pos * x1[j];
-    t2_mid[j] = t2[j] + g_neg * x1[j];
+    EXPECT_NEAR(in[0 * stride + j], x0[j] + g01 * t1[j] + g02 * t2[j], 1e-6);
+    EXPECT_NEAR(in[1 * stride + j], x1[j] + g10 * t0[j] + g12 * t2[j], 1e-6);
+    EXPECT_NEAR(out[0 * stride + j], t0[j] + g10 * x1[j], 1e-6);
+    EXPECT_NEAR(out[1 * stride + j], t1[j] + g01 * x0[j], 1e-6);
+    EXPECT_NEAR(out[2 * stride + j], t2[j] + g12 * x1[j] + g02 * x0[j], 1e-6);
   }
-  // Position 1: centre 1, context word 0 (input row x0); targets out1 (+), out2 (-) updated.
-  const float h_pos = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
-  const float h_neg = (0 - TableSigmoid(table, dot(x0, t2_mid))) * lr;
-  for (int j = 0; j < 3; ++j) {
-    EXPECT_NEAR(in[0 * stride + j], x0[j] + h_pos * t1[j] + h_neg * t2_mid[j], 1e-6);
-    EXPECT_NEAR(in[1 * stride + j], x1_new[j], 1e-6);
-    EXPECT_NEAR(out[0 * stride + j], t0_new[j], 1e-6);
-    EXPECT_NEAR(out[1 * stride + j], t1[j] + h_pos * x0[j], 1e-6);
-    EXPECT_NEAR(out[2 * stride + j], t2_mid[j] + h_neg * x0[j], 1e-6);
-  }
-  // Padding stays zero.
-  for (size_t j = dim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
+  EXPECT_EQ(stats.pairs, 2u);
+  auto nll = [](double z) { return std::log1p(std::exp(z)); };  // -log sigma(-z)
+  const double loss = nll(-dot(x1, t0)) + nll(dot(x1, t2)) + nll(-dot(x0, t1)) + nll(dot(x0, t2));
+  EXPECT_NEAR(stats.loss, loss, 1e-6);
 }
 
 TEST(ReferenceKernelTest, RepeatedContextWordIsOneRowWithItsGradientCounted) {
@@ -253,6 +306,55 @@ TEST_P(SimdKernelTest, SkipGramMatchesReferenceOnRandomInputs) {
       }
     }
   }
+}
+
+TEST_P(SimdKernelTest, SkipGramPairsSharingNegativesMatchReference) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  // Pairs of positions with one draw of negatives train as one window: the blocked path (up to
+  // 12 distinct context words, K + 2 <= 8 targets) and the general one (wider windows, more
+  // negatives), with and without statistics; three positions per draw leave the third alone.
+  for (bool with_stats : {false, true}) {
+    for (int dim : {7, 16, 100}) {
+      for (int negative : {1, 3, 5, 6, 10}) {
+        for (int max_window : {5, 10}) {
+          for (int share : {2, 3}) {
+            Fixture a(300, dim, negative, 7000 + dim * 31 + negative * 7 + max_window + share, 4,
+                      max_window, share);
+            Fixture b(a);
+            StepStats sa, sb;
+            MakeReferenceKernel()->SkipGram(a.model(), a.batch, 0.025f, with_stats ? &sa : nullptr);
+            MakeCpuKernel(GetParam())
+                ->SkipGram(b.model(), b.batch, 0.025f, with_stats ? &sb : nullptr);
+            SCOPED_TRACE(testing::Message()
+                         << "dim " << dim << " negative " << negative << " window " << max_window
+                         << " share " << share << " stats " << with_stats);
+            ExpectTablesNear(a, b, 2e-4f);
+            EXPECT_EQ(sa.pairs, sb.pairs);
+            EXPECT_NEAR(sa.loss, sb.loss, 1e-3 * sa.loss + 1e-3);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ReferenceKernelTest, PairDiffersFromTwoWindowsInARow) {
+  // The same micro-batch with each pair's draw and with the second position's negatives
+  // permuted (a different draw of the same words, so no pair forms): one matrix product per
+  // pair is not the same update as two windows in a row, by O(lr^2).
+  Fixture a(50, 16, 3, 11, 2, 5, 2);
+  Fixture b(a);
+  for (size_t i = 1; i < b.tokens.size(); i += 2) {
+    uint32_t* neg = b.negatives.data() + i * 3;
+    std::swap(neg[0], neg[1]);
+  }
+  MakeReferenceKernel()->SkipGram(a.model(), a.batch, 0.5f, nullptr);
+  MakeReferenceKernel()->SkipGram(b.model(), b.batch, 0.5f, nullptr);
+  float max_diff = 0.0f;
+  for (size_t i = 0; i < a.input.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(a.input[i] - b.input[i]));
+  }
+  EXPECT_GT(max_diff, 1e-4f);
 }
 
 TEST_P(SimdKernelTest, CbowMatchesReferenceOnRandomInputs) {

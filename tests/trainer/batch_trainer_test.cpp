@@ -168,6 +168,34 @@ TEST_F(BatchTrainerTest, OutputReplicasLearnAndReachTheSharedTable) {
   }
 }
 
+TEST_F(BatchTrainerTest, SkipGramLearnsWithAndWithoutSharedNegatives) {
+  // negative_share 1 is word2vec's own draw per position; 2 (the default) trains each pair of
+  // neighbours with one draw as one window, and 3 leaves every third position alone: all must
+  // learn the planted groups, and a shared draw changes the result.
+  Corpus c = Load(PlantedCorpus(2000, 8));
+  TrainOptions o;
+  o.dim = 16;
+  o.epochs = 3;
+  o.sample = 0;
+  o.threads = 1;
+  o.isa = DetectBestIsa();
+  std::vector<std::vector<float>> inputs;
+  for (int share : {1, 2, 3}) {
+    o.negative_share = share;
+    BatchTrainer t(c, o);
+    t.Train();
+    EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5) << "negative_share " << share;
+    inputs.emplace_back(t.input(), t.input() + c.vocab.size() * t.stride());
+  }
+  EXPECT_NE(inputs[0], inputs[1]);
+  EXPECT_NE(inputs[1], inputs[2]);
+  o.negative_share = 0;
+  EXPECT_EQ(EffectiveNegativeShare(o), 2);
+  BatchTrainer d(c, o);
+  d.Train();
+  EXPECT_EQ(std::vector<float>(d.input(), d.input() + c.vocab.size() * d.stride()), inputs[1]);
+}
+
 TEST(TrainOptionsTest, ReplicasAreTheDefaultWithSeveralThreads) {
   TrainOptions o;
   o.threads = 2;

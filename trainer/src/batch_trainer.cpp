@@ -143,6 +143,10 @@ int EffectiveReplicaSync(const TrainOptions& o) {
   return kDefaultReplicaSync;
 }
 
+int EffectiveNegativeShare(const TrainOptions& o) {
+  return o.negative_share > 0 ? o.negative_share : 2;
+}
+
 TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>& progress,
                                  double progress_interval_s) {
   const TrainOptions& o = options_;
@@ -166,8 +170,7 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
     }
   }
 
-  const int negative_share =
-      o.negative_share > 0 ? o.negative_share : (o.model == TrainModel::kCbow ? 2 : 1);
+  const int negative_share = EffectiveNegativeShare(o);
   SharedProgress shared;
   ModelRows model = rows();
   std::string kernel_name;
@@ -232,9 +235,9 @@ TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>
         for (size_t i = 0; i < n; ++i) {
           windows[i] = static_cast<uint8_t>(o.window - rng.Below(o.window));
         }
-        // One draw of K negatives per `negative_share` consecutive kept positions (CBOW default
-        // 2; see TrainOptions::negative_share): the rows of a shared draw are still in L1 for the
-        // second position, which halves the step's cache misses on the output table. The draws
+        // One draw of K negatives per `negative_share` consecutive kept positions (default 2;
+        // see TrainOptions::negative_share): CBOW finds the rows of a shared draw still in L1
+        // for the second position, skip-gram trains the two positions as one window. The draws
         // come from a pool of `negative_pool` noise words per micro-batch (see there).
         DrawNegatives(noise, rng, n, o.negative, negative_share, o.negative_pool, &pool,
                       negatives.data());

@@ -88,8 +88,19 @@ class SgnsKernel {
   // one input row whose gradient (and loss) counts n times, all computed from the rows' values
   // at the start of the window: the window is one matrix product, as in HogBatch (Ji et al.
   // 2016, section 3), where word2vec.c would update the row once per occurrence; the two differ
-  // by O(lr^2). lr: learning rate (word2vec's alpha). stats: nullptr, or accumulates loss and
-  // pairs (one pair per occurrence).
+  // by O(lr^2).
+  // Two consecutive positions i, i + 1 of one sentence with the same K >= 1 negatives (one
+  // draw: TrainOptions::negative_share) and K + 2 distinct targets [centre i, centre i + 1,
+  // negatives] are one window (context combining: Rengasamy et al. 2017, "Optimizing Word2Vec
+  // Performance on Multicore Systems", IA3 2017): the distinct words of the union of their
+  // two windows against the K + 2 targets, one matrix product from the start values. A word's
+  // gradient against centre i counts its occurrences in the window of i, against centre i + 1
+  // those in the window of i + 1 (either may be 0), against a negative both: every (context,
+  // centre) pair of the two windows and its K negatives, as two windows in a row would train
+  // them, but a shared context word meets the negatives once with the summed count. The
+  // difference from two windows in a row is again O(lr^2).
+  // lr: learning rate (word2vec's alpha). stats: nullptr, or accumulates loss and pairs (one
+  // pair per occurrence).
   virtual void SkipGram(const ModelRows& model, const MicroBatch& batch, float lr,
                         StepStats* stats) = 0;
 

@@ -35,13 +35,17 @@ struct TrainOptions {
   uint64_t seed = 1;             // thread t uses seed + t
   double ns_exponent = 0.75;     // noise distribution exponent
   Isa isa = Isa::kPortable;      // kernel; callers usually pass DetectBestIsa()
-  bool reference_kernel = false; // use the scalar reference kernel (slow; for checks)
+  bool reference_kernel = false;  // use the scalar reference kernel (slow; for checks)
   // Consecutive kept positions (within a micro-batch) that share one draw of `negative` noise
-  // words; 0: the model's default, 2 for CBOW and 1 (word2vec's own draw per position) for
-  // skip-gram. Each position's negatives are still distributed as count^ns_exponent; sharing only
-  // correlates neighbours' draws, and the shared rows are cache-resident for the second position
-  // (a CBOW step is bound by cache misses on the output table). Our extension of HogBatch's
-  // sharing of negatives within a window (Ji et al. 2016, section 3) to neighbouring CBOW windows.
+  // words; 0: the default, 2 for either model (EffectiveNegativeShare); 1: word2vec's own draw
+  // per position. Each position's negatives are still distributed as count^ns_exponent; sharing
+  // only correlates neighbours' draws. CBOW: the shared rows are cache-resident for the second
+  // position (a CBOW step is bound by cache misses on the output table); our extension of
+  // HogBatch's sharing of negatives within a window (Ji et al. 2016, section 3) to neighbouring
+  // windows. Skip-gram: two neighbours with one draw train as one window over the union of
+  // their contexts (context combining, Rengasamy et al. 2017; SgnsKernel::SkipGram), about 12%
+  // fewer logits and 12% more words/s at the same WS-353 and analogy scores on the benchmark
+  // corpus (docs/training.md; 3 positions per draw lowered analogy by 1.5 points).
   int negative_share = 0;
   // With threads > 1: each thread trains its own replica of the output table (of its first
   // replica_rows rows, the most frequent words) and every replica_sync micro-batches pushes what
@@ -92,6 +96,10 @@ inline constexpr int kDefaultReplicaSync = 32;
 // The replica_sync a training run uses: 0 with one thread (nothing to share), else replica_sync,
 // or for -1 kDefaultReplicaSync.
 int EffectiveReplicaSync(const TrainOptions& options);
+
+// The number of consecutive positions per draw of negatives: options.negative_share, or for 0
+// the default, 2 (TrainOptions::negative_share).
+int EffectiveNegativeShare(const TrainOptions& options);
 
 // Checks ranges; InvalidArgument names the flag (--dim, --window, ...).
 Status ValidateTrainOptions(const TrainOptions& options);
