@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -110,31 +112,49 @@ void ExpectTablesNear(const Fixture& a, const Fixture& b, float tol) {
   }
 }
 
+// Tables of 3-float rows set by hand, for hand-computed steps: the kernel trains `in` and `out`;
+// x and t keep the start values of their rows.
+struct HandModel {
+  static constexpr int kDim = 3;
+  using Row = std::array<float, kDim>;
+  HandModel(std::vector<Row> x_rows, std::vector<Row> t_rows)
+      : x(std::move(x_rows)),
+        t(std::move(t_rows)),
+        stride(PaddedStride(kDim)),
+        in(x.size() * stride),
+        out(t.size() * stride) {
+    for (size_t r = 0; r < x.size(); ++r) std::copy(x[r].begin(), x[r].end(), &in[r * stride]);
+    for (size_t r = 0; r < t.size(); ++r) std::copy(t[r].begin(), t[r].end(), &out[r * stride]);
+  }
+  ModelRows rows() { return ModelRows{in.data(), out.data(), stride, kDim}; }
+  static float Dot(const float *a, const float *c) {
+    return a[0] * c[0] + a[1] * c[1] + a[2] * c[2];
+  }
+  const std::vector<Row> x, t;
+  const size_t stride;
+  AlignedFloats in, out;
+};
+
+// The rows of the hand-computed skip-gram tests below.
+const std::vector<HandModel::Row> kHandX = {{0.1f, -0.2f, 0.3f}, {0.05f, 0.1f, -0.1f}};
+const std::vector<HandModel::Row> kHandT = {
+    {0.2f, 0.1f, 0.0f}, {-0.1f, 0.3f, 0.2f}, {0.3f, -0.3f, 0.1f}, {-0.2f, 0.1f, 0.25f}};
+
 TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
   // One sentence "0 1", window 1, one negative per position (word 2, then word 3: two draws),
   // so the positions train one after the other.
-  const int dim = 3;
-  const size_t stride = PaddedStride(dim);
-  AlignedFloats in(4 * stride), out(4 * stride);
-  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
-  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f}, t2[3] = {0.3f, -0.3f, 0.1f};
-  const float t3[3] = {-0.2f, 0.1f, 0.25f};
-  for (int j = 0; j < dim; ++j) {
-    in[0 * stride + j] = x0[j];
-    in[1 * stride + j] = x1[j];
-    out[0 * stride + j] = t0[j];
-    out[1 * stride + j] = t1[j];
-    out[2 * stride + j] = t2[j];
-    out[3 * stride + j] = t3[j];
-  }
+  HandModel h(kHandX, kHandT);
+  const float *x0 = h.x[0].data(), *x1 = h.x[1].data();
+  const float *t0 = h.t[0].data(), *t1 = h.t[1].data(), *t2 = h.t[2].data(), *t3 = h.t[3].data();
+  const size_t stride = h.stride;
+  const AlignedFloats &in = h.in, &out = h.out;
   const uint32_t tokens[2] = {0, 1}, offsets[2] = {0, 2}, negs[2] = {2, 3};
   const uint8_t windows[2] = {1, 1};
   MicroBatch b{tokens, offsets, 1, windows, negs, 1};
   const float lr = 0.5f;
-  auto kernel = MakeReferenceKernel();
-  kernel->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, nullptr);
+  MakeReferenceKernel()->SkipGram(h.rows(), b, lr, nullptr);
 
-  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  auto dot = HandModel::Dot;
   float table[kSigmoidTableSize];
   FillSigmoidTable(table);
   // Position 0: centre 0, context word 1 (input row x1); targets out0 (+), out2 (-).
@@ -158,7 +178,7 @@ TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
     EXPECT_NEAR(out[3 * stride + j], t3[j] + h_neg * x0[j], 1e-6);
   }
   // Padding stays zero.
-  for (size_t j = dim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
+  for (size_t j = HandModel::kDim; j < stride; ++j) EXPECT_EQ(in[j], 0.0f);
 }
 
 TEST(ReferenceKernelTest, PairSharingItsNegativesIsOneWindow) {
@@ -166,26 +186,19 @@ TEST(ReferenceKernelTest, PairSharingItsNegativesIsOneWindow) {
   // window (context combining) of the input rows x0 and x1 against out0, out1 (the centres)
   // and out2, every gradient from the start values; x1 is a context of centre 0 only and x0 of
   // centre 1 only, and both meet the shared negative once.
-  const int dim = 3;
-  const size_t stride = PaddedStride(dim);
-  AlignedFloats in(3 * stride), out(3 * stride);
-  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
-  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f}, t2[3] = {0.3f, -0.3f, 0.1f};
-  for (int j = 0; j < dim; ++j) {
-    in[0 * stride + j] = x0[j];
-    in[1 * stride + j] = x1[j];
-    out[0 * stride + j] = t0[j];
-    out[1 * stride + j] = t1[j];
-    out[2 * stride + j] = t2[j];
-  }
+  HandModel h(kHandX, {kHandT[0], kHandT[1], kHandT[2]});
+  const float *x0 = h.x[0].data(), *x1 = h.x[1].data();
+  const float *t0 = h.t[0].data(), *t1 = h.t[1].data(), *t2 = h.t[2].data();
+  const size_t stride = h.stride;
+  const AlignedFloats &in = h.in, &out = h.out;
   const uint32_t tokens[2] = {0, 1}, offsets[2] = {0, 2}, negs[2] = {2, 2};
   const uint8_t windows[2] = {1, 1};
   MicroBatch b{tokens, offsets, 1, windows, negs, 1};
   const float lr = 0.5f;
   StepStats stats;
-  MakeReferenceKernel()->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, &stats);
+  MakeReferenceKernel()->SkipGram(h.rows(), b, lr, &stats);
 
-  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  auto dot = HandModel::Dot;
   float table[kSigmoidTableSize];
   FillSigmoidTable(table);
   const float g10 = (1 - TableSigmoid(table, dot(x1, t0))) * lr;  // x1 with centre 0
@@ -209,25 +222,19 @@ TEST(ReferenceKernelTest, RepeatedContextWordIsOneRowWithItsGradientCounted) {
   // One sentence "1 0 1", window 1, no negatives. Position 1 (centre 0) has context word 1
   // twice: one update of input row 1 with twice the gradient, from the window's start values
   // (word2vec.c would update it twice in a row).
-  const int dim = 3;
-  const size_t stride = PaddedStride(dim);
-  AlignedFloats in(2 * stride), out(2 * stride);
-  const float x0[3] = {0.1f, -0.2f, 0.3f}, x1[3] = {0.05f, 0.1f, -0.1f};
-  const float t0[3] = {0.2f, 0.1f, 0.0f}, t1[3] = {-0.1f, 0.3f, 0.2f};
-  for (int j = 0; j < dim; ++j) {
-    in[0 * stride + j] = x0[j];
-    in[1 * stride + j] = x1[j];
-    out[0 * stride + j] = t0[j];
-    out[1 * stride + j] = t1[j];
-  }
+  HandModel h(kHandX, {kHandT[0], kHandT[1]});
+  const float *x0 = h.x[0].data(), *x1 = h.x[1].data();
+  const float *t0 = h.t[0].data(), *t1 = h.t[1].data();
+  const size_t stride = h.stride;
+  const AlignedFloats &in = h.in, &out = h.out;
   const uint32_t tokens[3] = {1, 0, 1}, offsets[2] = {0, 3};
   const uint8_t windows[3] = {1, 1, 1};
   MicroBatch b{tokens, offsets, 1, windows, nullptr, 0};
   const float lr = 0.5f;
   StepStats stats;
-  MakeReferenceKernel()->SkipGram(ModelRows{in.data(), out.data(), stride, dim}, b, lr, &stats);
+  MakeReferenceKernel()->SkipGram(h.rows(), b, lr, &stats);
 
-  auto dot = [](const float* a, const float* c) { return a[0] * c[0] + a[1] * c[1] + a[2] * c[2]; };
+  auto dot = HandModel::Dot;
   float table[kSigmoidTableSize];
   FillSigmoidTable(table);
   // Position 0: centre 1, context 0.

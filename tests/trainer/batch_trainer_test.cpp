@@ -74,6 +74,21 @@ class BatchTrainerTest : public ::testing::Test {
     }
     return within / nw - across / na;
   }
+
+  // Trains with each negative_share in `shares` (options o otherwise), expects every run to
+  // separate the planted groups, and returns each run's input table.
+  static std::vector<std::vector<float>> InputsPerShare(const Corpus& c, TrainOptions o,
+                                                        std::initializer_list<int> shares) {
+    std::vector<std::vector<float>> inputs;
+    for (int share : shares) {
+      o.negative_share = share;
+      BatchTrainer t(c, o);
+      t.Train();
+      EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5) << "negative_share " << share;
+      inputs.emplace_back(t.input(), t.input() + c.vocab.size() * t.stride());
+    }
+    return inputs;
+  }
 };
 
 TEST_F(BatchTrainerTest, SkipGramSeparatesPlantedGroups) {
@@ -118,14 +133,7 @@ TEST_F(BatchTrainerTest, CbowLearnsWithAndWithoutSharedNegatives) {
   Corpus c = Load(PlantedCorpus(2000, 6));
   TrainOptions o = PlantedCbowOptions();
   o.threads = 1;
-  std::vector<std::vector<float>> inputs;
-  for (int share : {1, 2, 4}) {
-    o.negative_share = share;
-    BatchTrainer t(c, o);
-    t.Train();
-    EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5) << "negative_share " << share;
-    inputs.emplace_back(t.input(), t.input() + c.vocab.size() * t.stride());
-  }
+  const std::vector<std::vector<float>> inputs = InputsPerShare(c, o, {1, 2, 4});
   EXPECT_NE(inputs[0], inputs[1]);
   EXPECT_NE(inputs[1], inputs[2]);
   o.negative_share = 0;  // the default for CBOW: 2
@@ -179,14 +187,7 @@ TEST_F(BatchTrainerTest, SkipGramLearnsWithAndWithoutSharedNegatives) {
   o.sample = 0;
   o.threads = 1;
   o.isa = DetectBestIsa();
-  std::vector<std::vector<float>> inputs;
-  for (int share : {1, 2, 3}) {
-    o.negative_share = share;
-    BatchTrainer t(c, o);
-    t.Train();
-    EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5) << "negative_share " << share;
-    inputs.emplace_back(t.input(), t.input() + c.vocab.size() * t.stride());
-  }
+  const std::vector<std::vector<float>> inputs = InputsPerShare(c, o, {1, 2, 3});
   EXPECT_NE(inputs[0], inputs[1]);
   EXPECT_NE(inputs[1], inputs[2]);
   o.negative_share = 0;
