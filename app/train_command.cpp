@@ -294,9 +294,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Subsampling threshold t: keep a word with probability sqrt(t/f)+t/f")
       ->capture_default_str();
   cmd->add_option("--negative-share", o.negative_share,
-                  "Batch: consecutive positions sharing one draw of negatives (0: 2; 1: "
-                  "word2vec's draw per position; sgns trains two positions with one draw as one "
-                  "window; docs/training.md)")
+                  "Batch: consecutive positions sharing one draw of negatives (0: 2, or 1 for "
+                  "sgns with --window > 5; 1: word2vec's draw per position; sgns trains two "
+                  "positions with one draw as one window; docs/training.md)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_option("--negative-pool", o.negative_pool,

@@ -191,7 +191,13 @@ TEST_F(BatchTrainerTest, SkipGramLearnsWithAndWithoutSharedNegatives) {
   EXPECT_NE(inputs[0], inputs[1]);
   EXPECT_NE(inputs[1], inputs[2]);
   o.negative_share = 0;
+  EXPECT_EQ(EffectiveNegativeShare(o), 2);  // window 5
+  o.window = kCombinedWindowMax + 1;
+  EXPECT_EQ(EffectiveNegativeShare(o), 1);  // wide windows: one draw per position
+  o.model = TrainModel::kCbow;
   EXPECT_EQ(EffectiveNegativeShare(o), 2);
+  o.model = TrainModel::kSkipGram;
+  o.window = 5;
   BatchTrainer d(c, o);
   d.Train();
   EXPECT_EQ(std::vector<float>(d.input(), d.input() + c.vocab.size() * d.stride()), inputs[1]);

@@ -144,7 +144,8 @@ int EffectiveReplicaSync(const TrainOptions& o) {
 }
 
 int EffectiveNegativeShare(const TrainOptions& o) {
-  return o.negative_share > 0 ? o.negative_share : 2;
+  if (o.negative_share > 0) return o.negative_share;
+  return o.model == TrainModel::kSkipGram && o.window > kCombinedWindowMax ? 1 : 2;
 }
 
 TrainSummary BatchTrainer::Train(const std::function<void(const TrainProgress&)>& progress,

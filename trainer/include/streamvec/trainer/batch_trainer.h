@@ -37,15 +37,18 @@ struct TrainOptions {
   Isa isa = Isa::kPortable;      // kernel; callers usually pass DetectBestIsa()
   bool reference_kernel = false;  // use the scalar reference kernel (slow; for checks)
   // Consecutive kept positions (within a micro-batch) that share one draw of `negative` noise
-  // words; 0: the default, 2 for either model (EffectiveNegativeShare); 1: word2vec's own draw
-  // per position. Each position's negatives are still distributed as count^ns_exponent; sharing
-  // only correlates neighbours' draws. CBOW: the shared rows are cache-resident for the second
-  // position (a CBOW step is bound by cache misses on the output table); our extension of
-  // HogBatch's sharing of negatives within a window (Ji et al. 2016, section 3) to neighbouring
-  // windows. Skip-gram: two neighbours with one draw train as one window over the union of
-  // their contexts (context combining, Rengasamy et al. 2017; SgnsKernel::SkipGram), about 12%
-  // fewer logits and 12% more words/s at the same WS-353 and analogy scores on the benchmark
-  // corpus (docs/training.md; 3 positions per draw lowered analogy by 1.5 points).
+  // words; 0: the default (EffectiveNegativeShare): 2, except 1 for skip-gram with window >
+  // kCombinedWindowMax; 1: word2vec's own draw per position. Each position's negatives are still
+  // distributed as count^ns_exponent; sharing only correlates neighbours' draws. CBOW: the shared
+  // rows are cache-resident for the second position (a CBOW step is bound by cache misses on the
+  // output table); our extension of HogBatch's sharing of negatives within a window (Ji et al.
+  // 2016, section 3) to neighbouring windows. Skip-gram: two neighbours with one draw train as one
+  // window over the union of their contexts (context combining, Rengasamy et al. 2017;
+  // SgnsKernel::SkipGram), about 12% fewer logits and 12% more words/s at the same WS-353 and
+  // analogy scores on the benchmark corpus (docs/training.md; 3 positions per draw lowered analogy
+  // by 1.5 points). With window 10 the pair was also 12% faster but lowered analogy by about 1.2
+  // points (two wide windows share most of their words, which then meet fewer distinct negatives),
+  // hence the default.
   int negative_share = 0;
   // With threads > 1: each thread trains its own replica of the output table (of its first
   // replica_rows rows, the most frequent words) and every replica_sync micro-batches pushes what
@@ -97,8 +100,13 @@ inline constexpr int kDefaultReplicaSync = 32;
 // or for -1 kDefaultReplicaSync.
 int EffectiveReplicaSync(const TrainOptions& options);
 
+// Skip-gram's default shares a draw of negatives between two positions (trained as one window)
+// up to this --window: the kernels' blocked pair path covers two windows of radius <= 5.
+inline constexpr int kCombinedWindowMax = 5;
+
 // The number of consecutive positions per draw of negatives: options.negative_share, or for 0
-// the default, 2 (TrainOptions::negative_share).
+// the default: 2, except 1 for skip-gram with window > kCombinedWindowMax
+// (TrainOptions::negative_share).
 int EffectiveNegativeShare(const TrainOptions& options);
 
 // Checks ranges; InvalidArgument names the flag (--dim, --window, ...).
