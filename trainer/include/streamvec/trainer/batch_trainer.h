@@ -44,11 +44,11 @@ struct TrainOptions {
   // output table); our extension of HogBatch's sharing of negatives within a window (Ji et al.
   // 2016, section 3) to neighbouring windows. Skip-gram: two neighbours with one draw train as one
   // window over the union of their contexts (context combining, Rengasamy et al. 2017;
-  // SgnsKernel::SkipGram), about 12% fewer logits and 12% more words/s at the same WS-353 and
+  // SgnsKernel::SkipGram), about 12% fewer logits and 12-21% more words/s at the same WS-353 and
   // analogy scores on the benchmark corpus (docs/training.md; 3 positions per draw lowered analogy
-  // by 1.5 points). With window 10 the pair was also 12% faster but lowered analogy by about 1.2
-  // points (two wide windows share most of their words, which then meet fewer distinct negatives),
-  // hence the default.
+  // by about 1.3 points). With window 10 the pair was 10-15% faster but lowered analogy by
+  // about 1.2 points (two wide windows share most of their words, which then meet fewer distinct
+  // negatives), hence the default.
   int negative_share = 0;
   // With threads > 1: each thread trains its own replica of the output table (of its first
   // replica_rows rows, the most frequent words) and every replica_sync micro-batches pushes what
