@@ -33,8 +33,7 @@ class ReferenceKernel final : public SgnsKernel {
             words_.clear();
             counts_.clear();
             counts_b_.clear();
-            AddWindow(b, i, begin, end, &counts_, &counts_b_);
-            AddWindow(b, i + 1, begin, end, &counts_b_, &counts_);
+            AddPairWindows(b, i, begin, end);
             WindowStep(m, nt + 1, /*pair=*/true, lr, stats);
             ++i;
             continue;
@@ -44,7 +43,7 @@ class ReferenceKernel final : public SgnsKernel {
         words_.clear();
         counts_.clear();
         counts_b_.clear();
-        AddWindow(b, i, begin, end, &counts_, &counts_b_);
+        AddWindow(b, i, begin, end);
         WindowStep(m, nt, /*pair=*/false, lr, stats);
       }
     }
@@ -101,35 +100,61 @@ class ReferenceKernel final : public SgnsKernel {
   const char* name() const override { return "reference"; }
 
  private:
-  // Adds the context words of position i's window (radius b.windows[i], within [begin, end), i
-  // left out) to words_, counting each occurrence in *mine; a word first seen here gets 0 in
-  // *other (the count of the pair's other window).
-  void AddWindow(const MicroBatch& b, int i, int begin, int end, std::vector<float>* mine,
-                 std::vector<float>* other) {
+  // Adds word w to words_ (in order of first occurrence) with a occurrences in counts_ and bo in
+  // counts_b_.
+  void AddWord(uint32_t w, float a, float bo) {
+    const auto seen = std::find(words_.begin(), words_.end(), w);
+    if (seen != words_.end()) {
+      counts_[seen - words_.begin()] += a;
+      counts_b_[seen - words_.begin()] += bo;
+    } else {
+      words_.push_back(w);
+      counts_.push_back(a);
+      counts_b_.push_back(bo);
+    }
+  }
+
+  // The context words of position i's window (radius b.windows[i], within [begin, end), i left
+  // out), counted in counts_.
+  void AddWindow(const MicroBatch& b, int i, int begin, int end) {
     const int r = b.windows[i];
     const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
     for (int c = lo; c <= hi; ++c) {
-      if (c == i) continue;
-      const auto seen = std::find(words_.begin(), words_.end(), b.tokens[c]);
-      if (seen != words_.end()) {
-        (*mine)[seen - words_.begin()] += 1.0f;
-      } else {
-        words_.push_back(b.tokens[c]);
-        mine->push_back(1.0f);
-        other->push_back(0.0f);
-      }
+      if (c != i) AddWord(b.tokens[c], 1.0f, 0.0f);
+    }
+  }
+
+  // The words of the windows of i and i + 1, in sentence order: counts_ in the window of i,
+  // counts_b_ in that of i + 1.
+  void AddPairWindows(const MicroBatch& b, int i, int begin, int end) {
+    const int ra = b.windows[i], rb = b.windows[i + 1];
+    const int lo = std::max(begin, std::min(i - ra, i + 1 - rb));
+    const int hi = std::min(end - 1, std::max(i + ra, i + 1 + rb));
+    for (int c = lo; c <= hi; ++c) {
+      const bool in_a = c != i && c >= i - ra && c <= i + ra;
+      const bool in_b = c != i + 1 && c >= i + 1 - rb && c <= i + 1 + rb;
+      AddWord(b.tokens[c], in_a ? 1.0f : 0.0f, in_b ? 1.0f : 0.0f);
     }
   }
 
   // One window (or pair) of the distinct context words words_ against the nt targets_: per
-  // word, its logits against the old targets, its update, and the targets' updates collected in
-  // dT_ and applied at the end. A gradient counts the word's occurrences: in a single window
-  // counts_; in a pair, counts_ (window of i) against centre i, counts_b_ (window of i + 1)
-  // against centre i + 1, and both against a negative.
+  // word, its logits against the targets as the block found them, its update, and the targets'
+  // updates collected in dT_ and applied at the end of the block. A gradient counts the word's
+  // occurrences: in a single window counts_; in a pair, counts_ (window of i) against centre i,
+  // counts_b_ (window of i + 1) against centre i + 1, and both against a negative. A window of more
+  // than kMaxContextBlock words is trained in blocks of kMaxContextBlock, each applied to the
+  // targets before the next.
   void WindowStep(const ModelRows& m, int nt, bool pair, float lr, StepStats* stats) {
+    for (size_t q0 = 0; q0 < words_.size(); q0 += kMaxContextBlock) {
+      BlockStep(m, nt, q0, std::min(words_.size(), q0 + kMaxContextBlock), pair, lr, stats);
+    }
+  }
+
+  void BlockStep(const ModelRows& m, int nt, size_t q0, size_t q1, bool pair, float lr,
+                 StepStats* stats) {
     const int dim = m.dim;
     std::fill(dT_.begin(), dT_.begin() + static_cast<size_t>(nt) * dim, 0.0f);
-    for (size_t q = 0; q < words_.size(); ++q) {
+    for (size_t q = q0; q < q1; ++q) {
       float* x = m.In(words_[q]);
       for (int k = 0; k < nt; ++k) {
         const float* t = m.Out(targets_[k]);

@@ -464,8 +464,22 @@ class SimdKernel final : public streamvec::SgnsKernel {
     float* dT = scratch_.data();  // nt x stride
     float logits[streamvec::kMaxTargets + 1];
     float* g = g_.data();
+    // Blocks of at most kMaxContextBlock context rows, each applied to the targets before the
+    // next (SgnsKernel::SkipGram).
+    for (int q0 = 0; q0 < nu; q0 += streamvec::kMaxContextBlock) {
+      ContextBlock(m, nt, q0, std::min(nu, q0 + streamvec::kMaxContextBlock), pair, lr, stats, dT,
+                   logits, g);
+    }
+  }
+
+  // Context rows [q0, q1) of GeneralWindow against the targets as they are, then the targets'
+  // updates, accumulated in dT, applied.
+  void ContextBlock(const streamvec::ModelRows& m, int nt, int q0, int q1, bool pair, float lr,
+                    streamvec::StepStats* stats, float* dT, float* logits, float* g) {
+    const size_t stride = m.stride;
+    const size_t chunks = stride / L;
     std::fill(dT, dT + nt * stride, 0.0f);
-    for (int q = 0; q < nu; ++q) {
+    for (int q = q0; q < q1; ++q) {
       float* x = ctx_[q];
       Dots<0>(x, chunks, nt, logits);
       for (int k = 0; k < nt; ++k) {

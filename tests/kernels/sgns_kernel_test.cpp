@@ -286,6 +286,13 @@ TEST(ReferenceKernelTest, LossFallsOnRepeatedBatch) {
   EXPECT_LT(last.loss, 0.7 * first.loss);
 }
 
+TEST(SgnsMathTest, SigmoidOfNaNIsInRange) {
+  // A diverged row gives NaN logits: the table lookup must stay inside the table.
+  float table[kSigmoidTableSize];
+  FillSigmoidTable(table);
+  EXPECT_EQ(TableSigmoid(table, std::nanf("")), 0.0f);
+}
+
 class SimdKernelTest : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(SimdKernelTest, SkipGramMatchesReferenceOnRandomInputs) {

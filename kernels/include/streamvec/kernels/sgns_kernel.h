@@ -54,6 +54,10 @@ struct ModelRows {
 // Largest supported number of targets per window (1 positive + negatives).
 constexpr int kMaxTargets = 64;
 
+// A skip-gram window (or pair) with more distinct context words than this is trained in blocks
+// of at most this many (SgnsKernel::SkipGram).
+constexpr int kMaxContextBlock = 16;
+
 // A micro-batch of sentences, already subsampled, with the random window radii and the negative
 // samples drawn by the caller (so a kernel has no RNG and the CPU and CUDA twins see the same
 // draws). Host pointers.
@@ -99,6 +103,11 @@ class SgnsKernel {
   // centre) pair of the two windows and its K negatives, as two windows in a row would train
   // them, but a shared context word meets the negatives once with the summed count. The
   // difference from two windows in a row is again O(lr^2).
+  // A window or pair with more than kMaxContextBlock distinct context words is trained as
+  // consecutive blocks of at most kMaxContextBlock of them (in order of first occurrence in the
+  // sentence), each block one matrix product from the values the previous block left: a
+  // target row's update summed over a wide window overshoots (with --window 50 and 63 negatives
+  // training diverged to NaN), where word2vec.c, updating pair by pair, does not.
   // lr: learning rate (word2vec's alpha). stats: nullptr, or accumulates loss and pairs (one
   // pair per occurrence).
   virtual void SkipGram(const ModelRows& model, const MicroBatch& batch, float lr,

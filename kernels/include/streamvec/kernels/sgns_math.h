@@ -30,7 +30,7 @@ void FillSigmoidTable(float* table);
 // [-kMaxLogit, kMaxLogit].
 SV_HOST_DEVICE inline float TableSigmoid(const float* table, float x) {
   if (x >= kMaxLogit) return 1.0f;
-  if (x <= -kMaxLogit) return 0.0f;
+  if (!(x > -kMaxLogit)) return 0.0f;  // also NaN (a diverged row): never an index out of range
   int i = static_cast<int>((x + kMaxLogit) * (kSigmoidTableSize / (2.0f * kMaxLogit)));
   if (i >= kSigmoidTableSize) i = kSigmoidTableSize - 1;
   return table[i];
