@@ -100,13 +100,15 @@ class ReferenceKernel final : public SgnsKernel {
   const char* name() const override { return "reference"; }
 
  private:
-  // Adds word w to words_ (in order of first occurrence) with a occurrences in counts_ and bo in
-  // counts_b_.
+  // Adds an occurrence of word w (a in the window of i, bo in that of i + 1) to its last entry
+  // in words_, or to a new entry at the end if it has none or the last holds kMaxOccurrences in
+  // either window.
   void AddWord(uint32_t w, float a, float bo) {
-    const auto seen = std::find(words_.begin(), words_.end(), w);
-    if (seen != words_.end()) {
-      counts_[seen - words_.begin()] += a;
-      counts_b_[seen - words_.begin()] += bo;
+    const auto last = std::find(words_.rbegin(), words_.rend(), w);  // the word's last entry
+    const size_t q = words_.rend() - last - 1;
+    if (last != words_.rend() && counts_[q] < kMaxOccurrences && counts_b_[q] < kMaxOccurrences) {
+      counts_[q] += a;
+      counts_b_[q] += bo;
     } else {
       words_.push_back(w);
       counts_.push_back(a);

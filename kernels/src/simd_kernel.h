@@ -121,6 +121,14 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return nc;
   }
 
+  // The last of the n entries ctx_ids_[0, n) that holds word w, or -1.
+  int LastEntry(uint32_t w, int n) const {
+    const uint32_t* ids = ctx_ids_.data();
+    int q = n - 1;
+    while (q >= 0 && ids[q] != w) --q;
+    return q;
+  }
+
   // The distinct words of position i's skip-gram window [lo, hi] (i left out), in order of
   // first occurrence: their input rows into ctx_ and their numbers of occurrences into count_;
   // returns how many (see SgnsKernel::SkipGram: a word that occurs n times is one row with n
@@ -129,15 +137,16 @@ class SimdKernel final : public streamvec::SgnsKernel {
                        int hi) {
     uint32_t* ids = ctx_ids_.data();
     int n = 0;
+    repeated_ = false;
     for (int c = lo; c <= hi; ++c) {
       if (c == i) continue;
       const uint32_t w = b.tokens[c];
-      int q = 0;
-      while (q < n && ids[q] != w) ++q;
-      if (q < n) {
+      const int q = LastEntry(w, n);
+      if (q >= 0 && count_[q] < streamvec::kMaxOccurrences) {
         count_[q] += 1.0f;
         continue;
       }
+      repeated_ |= q >= 0;
       ids[n] = w;
       count_[n] = 1.0f;
       ctx_[n++] = m.In(w);
@@ -416,6 +425,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // that of i + 1 into count_b_. Returns how many.
   int PairContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int begin,
                    int end) {
+    repeated_ = false;
     const int ra = b.windows[i], rb = b.windows[i + 1];
     const int lo = std::max(begin, std::min(i - ra, i + 1 - rb));
     const int hi = std::min(end - 1, std::max(i + ra, i + 1 + rb));
@@ -425,13 +435,14 @@ class SimdKernel final : public streamvec::SgnsKernel {
       const float in_a = (c != i && c >= i - ra && c <= i + ra) ? 1.0f : 0.0f;
       const float in_b = (c != i + 1 && c >= i + 1 - rb && c <= i + 1 + rb) ? 1.0f : 0.0f;
       const uint32_t w = b.tokens[c];
-      int q = 0;
-      while (q < n && ids[q] != w) ++q;
-      if (q < n) {
+      const int q = LastEntry(w, n);
+      if (q >= 0 && count_[q] < streamvec::kMaxOccurrences &&
+          count_b_[q] < streamvec::kMaxOccurrences) {
         count_[q] += in_a;
         count_b_[q] += in_b;
         continue;
       }
+      repeated_ |= q >= 0;
       ids[n] = w;
       count_[n] = in_a;
       count_b_[n] = in_b;
@@ -454,26 +465,29 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return count * streamvec::SgnsLogitGradient(sigmoid_, logit, k < 2 ? 1.0f : 0.0f, lr);
   }
 
-  // Any window (pair or not) of nu distinct context rows in ctx_ against the nt targets in
-  // rows_: per context row, its logits against the old targets, its update, and the targets'
-  // updates accumulated in dT and applied at the end (the reference kernel's order).
+  // Any window (pair or not) of nu context entries in ctx_ (distinct words, or a word's
+  // further entries past kMaxOccurrences) against the nt targets in rows_, in blocks of
+  // kMaxContextBlock entries: per entry, its logits against the targets as the block found
+  // them, its update, and the targets' updates accumulated in dT and applied at the end of the
+  // block (the reference kernel's order). kNTg: nt when known at compile time (the logits'
+  // blocked dot products), else 0.
+  template <int kNTg>
   void GeneralWindow(const streamvec::ModelRows& m, int nt, int nu, bool pair, float lr,
                      streamvec::StepStats* stats) {
-    const size_t stride = m.stride;
-    const size_t chunks = stride / L;
     float* dT = scratch_.data();  // nt x stride
     float logits[streamvec::kMaxTargets + 1];
     float* g = g_.data();
     // Blocks of at most kMaxContextBlock context rows, each applied to the targets before the
     // next (SgnsKernel::SkipGram).
     for (int q0 = 0; q0 < nu; q0 += streamvec::kMaxContextBlock) {
-      ContextBlock(m, nt, q0, std::min(nu, q0 + streamvec::kMaxContextBlock), pair, lr, stats, dT,
-                   logits, g);
+      ContextBlock<kNTg>(m, nt, q0, std::min(nu, q0 + streamvec::kMaxContextBlock), pair, lr, stats,
+                         dT, logits, g);
     }
   }
 
   // Context rows [q0, q1) of GeneralWindow against the targets as they are, then the targets'
   // updates, accumulated in dT, applied.
+  template <int kNTg>
   void ContextBlock(const streamvec::ModelRows& m, int nt, int q0, int q1, bool pair, float lr,
                     streamvec::StepStats* stats, float* dT, float* logits, float* g) {
     const size_t stride = m.stride;
@@ -481,7 +495,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
     std::fill(dT, dT + nt * stride, 0.0f);
     for (int q = q0; q < q1; ++q) {
       float* x = ctx_[q];
-      Dots<0>(x, chunks, nt, logits);
+      Dots<kNTg>(x, chunks, nt, logits);
       for (int k = 0; k < nt; ++k) {
         const float count = ContextCount(pair, q, k);
         g[k] = pair ? PairGradient(k, logits[k], lr, stats, count)
@@ -628,12 +642,15 @@ class SimdKernel final : public streamvec::SgnsKernel {
             const int nu = PairContexts(m, b, i, begin, end);
             bool done = false;
             if constexpr (kNT > 0 && kNT + 1 <= 8) {
-              if (nu <= kMaxPairContexts) {
+              if (nu <= kMaxPairContexts && !repeated_) {
                 PairWindow<kNT + 1>(m, nu, lr, stats);
                 done = true;
               }
             }
-            if (!done) GeneralWindow(m, nt + 1, nu, /*pair=*/true, lr, stats);
+            if (!done) {
+              GeneralWindow<(kNT > 0 && kNT + 1 <= 8) ? kNT + 1 : 0>(m, nt + 1, nu, /*pair=*/true,
+                                                                     lr, stats);
+            }
             ++i;
             continue;
           }
@@ -643,12 +660,12 @@ class SimdKernel final : public streamvec::SgnsKernel {
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
         const int nu = DistinctContexts(m, b, i, lo, hi);
         if constexpr (kNT > 0) {
-          if (nu <= kMaxBlockedContexts && TargetsDistinct<kNT>()) {
+          if (nu <= kMaxBlockedContexts && !repeated_ && TargetsDistinct<kNT>()) {
             BlockedWindow<kNT>(m, nu, lr, stats);
             continue;
           }
         }
-        GeneralWindow(m, nt, nu, /*pair=*/false, lr, stats);
+        GeneralWindow<kNT>(m, nt, nu, /*pair=*/false, lr, stats);
       }
     }
   }
@@ -804,6 +821,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
   std::vector<uint32_t> ctx_ids_ = std::vector<uint32_t>(2 * 255 + 2);
   std::vector<float> count_ = std::vector<float>(2 * 255 + 2);
   std::vector<float> count_b_ = std::vector<float>(2 * 255 + 2);  // a pair's second window
+  bool repeated_ = false;  // a word holds more than one entry (kMaxOccurrences reached)
   std::vector<float> g_;
   streamvec::AlignedFloats scratch_;
 };

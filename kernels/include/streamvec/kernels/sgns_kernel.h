@@ -57,6 +57,9 @@ constexpr int kMaxTargets = 64;
 // A skip-gram window (or pair) with more distinct context words than this is trained in blocks
 // of at most this many (SgnsKernel::SkipGram).
 constexpr int kMaxContextBlock = 16;
+// Occurrences of a context word in a window (or pair) merged into one row entry at most
+// (SgnsKernel::SkipGram).
+constexpr float kMaxOccurrences = 4.0f;
 
 // A micro-batch of sentences, already subsampled, with the random window radii and the negative
 // samples drawn by the caller (so a kernel has no RNG and the CPU and CUDA twins see the same
@@ -106,8 +109,12 @@ class SgnsKernel {
   // A window or pair with more than kMaxContextBlock distinct context words is trained as
   // consecutive blocks of at most kMaxContextBlock of them (in order of first occurrence in the
   // sentence), each block one matrix product from the values the previous block left: a
-  // target row's update summed over a wide window overshoots (with --window 50 and 63 negatives
-  // training diverged to NaN), where word2vec.c, updating pair by pair, does not.
+  // target row's update summed over a wide window overshoots (with --window 100 and 63
+  // negatives training diverged to NaN), where word2vec.c, updating pair by pair, does not. For
+  // the same reason one entry holds at most kMaxOccurrences occurrences of a word (in a pair,
+  // in each of the two windows); further occurrences open a new entry for the same row, trained
+  // after the earlier ones in order (a word 30 times in a window of radius 255 made the
+  // training grow without bound).
   // lr: learning rate (word2vec's alpha). stats: nullptr, or accumulates loss and pairs (one
   // pair per occurrence).
   virtual void SkipGram(const ModelRows& model, const MicroBatch& batch, float lr,
