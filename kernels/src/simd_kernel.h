@@ -129,10 +129,10 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return q;
   }
 
-  // The distinct words of position i's skip-gram window [lo, hi] (i left out), in order of
-  // first occurrence: their input rows into ctx_ and their numbers of occurrences into count_;
-  // returns how many (see SgnsKernel::SkipGram: a word that occurs n times is one row with n
-  // times the gradient).
+  // The context entries of position i's skip-gram window [lo, hi] (i left out), in order of
+  // first occurrence: their input rows into ctx_ and their numbers of occurrences into count_
+  // (SgnsKernel::SkipGram: a word that occurs n <= kMaxOccurrences times is one entry with n
+  // times the gradient; past that a new entry, and repeated_ is set); returns how many.
   int DistinctContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int lo,
                        int hi) {
     uint32_t* ids = ctx_ids_.data();
@@ -419,10 +419,11 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return true;
   }
 
-  // The distinct words of the union of the windows of i and i + 1 (radii b.windows[i] and
-  // b.windows[i + 1], within [begin, end), each centre left out of its own window), in order of
-  // first occurrence: input rows into ctx_, occurrences in the window of i into count_ and in
-  // that of i + 1 into count_b_. Returns how many.
+  // The context entries of the union of the windows of i and i + 1 (radii b.windows[i] and
+  // b.windows[i + 1], within [begin, end), each centre left out of its own window), in sentence
+  // order: input rows into ctx_, occurrences in the window of i into count_ and in that of
+  // i + 1 into count_b_ (at most kMaxOccurrences each; then a new entry, and repeated_ is set).
+  // Returns how many.
   int PairContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int begin,
                    int end) {
     repeated_ = false;
@@ -537,9 +538,9 @@ class SimdKernel final : public streamvec::SgnsKernel {
   }
 
   // A pair of windows as one blocked matrix product: the nb distinct context rows of their
-  // union (ctx_, at most kMaxPairContexts) against the kNT2 = K + 2 distinct targets [centre i,
-  // centre i + 1, shared negatives], each gradient times ContextCount (0 where a word is not in
-  // a centre's window), then BlockedUpdate as for one window.
+  // union (ctx_, at most kMaxPairContexts, no word in two entries) against the kNT2 = K + 2
+  // distinct targets [centre i, centre i + 1, shared negatives], each gradient times ContextCount
+  // (0 where a word is not in a centre's window), then BlockedUpdate as for one window.
   template <int kNT2>
   void PairWindow(const streamvec::ModelRows& m, int nb, float lr, streamvec::StepStats* stats) {
     static_assert(kNT2 >= 3 && kNT2 <= 8);
