@@ -133,8 +133,8 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // first occurrence: their input rows into ctx_ and their numbers of occurrences into count_
   // (SgnsKernel::SkipGram: a word that occurs n <= kMaxOccurrences times is one entry with n
   // times the gradient; past that a new entry, and repeated_ is set); returns how many.
-  int DistinctContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int lo,
-                       int hi) {
+  int WindowContexts(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i, int lo,
+                     int hi) {
     uint32_t* ids = ctx_ids_.data();
     int n = 0;
     repeated_ = false;
@@ -334,9 +334,9 @@ class SimdKernel final : public streamvec::SgnsKernel {
     return labels.data();
   }
 
-  template <int kNT>
-  bool TargetsDistinct() const {
-    for (int k = 1; k < kNT; ++k) {
+  // Whether targets_[0, n) are n different words.
+  bool TargetsDistinct(int n) const {
+    for (int k = 1; k < n; ++k) {
       for (int q = 0; q < k; ++q) {
         if (targets_[k] == targets_[q]) return false;
       }
@@ -393,11 +393,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
   static bool SharedNegatives(const streamvec::MicroBatch& b, int i) {
     if (b.negative == 0) return false;
     const uint32_t* a = b.negatives + static_cast<size_t>(i) * b.negative;
-    const uint32_t* c = a + b.negative;
-    for (int k = 0; k < b.negative; ++k) {
-      if (a[k] != c[k]) return false;
-    }
-    return true;
+    return std::equal(a, a + b.negative, a + b.negative);
   }
 
   // targets_ = [tokens[i], tokens[i + 1], the shared negatives] and their rows; nt2 = K + 2.
@@ -408,15 +404,6 @@ class SimdKernel final : public streamvec::SgnsKernel {
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
     for (int k = 2; k < nt2; ++k) targets_[k] = neg[k - 2];
     for (int k = 0; k < nt2; ++k) rows_[k] = m.Out(targets_[k]);
-  }
-
-  bool AllTargetsDistinct(int n) const {
-    for (int k = 1; k < n; ++k) {
-      for (int q = 0; q < k; ++q) {
-        if (targets_[k] == targets_[q]) return false;
-      }
-    }
-    return true;
   }
 
   // The context entries of the union of the windows of i and i + 1 (radii b.windows[i] and
@@ -638,7 +625,7 @@ class SimdKernel final : public streamvec::SgnsKernel {
         // (SgnsKernel::SkipGram).
         if (i + 1 < end && SharedNegatives(b, i)) {
           LoadPairTargets(m, b, i, nt + 1);
-          if (AllTargetsDistinct(nt + 1)) {
+          if (TargetsDistinct(nt + 1)) {
             PrefetchAhead(m, b, i + 1, end);
             const int nu = PairContexts(m, b, i, begin, end);
             bool done = false;
@@ -659,9 +646,9 @@ class SimdKernel final : public streamvec::SgnsKernel {
         LoadTargets(m, b, i, nt);
         const int r = b.windows[i];
         const int lo = std::max(begin, i - r), hi = std::min(end - 1, i + r);
-        const int nu = DistinctContexts(m, b, i, lo, hi);
+        const int nu = WindowContexts(m, b, i, lo, hi);
         if constexpr (kNT > 0) {
-          if (nu <= kMaxBlockedContexts && !repeated_ && TargetsDistinct<kNT>()) {
+          if (nu <= kMaxBlockedContexts && !repeated_ && TargetsDistinct(kNT)) {
             BlockedWindow<kNT>(m, nu, lr, stats);
             continue;
           }

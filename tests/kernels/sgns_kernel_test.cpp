@@ -125,14 +125,20 @@ struct HandModel {
         out(t.size() * stride) {
     for (size_t r = 0; r < x.size(); ++r) std::copy(x[r].begin(), x[r].end(), &in[r * stride]);
     for (size_t r = 0; r < t.size(); ++r) std::copy(t[r].begin(), t[r].end(), &out[r * stride]);
+    FillSigmoidTable(sigmoid);
   }
   ModelRows rows() { return ModelRows{in.data(), out.data(), stride, kDim}; }
-  static float Dot(const float *a, const float *c) {
+  static float Dot(const float* a, const float* c) {
     return a[0] * c[0] + a[1] * c[1] + a[2] * c[2];
+  }
+  // The scaled logit gradient of input row a against output row c (SgnsLogitGradient's math).
+  float Grad(float label, const float* a, const float* c, float lr) const {
+    return (label - TableSigmoid(sigmoid, Dot(a, c))) * lr;
   }
   const std::vector<Row> x, t;
   const size_t stride;
   AlignedFloats in, out;
+  float sigmoid[kSigmoidTableSize];
 };
 
 // The rows of the hand-computed skip-gram tests below.
@@ -154,12 +160,9 @@ TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
   const float lr = 0.5f;
   MakeReferenceKernel()->SkipGram(h.rows(), b, lr, nullptr);
 
-  auto dot = HandModel::Dot;
-  float table[kSigmoidTableSize];
-  FillSigmoidTable(table);
   // Position 0: centre 0, context word 1 (input row x1); targets out0 (+), out2 (-).
-  const float g_pos = (1 - TableSigmoid(table, dot(x1, t0))) * lr;
-  const float g_neg = (0 - TableSigmoid(table, dot(x1, t2))) * lr;
+  const float g_pos = h.Grad(1, x1, t0, lr);
+  const float g_neg = h.Grad(0, x1, t2, lr);
   float x1_new[3], t0_new[3], t2_new[3];
   for (int j = 0; j < 3; ++j) {
     x1_new[j] = x1[j] + g_pos * t0[j] + g_neg * t2[j];
@@ -167,8 +170,8 @@ TEST(ReferenceKernelTest, SkipGramStepMatchesHandComputedGradient) {
     t2_new[j] = t2[j] + g_neg * x1[j];
   }
   // Position 1: centre 1, context word 0 (input row x0); targets out1 (+), out3 (-).
-  const float h_pos = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
-  const float h_neg = (0 - TableSigmoid(table, dot(x0, t3))) * lr;
+  const float h_pos = h.Grad(1, x0, t1, lr);
+  const float h_neg = h.Grad(0, x0, t3, lr);
   for (int j = 0; j < 3; ++j) {
     EXPECT_NEAR(in[0 * stride + j], x0[j] + h_pos * t1[j] + h_neg * t3[j], 1e-6);
     EXPECT_NEAR(in[1 * stride + j], x1_new[j], 1e-6);
@@ -199,12 +202,10 @@ TEST(ReferenceKernelTest, PairSharingItsNegativesIsOneWindow) {
   MakeReferenceKernel()->SkipGram(h.rows(), b, lr, &stats);
 
   auto dot = HandModel::Dot;
-  float table[kSigmoidTableSize];
-  FillSigmoidTable(table);
-  const float g10 = (1 - TableSigmoid(table, dot(x1, t0))) * lr;  // x1 with centre 0
-  const float g12 = (0 - TableSigmoid(table, dot(x1, t2))) * lr;  // x1 with the negative
-  const float g01 = (1 - TableSigmoid(table, dot(x0, t1))) * lr;  // x0 with centre 1
-  const float g02 = (0 - TableSigmoid(table, dot(x0, t2))) * lr;  // x0 with the negative
+  const float g10 = h.Grad(1, x1, t0, lr);  // x1 with centre 0
+  const float g12 = h.Grad(0, x1, t2, lr);  // x1 with the negative
+  const float g01 = h.Grad(1, x0, t1, lr);  // x0 with centre 1
+  const float g02 = h.Grad(0, x0, t2, lr);  // x0 with the negative
   for (int j = 0; j < 3; ++j) {
     EXPECT_NEAR(in[0 * stride + j], x0[j] + g01 * t1[j] + g02 * t2[j], 1e-6);
     EXPECT_NEAR(in[1 * stride + j], x1[j] + g10 * t0[j] + g12 * t2[j], 1e-6);
@@ -234,20 +235,17 @@ TEST(ReferenceKernelTest, RepeatedContextWordIsOneRowWithItsGradientCounted) {
   StepStats stats;
   MakeReferenceKernel()->SkipGram(h.rows(), b, lr, &stats);
 
-  auto dot = HandModel::Dot;
-  float table[kSigmoidTableSize];
-  FillSigmoidTable(table);
   // Position 0: centre 1, context 0.
-  const float ga = (1 - TableSigmoid(table, dot(x0, t1))) * lr;
+  const float ga = h.Grad(1, x0, t1, lr);
   float x0a[3], t1a[3];
   for (int j = 0; j < 3; ++j) {
     x0a[j] = x0[j] + ga * t1[j];
     t1a[j] = t1[j] + ga * x0[j];
   }
   // Position 1: centre 0, context 1 twice.
-  const float gb = 2 * ((1 - TableSigmoid(table, dot(x1, t0))) * lr);
+  const float gb = 2 * h.Grad(1, x1, t0, lr);
   // Position 2: centre 1, context 0, both as position 0 left them.
-  const float gc = (1 - TableSigmoid(table, dot(x0a, t1a))) * lr;
+  const float gc = h.Grad(1, x0a, t1a, lr);
   for (int j = 0; j < 3; ++j) {
     EXPECT_NEAR(in[1 * stride + j], x1[j] + gb * t0[j], 1e-6);
     EXPECT_NEAR(out[0 * stride + j], t0[j] + gb * x1[j], 1e-6);

@@ -91,15 +91,21 @@ class BatchTrainerTest : public ::testing::Test {
   }
 };
 
-TEST_F(BatchTrainerTest, SkipGramSeparatesPlantedGroups) {
-  Corpus c = Load(PlantedCorpus(2000, 1));
-  ASSERT_EQ(c.vocab.size(), 20u);
+// Skip-gram on a planted corpus: small vectors, three epochs, no subsampling.
+TrainOptions PlantedSkipGramOptions() {
   TrainOptions o;
   o.dim = 16;
   o.epochs = 3;
-  o.threads = 2;
   o.sample = 0;
   o.isa = DetectBestIsa();
+  return o;
+}
+
+TEST_F(BatchTrainerTest, SkipGramSeparatesPlantedGroups) {
+  Corpus c = Load(PlantedCorpus(2000, 1));
+  ASSERT_EQ(c.vocab.size(), 20u);
+  TrainOptions o = PlantedSkipGramOptions();
+  o.threads = 2;
   BatchTrainer t(c, o);
   TrainSummary s = t.Train();
   EXPECT_EQ(s.words_done, 3 * c.tokens.size());
@@ -181,12 +187,8 @@ TEST_F(BatchTrainerTest, SkipGramLearnsWithAndWithoutSharedNegatives) {
   // neighbours with one draw as one window, and 3 leaves every third position alone: all must
   // learn the planted groups, and a shared draw changes the result.
   Corpus c = Load(PlantedCorpus(2000, 8));
-  TrainOptions o;
-  o.dim = 16;
-  o.epochs = 3;
-  o.sample = 0;
+  TrainOptions o = PlantedSkipGramOptions();
   o.threads = 1;
-  o.isa = DetectBestIsa();
   const std::vector<std::vector<float>> inputs = InputsPerShare(c, o, {1, 2, 3});
   EXPECT_NE(inputs[0], inputs[1]);
   EXPECT_NE(inputs[1], inputs[2]);

@@ -57,8 +57,9 @@ constexpr int kMaxTargets = 64;
 // A skip-gram window (or pair) with more distinct context words than this is trained in blocks
 // of at most this many (SgnsKernel::SkipGram).
 constexpr int kMaxContextBlock = 16;
-// Occurrences of a context word in a window (or pair) merged into one row entry at most
-// (SgnsKernel::SkipGram).
+// The most occurrences of one context word in a window (in a pair: in each of its two windows)
+// that count in one row entry, a count kept as float like the gradients it multiplies; further
+// occurrences open another entry (SgnsKernel::SkipGram).
 constexpr float kMaxOccurrences = 4.0f;
 
 // A micro-batch of sentences, already subsampled, with the random window radii and the negative
