@@ -96,6 +96,8 @@ int StreamOptionsFromFlags(const TrainFlags& f, const char* mode, StreamingOptio
   so.dim = o.dim;
   so.window = o.window;
   so.negative = o.negative;
+  so.negative_share = o.negative_share;
+  so.negative_pool = o.negative_pool;
   so.sample = o.sample;
   so.min_count = f.min_count;
   so.seed = o.seed;
@@ -294,15 +296,16 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Subsampling threshold t: keep a word with probability sqrt(t/f)+t/f")
       ->capture_default_str();
   cmd->add_option("--negative-share", o.negative_share,
-                  "Batch: consecutive positions sharing one draw of negatives (0: 2, or 1 for "
-                  "sgns with --window > 5; 1: word2vec's draw per position; sgns trains two "
-                  "positions with one draw as one window; docs/training.md)")
+                  "Consecutive positions sharing one draw of negatives (0: 2, or 1 for sgns with "
+                  "--window > 5; 1: word2vec's draw per position; sgns trains two positions with "
+                  "one draw as one window; --stream: 0, 1 or 2; docs/training.md)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_option("--negative-pool", o.negative_pool,
-                  "Batch: noise words drawn per micro-batch; each position's negatives are drawn "
-                  "from them uniformly, so their output rows stay in cache (0: every negative "
-                  "from the whole count^0.75 distribution, as word2vec; docs/training.md)")
+                  "Noise words drawn per micro-batch (--stream: per 2048 kept words); each "
+                  "position's negatives are drawn from them uniformly, so their output rows stay "
+                  "in cache (0: every negative from the whole noise distribution, as word2vec; "
+                  "docs/training.md)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--replica-sync", o.replica_sync,
@@ -379,12 +382,13 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                 "Kafka: lowercase documents and drop punctuation before training (natural text)");
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
-    for (const char* flag : {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed",
-                             "--alpha", "--vocab-capacity", "--count-half-life", "--optimizer",
-                             "--eta", "--epsilon", "--noise-table-size"}) {
+    for (const char* flag :
+         {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed", "--alpha",
+          "--vocab-capacity", "--count-half-life", "--optimizer", "--eta", "--epsilon",
+          "--noise-table-size", "--negative-share", "--negative-pool"}) {
       if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
     }
-    for (const char* flag : {"--negative-share", "--negative-pool", "--replica-sync"}) {
+    for (const char* flag : {"--replica-sync"}) {
       if (cmd->count(flag) > 0) flags->batch_only_flags.push_back(flag);
     }
     *exit_code = RunTrain(*flags);

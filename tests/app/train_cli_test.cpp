@@ -121,12 +121,10 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
       {io + "--negative-share 65", "--negative-share"},
       {io + "--replica-sync -1", "--replica-sync"},
       {io + "--negative-pool -1", "--negative-pool"},
-      {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-pool 64",
-       "--negative-pool applies to batch training only"},
       {"--input " + corpus_ + " --stream --state " + Path("st") + " --replica-sync 4",
        "--replica-sync applies to batch training only"},
-      {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-share 2",
-       "--negative-share applies to batch training only"},
+      {"--input " + corpus_ + " --stream --state " + Path("st") + " --negative-share 3",
+       "--negative-share must be 0, 1 or 2 with --stream"},
       {"--output " + Path("x.txt"), "--input"},
   };
   for (const Case& c : cases) {

@@ -179,7 +179,7 @@ void ReferenceSentence(Model& m, const Sentence& s, float eta, float epsilon, co
 }
 
 void RunStep(Isa isa, Model& m, const Sentence& s, float eta, float epsilon, const float* sigmoid,
-             bool want_loss, double* loss, uint64_t* pairs) {
+             bool want_loss, double* loss, uint64_t* pairs, int share = 1) {
   AlignedFloats scratch(kAdagradScratchRows * m.stride);
   AdagradSentenceArgs a;
   a.input = m.input.data();
@@ -194,6 +194,7 @@ void RunStep(Isa isa, Model& m, const Sentence& s, float eta, float epsilon, con
   a.windows = s.windows.data();
   a.negatives = s.negatives.data();
   a.negative = s.negative;
+  a.negative_share = share;
   a.eta = eta;
   a.epsilon = epsilon;
   a.sigmoid = sigmoid;
@@ -302,6 +303,61 @@ TEST_P(StreamingAdagradStepTest, MatchesTheScalarReferenceOnRandomInputs) {
       }
     }
   }
+}
+
+// negative_share 2: pairs of positions with one draw of negatives train as one window
+// (AdagradPairAt). Each build against the portable step, which states that math: with the flat
+// table to float rounding, with the real one within 1% of eta. Windows 5 with negative 5 take
+// the blocked pair path, wider windows or other K the general one; a 6-word vocabulary makes
+// many pairs fall back to single windows (targets not distinct).
+TEST_P(StreamingAdagradStepTest, PairsMatchThePortableStep) {
+  const Isa isa = GetParam();
+  if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not supported on this CPU";
+  float real[kSigmoidTableSize], flat[kSigmoidTableSize];
+  FillSigmoidTable(real);
+  std::fill(flat, flat + kSigmoidTableSize, 0.5f);
+  std::mt19937 gen(20261123);
+  int pairs_seen = 0;
+  for (const float* table : {flat, real}) {
+    const double tolerance = table == flat ? 1e-5 : 2e-3;
+    const float eta = table == flat ? 0.02f : 0.2f;
+    for (int negative : {5, 3}) {
+      for (int vocab : {6, 500}) {
+        for (int window : {5, 9}) {
+          Model m = RandomModel(vocab, 100, gen);
+          Sentence s = RandomSentence(61, vocab, negative, window, gen);
+          for (size_t i = 1; i < s.tokens.size(); i += 2) {  // odd positions share the draw
+            std::copy_n(s.negatives.begin() + (i - 1) * negative, negative,
+                        s.negatives.begin() + i * negative);
+          }
+          AccumulatorsIntoRows(&m);
+          Model ref = Copy(m), before = Copy(m);
+          ref.acc_in_rows = true;
+          double loss = 0, ref_loss = 0;
+          uint64_t pairs = 0, ref_pairs = 0;
+          RunStep(isa, m, s, eta, 1e-6f, table, true, &loss, &pairs, 2);
+          RunStep(Isa::kPortable, ref, s, eta, 1e-6f, table, true, &ref_loss, &ref_pairs, 2);
+          SCOPED_TRACE("negative " + std::to_string(negative) + " vocab " + std::to_string(vocab) +
+                       " window " + std::to_string(window));
+          EXPECT_LT(MaxRowDiff(m.input, ref.input, m), tolerance);
+          EXPECT_LT(MaxRowDiff(m.output, ref.output, m), tolerance);
+          EXPECT_EQ(pairs, ref_pairs);
+          EXPECT_NEAR(loss, ref_loss, 1e-4 * ref_loss);
+          EXPECT_GT(MaxRowDiff(m.input, before.input, m), 10 * tolerance);
+          for (size_t i = 0; i + 1 < s.tokens.size(); i += 2) {
+            AdagradSentenceArgs a;
+            a.tokens = s.tokens.data();
+            a.n = static_cast<int>(s.tokens.size());
+            a.negatives = s.negatives.data();
+            a.negative = negative;
+            a.negative_share = 2;
+            pairs_seen += AdagradPairAt(a, static_cast<int>(i)) ? 1 : 0;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs_seen, 50);  // the pair paths did run
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, StreamingAdagradStepTest,

@@ -43,7 +43,18 @@ Status ValidateStreamingOptions(const StreamingOptions& o) {
   if (!(o.alpha > 0.0f)) return bad("--alpha", "must be > 0");
   if (o.max_sentence_length < 2) return bad("max_sentence_length", "must be >= 2");
   if (o.threads < 1 || o.threads > 256) return bad("--threads", "must be in [1, 256]");
+  if (o.negative_share < 0 || o.negative_share > 2) {
+    return bad("--negative-share", "must be 0, 1 or 2 with --stream");
+  }
+  if (o.negative_pool < 0 || o.negative_pool > (1 << 20)) {
+    return bad("--negative-pool", "must be in [0, 2^20]");
+  }
   return Status::Ok();
+}
+
+int EffectiveStreamShare(const StreamingOptions& o) {
+  if (o.negative_share != 0) return o.negative_share;
+  return o.window <= kPairWindowMax ? 2 : 1;
 }
 
 void AdagradRowUpdate(float* row, const float* gradient, int dim, float* accumulator, float eta,
@@ -116,6 +127,7 @@ struct StreamingLearner::Impl {
   explicit Impl(const StreamingOptions& o)
       : opt(o),
         stride(PaddedStride(o.dim)),
+        share(static_cast<size_t>(EffectiveStreamShare(o))),
         acc_in_rows(o.optimizer == StreamOptimizer::kAdagrad &&
                     stride >= static_cast<size_t>(o.dim) + 2),
         rng(o.seed),
@@ -160,6 +172,7 @@ struct StreamingLearner::Impl {
   // ---- state (all of it is saved) ----
   StreamingOptions opt;
   size_t stride;
+  size_t share;                         // EffectiveStreamShare(opt)
   AlignedFloats input, output;          // capacity x stride
   // Adagrad accumulators, one per row (AccIn, AccOut). Where the rows have two padding floats
   // (stride >= dim + 2; dim 100: 12) they live there, input row s's in its float `dim` and
@@ -188,6 +201,8 @@ struct StreamingLearner::Impl {
   Rng rng;
   uint64_t words_seen = 0, words_trained = 0, sentences = 0, evictions = 0;
   uint64_t prior_bytes = 0, prior_invalid = 0;  // tokenizer figures before this process
+  std::vector<uint32_t> pool;                   // the pool of negatives (slots; RedrawPool)
+  uint64_t pool_left = 0;  // kept tokens that may still draw from it; 0: redraw first
 
   // ---- derived or transient ----
   std::vector<double> powers;      // slot -> NoisePow(counts[slot]), kept with every count change
@@ -205,6 +220,7 @@ struct StreamingLearner::Impl {
   AlignedFloats scratch;  // kAdagradScratchRows x stride: the calling thread's step
   std::vector<uint32_t> sent_slots, sent_gens, tokens, offsets, negatives, draws, redraw;
   std::vector<uint64_t> hashes;  // HashWord of each word of the sentence being counted
+  std::vector<uint32_t> picks, missing, refill;  // DrawNegatives
   std::vector<uint8_t> windows;
   double loss_sum = 0.0;
   uint64_t loss_pairs = 0;
@@ -382,22 +398,21 @@ struct StreamingLearner::Impl {
     return opt.count_half_life == 0 ? admitted_flags[s] != 0 : AdmittedSlot(s, scale);
   }
 
-  // negatives[i * K + k] for the n kept tokens: a draw from the noise table, redrawn up to 3
-  // times while it lands on a word not admitted, else the centre (which the step skips). Done in
-  // rounds: every draw of a round is made, and its table entry prefetched, before any is read
-  // (the table, 16 MiB by default, is read at random: these misses dominated the counting
-  // thread); the next round redraws those that landed on words not admitted.
-  void DrawNegatives(size_t n, double scale) {
-    const size_t K = static_cast<size_t>(opt.negative);
-    const size_t m = n * K;
-    if (noise.empty()) {
-      for (size_t j = 0; j < m; ++j) negatives[j] = tokens[j / K];
-      return;
-    }
+  static constexpr uint32_t kNoDraw = 0xFFFFFFFFu;
+
+  // out[0..m): slots drawn from the noise table, each redrawn up to 3 times while it lands on a
+  // word not admitted, else kNoDraw. Done in rounds: every draw of a round is made, and its
+  // table entry prefetched, before any is read (the table, 16 MiB by default, is read at random:
+  // these misses dominated the counting thread); the next round redraws those that landed on
+  // words not admitted. Needs a non-empty table.
+  void TableDraws(uint32_t* out, size_t m, double scale) {
     const uint32_t size = static_cast<uint32_t>(noise.size());
     draws.resize(m);
     redraw.resize(m);
-    for (size_t j = 0; j < m; ++j) redraw[j] = static_cast<uint32_t>(j);
+    for (size_t j = 0; j < m; ++j) {
+      redraw[j] = static_cast<uint32_t>(j);
+      out[j] = kNoDraw;
+    }
     size_t left = m;
     for (int round = 0; round < 4 && left > 0; ++round) {
       for (size_t r = 0; r < left; ++r) {
@@ -408,14 +423,66 @@ struct StreamingLearner::Impl {
       for (size_t r = 0; r < left; ++r) {
         const uint32_t s = noise[draws[r]];
         if (AdmittedNow(s, scale)) {
-          negatives[redraw[r]] = s;
+          out[redraw[r]] = s;
         } else {
           redraw[still++] = redraw[r];
         }
       }
       left = still;
     }
-    for (size_t r = 0; r < left; ++r) negatives[redraw[r]] = tokens[redraw[r] / K];
+  }
+
+  // The pool of negatives (StreamingOptions::negative_pool): opt.negative_pool draws from the
+  // table, those that found no admitted word left out.
+  void RedrawPool(double scale) {
+    pool.resize(static_cast<size_t>(opt.negative_pool));
+    TableDraws(pool.data(), pool.size(), scale);
+    pool.erase(std::remove(pool.begin(), pool.end(), kNoDraw), pool.end());
+    pool_left = kNegativePoolPeriod;
+  }
+
+  // negatives[i * K + k] for the n kept tokens. Positions come in groups of `share` that take
+  // one draw of K (the first position's); a draw is K uniform picks from the pool (redrawn from
+  // the table for a pick whose word is no longer admitted), or K table draws without a pool. A
+  // negative that found no admitted word is the position's centre (which the step skips).
+  void DrawNegatives(size_t n, double scale) {
+    const size_t K = static_cast<size_t>(opt.negative);
+    if (K == 0) return;
+    if (noise.empty()) {
+      for (size_t j = 0; j < n * K; ++j) negatives[j] = tokens[j / K];
+      return;
+    }
+    const size_t heads = (n + share - 1) / share;
+    const size_t m = heads * K;
+    picks.resize(m);
+    if (opt.negative_pool > 0) {
+      if (pool_left == 0) RedrawPool(scale);
+      pool_left -= std::min<uint64_t>(pool_left, n);
+    }
+    if (!pool.empty()) {
+      const uint32_t p = static_cast<uint32_t>(pool.size());
+      missing.clear();
+      for (size_t j = 0; j < m; ++j) {
+        const uint32_t s = pool[rng.Below(p)];
+        if (AdmittedNow(s, scale)) {
+          picks[j] = s;
+        } else {
+          missing.push_back(static_cast<uint32_t>(j));
+        }
+      }
+      if (!missing.empty()) {
+        refill.resize(missing.size());
+        TableDraws(refill.data(), refill.size(), scale);
+        for (size_t r = 0; r < missing.size(); ++r) picks[missing[r]] = refill[r];
+      }
+    } else {
+      TableDraws(picks.data(), m, scale);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t* from = picks.data() + (i / share) * K;
+      uint32_t* to = negatives.data() + i * K;
+      for (size_t k = 0; k < K; ++k) to[k] = from[k] == kNoDraw ? tokens[i] : from[k];
+    }
   }
 
   std::string_view PendingWord(size_t i) const {
@@ -609,6 +676,7 @@ struct StreamingLearner::Impl {
     a.windows = wins;
     a.negatives = negs;
     a.negative = opt.negative;
+    a.negative_share = static_cast<int>(share);
     a.eta = opt.eta;
     a.epsilon = opt.epsilon;
     a.sigmoid = sigmoid;
@@ -783,7 +851,8 @@ std::string ConfigText(const StreamingOptions& o) {
     << "\noptimizer=" << (o.optimizer == StreamOptimizer::kAdagrad ? "adagrad" : "constant")
     << "\neta=" << o.eta << "\nepsilon=" << o.epsilon << "\nalpha=" << o.alpha
     << "\nseed=" << o.seed << "\nmax_sentence_length=" << o.max_sentence_length
-    << "\nmax_token_bytes=" << o.tokenizer.max_token_bytes << "\n";
+    << "\nmax_token_bytes=" << o.tokenizer.max_token_bytes << "\nnegative_pool=" << o.negative_pool
+    << "\nnegative_share=" << EffectiveStreamShare(o) << "\n";
   return s.str();
 }
 
@@ -817,6 +886,9 @@ Status ParseConfig(const std::string& text, StreamingOptions* o) {
     o->seed = std::stoull(kv.at("seed"));
     o->max_sentence_length = std::stoi(kv.at("max_sentence_length"));
     o->tokenizer.max_token_bytes = std::stoull(kv.at("max_token_bytes"));
+    // States written before the pool and the shared draws trained without them.
+    o->negative_pool = kv.count("negative_pool") ? std::stoi(kv.at("negative_pool")) : 0;
+    o->negative_share = kv.count("negative_share") ? std::stoi(kv.at("negative_share")) : 1;
   } catch (const std::exception&) {
     return Status::Corruption("state entry 'config' is malformed");
   }
@@ -861,6 +933,13 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
     w.Put(m.total);
     w.Put(m.noise_mass);
     SV_RETURN_IF_ERROR(sink("scalars", w.str()));
+  }
+  {
+    Writer w;
+    w.Put(m.pool_left);
+    w.Put(static_cast<uint64_t>(m.pool.size()));
+    if (!m.pool.empty()) w.PutBytes(m.pool.data(), m.pool.size() * sizeof(uint32_t));
+    SV_RETURN_IF_ERROR(sink("negative_pool", w.str()));
   }
   {
     Writer w;
@@ -1003,6 +1082,27 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
     }
     for (uint32_t s : m.noise) {
       if (s >= m.words.size()) return Status::Corruption("state entry 'noise' is malformed");
+    }
+  }
+  {
+    // The pool of negatives (absent in states written before it: drawn afresh).
+    StatusOr<std::string> data = source("negative_pool");
+    if (data.ok()) {
+      Reader r(*data, "negative_pool");
+      uint64_t size = 0;
+      if (!r.Get(&m.pool_left) || !r.Get(&size) || size > static_cast<uint64_t>(o.negative_pool) ||
+          m.pool_left > kNegativePoolPeriod) {
+        return r.Bad();
+      }
+      m.pool.resize(size);
+      if ((size > 0 && !r.GetBytes(m.pool.data(), size * sizeof(uint32_t))) || !r.done()) {
+        return r.Bad();
+      }
+      for (uint32_t s : m.pool) {
+        if (s >= m.words.size()) return r.Bad();
+      }
+    } else if (data.status().code() != StatusCode::kNotFound) {
+      return data.status();
     }
   }
   // Rows in chunks of whole rows, in order, of any size (RowsPerChunk when written here).

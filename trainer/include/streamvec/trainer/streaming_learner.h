@@ -63,6 +63,18 @@ struct StreamingOptions {
   float alpha = 0.025f;              // constant learning rate (kConstant)
   uint64_t seed = 1;                 // RNG seed
   int max_sentence_length = 1000;    // longer lines are cut (word2vec.c MAX_SENTENCE_LENGTH)
+  // Negatives from a pool: every kNegativePoolPeriod kept tokens (at a sentence's start) the
+  // learner draws negative_pool words from the adaptive unigram table, and each position's
+  // negatives are drawn uniformly from them, so a negative is still marginally distributed as
+  // the table and the rows of a stretch of text's negatives (at most negative_pool of them)
+  // stay in cache (the batch trainer's --negative-pool, docs/training.md). 0: every negative
+  // from the table.
+  int negative_pool = 1024;
+  // Consecutive positions of a sentence sharing one draw of negatives (1 or 2; 0: 2 for
+  // window <= kPairWindowMax, else 1). With 2, the Adagrad step trains positions 2m and 2m + 1
+  // as one window when their K + 2 targets are distinct (context combining, Rengasamy et al.
+  // 2017; AdagradSentenceArgs::negative_share, docs/streaming.md).
+  int negative_share = 0;
   Isa isa = Isa::kPortable;          // SIMD level (DetectBestIsa(); must be supported): the
                                      // Adagrad step has AVX2+FMA and AVX-512 builds, the
                                      // constant rate the kernel of this Isa
@@ -71,6 +83,14 @@ struct StreamingOptions {
                                      // while the caller counts (Hogwild, not deterministic)
   TokenizerOptions tokenizer;
 };
+
+// Kept tokens between two draws of the pool of negatives (StreamingOptions::negative_pool).
+constexpr uint64_t kNegativePoolPeriod = 2048;
+// The widest window for which negative_share 0 means 2.
+constexpr int kPairWindowMax = 5;
+
+// options.negative_share, or for 0 its default: 2 up to --window kPairWindowMax, else 1.
+int EffectiveStreamShare(const StreamingOptions& options);
 
 // Checks ranges; InvalidArgument names the flag (--dim, --vocab-capacity, ...).
 Status ValidateStreamingOptions(const StreamingOptions& options);
