@@ -20,19 +20,11 @@ namespace avx2 {
 
 #include "gradients8_avx2.h"
 
-struct Vec : simd::Avx2 {
-  // out[j] = Sum(a[j]) for j < 8, as one transposing reduction.
-  static constexpr bool kHasSum8 = true;
+struct Vec : simd::Avx2 {  // Sum8 from simd::Avx2
   static constexpr bool kHasGradients8 = true;
   static constexpr bool kHasGradientsN = false;
   static void Gradients8(const float* table, const float* logits, float lr, float* out) {
     SgnsGradients8(table, logits, lr, out);
-  }
-  static void Sum8(const R* a, float* out) {
-    const R h0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-    const R h4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20),
-                                        _mm256_permute2f128_ps(h0123, h4567, 0x31)));
   }
 };
 

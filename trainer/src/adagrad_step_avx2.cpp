@@ -2,6 +2,7 @@
 // -mavx2 -mfma (trainer/CMakeLists.txt), called only when the CPU has them.
 #include <immintrin.h>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +15,9 @@
 namespace streamvec {
 namespace adagrad_avx2 {
 
-using Vec = simd::Avx2;
+struct Vec : simd::Avx2 {
+  static constexpr bool kHasGradientsN = false;
+};
 
 #include "adagrad_step_simd.inc"
 

@@ -3,11 +3,13 @@
 // them (Isa::kAvx512, as the kernels' AVX-512 build).
 #include <immintrin.h>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "adagrad_step.h"
+#include "streamvec/kernels/sgns_gradients_avx512.h"
 #include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
 #include "streamvec/kernels/simd_vec_avx512.h"
@@ -15,7 +17,13 @@
 namespace streamvec {
 namespace adagrad_avx512 {
 
-using Vec = simd::Avx512;
+struct Vec : simd::Avx512 {
+  static constexpr bool kHasGradientsN = true;
+  static void GradientsN(const float* table, const float* logits, const float* labels, int n,
+                         float lr, float* out) {
+    simd::SgnsGradientsN(table, logits, labels, n, lr, out);
+  }
+};
 
 #include "adagrad_step_simd.inc"
 

@@ -1,7 +1,7 @@
 // One AVX2 register of 8 floats behind the small vocabulary that the register-blocked loops are
 // written in (kernels/src/simd_kernel.h, trainer/src/adagrad_step_simd.inc, kernels/src/
 // dot_body.h): Zero, Load and Store (64-byte aligned rows), LoadU (any alignment), Set1, Fma,
-// Add, Mul and a horizontal Sum.
+// Add, Mul, a horizontal Sum and Sum8 (eight of them at once).
 //
 // Include only from a translation unit compiled with -mavx2 -mfma whose code runs after CPU
 // detection (DetectBestIsa). The struct has internal linkage (unnamed namespace), so the linker
@@ -34,6 +34,15 @@ struct Avx2 {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));
     return _mm_cvtss_f32(s);
+  }
+  // out[j] = Sum(a[j]) for j < 8 (a: R[8], out: float[8]), as one transposing reduction (may
+  // differ from Sum by rounding: another order of the lanes).
+  static constexpr bool kHasSum8 = true;
+  static void Sum8(const R* a, float* out) {
+    const R h0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const R h4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20),
+                                        _mm256_permute2f128_ps(h0123, h4567, 0x31)));
   }
 };
 
