@@ -82,7 +82,7 @@ void ReserveResident(V& v, size_t n) {
 // half-lives.
 constexpr int kRescaleBits = 64;
 // Loss is computed on one sentence in this many (it costs a log per pair).
-constexpr uint64_t kLossSampleEvery = 16;
+constexpr uint64_t kLossSampleEvery = 64;
 constexpr char kStateMagic[] = "streamvec-streaming-learner-v1";
 
 // Little-endian POD serialisation with bounds-checked reads.
