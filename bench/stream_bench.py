@@ -174,22 +174,23 @@ def run_stream(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
 def run_batch(a, streamvec: Path, corpus: Path, vec: Path, base: Path) -> dict:
     cmd = [str(streamvec), "train", "--input", str(corpus), "--output", str(vec),
            "--epochs", "1"] + common_flags(a) + a.batch_arg
-    peak = [0]
+    # Wall time and peak RSS from wait4 (ru_maxrss, KiB), as train_bench.py: polling the process
+    # every rss_interval would round its wall time up to that interval.
     with open(base.with_suffix(".stderr"), "wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err)
-        while proc.poll() is None:
-            v = vm_kib(proc.pid)
-            if v:
-                peak[0] = max(peak[0], v[0], v[1])
-            time.sleep(a.rss_interval)
-            if time.perf_counter() - t0 > a.timeout:
-                proc.kill()
-        rc = proc.wait()
+        watchdog = threading.Timer(a.timeout, proc.kill)
+        watchdog.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            watchdog.cancel()
         wall = time.perf_counter() - t0
+        rc = os.waitstatus_to_exitcode(status)
+        proc.returncode = rc
     row = {"mode": "batch", "command": cmd, "rc": rc, "ok": rc == 0, "wall_s": wall,
-           "peak_rss_mib": peak[0] / 1024 if peak[0] else None}
+           "peak_rss_mib": usage.ru_maxrss / 1024 if usage.ru_maxrss else None}
     if rc != 0:
         tail = base.with_suffix(".stderr").read_text(errors="replace").strip().splitlines()[-3:]
         row["error"] = f"exit status {rc}: " + " | ".join(tail)
