@@ -394,6 +394,36 @@ TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
   EXPECT_EQ(r2.status().code(), StatusCode::kCorruption);
   EXPECT_NE(r2.status().message().find("noise/00000000"), std::string::npos)
       << r2.status().message();
+  // The pool of negatives: [pool_left u64][size u64][size u32 slots], little-endian. Cut short,
+  // a trailing byte, a countdown past the pool's period, a size past --negative-pool, a slot
+  // past the vocabulary: each is Corruption naming the entry. Without the entry (a state
+  // written before the pool) the learner loads and draws a pool afresh.
+  ASSERT_TRUE(state.count("negative_pool"));
+  const std::string pool = state.at("negative_pool");
+  ASSERT_GT(pool.size(), 16u);  // a pool was drawn
+  auto with_u64 = [&pool](size_t at, uint64_t v) {
+    std::string p = pool;
+    for (int b = 0; b < 8; ++b) p[at + b] = static_cast<char>((v >> (8 * b)) & 0xFF);
+    return p;
+  };
+  std::string bad_slot = pool;
+  for (size_t b = pool.size() - 4; b < pool.size(); ++b) bad_slot[b] = '\xFF';
+  const std::vector<std::string> bad_pools = {pool.substr(0, pool.size() - 1), pool + "x",
+                                              with_u64(0, 1u << 20), with_u64(8, 1u << 21),
+                                              bad_slot};
+  for (size_t i = 0; i < bad_pools.size(); ++i) {
+    State bad = state;
+    bad["negative_pool"] = bad_pools[i];
+    auto r = Load(bad);
+    ASSERT_FALSE(r.ok()) << i;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << i;
+    EXPECT_NE(r.status().message().find("state entry 'negative_pool' is malformed"),
+              std::string::npos)
+        << i << ": " << r.status().message();
+  }
+  State no_pool = state;
+  no_pool.erase("negative_pool");
+  EXPECT_TRUE(Load(no_pool).ok());
 }
 
 // States written before entries were kept small (one 'noise' entry, rows in 4 MiB chunks) and
