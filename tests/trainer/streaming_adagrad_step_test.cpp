@@ -238,6 +238,16 @@ double MaxAccDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 class StreamingAdagradStepTest : public ::testing::TestWithParam<Isa> {};
 
+// The two sigmoid tables the comparisons below use: the real one (FillSigmoidTable) and a flat
+// 0.5 inside (-kMaxLogit, kMaxLogit), where a logit's rounding cannot change its gradient.
+struct SigmoidTables {
+  float real[kSigmoidTableSize], flat[kSigmoidTableSize];
+  SigmoidTables() {
+    FillSigmoidTable(real);
+    std::fill(flat, flat + kSigmoidTableSize, 0.5f);
+  }
+};
+
 // Dims with padding (37, 100) and without (16, 64); negative 5 takes the register-blocked path
 // for windows with distinct contexts, 3, 7 and 0 the general one; a 6-word vocabulary makes
 // context rows repeat (the general path again), a 500-word one mostly not. Two sigmoid tables:
@@ -250,9 +260,9 @@ class StreamingAdagradStepTest : public ::testing::TestWithParam<Isa> {};
 TEST_P(StreamingAdagradStepTest, MatchesTheScalarReferenceOnRandomInputs) {
   const Isa isa = GetParam();
   if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not supported on this CPU";
-  float real[kSigmoidTableSize], flat[kSigmoidTableSize];
-  FillSigmoidTable(real);
-  std::fill(flat, flat + kSigmoidTableSize, 0.5f);
+  const SigmoidTables tables;
+  const float* real = tables.real;
+  const float* flat = tables.flat;
   struct Mode {
     const float* table;
     float eta;
@@ -313,9 +323,9 @@ TEST_P(StreamingAdagradStepTest, MatchesTheScalarReferenceOnRandomInputs) {
 TEST_P(StreamingAdagradStepTest, PairsMatchThePortableStep) {
   const Isa isa = GetParam();
   if (!IsaSupported(isa)) GTEST_SKIP() << IsaName(isa) << " is not supported on this CPU";
-  float real[kSigmoidTableSize], flat[kSigmoidTableSize];
-  FillSigmoidTable(real);
-  std::fill(flat, flat + kSigmoidTableSize, 0.5f);
+  const SigmoidTables tables;
+  const float* real = tables.real;
+  const float* flat = tables.flat;
   std::mt19937 gen(20261123);
   int pairs_seen = 0;
   for (const float* table : {flat, real}) {
