@@ -22,7 +22,9 @@ namespace {
 // float[kSigmoidTableSize] from FillSigmoidTable; logits, labels, out: float[n]), 16 at a time.
 // The arithmetic of TableSigmoid (add, multiply, truncate: no contraction; sigma 1 at or above
 // kMaxLogit, 0 at or below -kMaxLogit and for NaN), so the results equal the scalar function's.
-// Nothing at or beyond n is read or written.
+// Nothing at or beyond n is read or written; n <= 0 does nothing; no errors. The gradient of the
+// skip-gram negative-sampling objective with respect to a logit (Mikolov et al. 2013,
+// "Distributed Representations of Words and Phrases", eq. 4), times the learning rate.
 inline void SgnsGradientsN(const float* table, const float* logits, const float* labels, int n,
                            float lr, float* out) {
   const __m512 max_logit = _mm512_set1_ps(kMaxLogit);
