@@ -32,9 +32,13 @@ struct TargetCount<0> {
   static int Get(int runtime) { return runtime; }
 };
 
-// kLocality as __builtin_prefetch's: 3 (into L1), 2 (into L2; prefetcht1).
+// kLocality as __builtin_prefetch's: 3 (into L1), 2 (into L2; prefetcht1). Always inlined, as
+// are the kernel's Prefetch* members: GCC 12 finds a function that only prefetches free of side
+// effects (a prefetch has no memory operands in its IR; ipa-pure-const) and deletes the calls to
+// it, prefetches and all. Until 2026-11-23 the skip-gram and plain CBOW paths ran without a
+// single software prefetch for that reason (tests/kernels/prefetch_test.sh checks the objects).
 template <int kLocality = 3>
-inline void PrefetchRow(const float* row, size_t stride) {
+[[gnu::always_inline]] inline void PrefetchRow(const float* row, size_t stride) {
   const char* p = reinterpret_cast<const char*>(row);
   for (size_t off = 0; off < stride * sizeof(float); off += 64) {
     __builtin_prefetch(p + off, 1, kLocality);
@@ -156,7 +160,8 @@ class SimdKernel final : public streamvec::SgnsKernel {
 
   // Output rows (centre and negatives) of position i.
   template <int kLocality = 3>
-  void PrefetchTargets(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i) {
+  [[gnu::always_inline]] void PrefetchTargets(const streamvec::ModelRows& m,
+                                              const streamvec::MicroBatch& b, int i) {
     PrefetchRow<kLocality>(m.Out(b.tokens[i]), m.stride);
     const uint32_t* neg = b.negatives + static_cast<size_t>(i) * b.negative;
     for (int k = 0; k < b.negative; ++k) {
@@ -176,22 +181,24 @@ class SimdKernel final : public streamvec::SgnsKernel {
   static constexpr int kInputLead = 16;
   static constexpr int kNegativeLead = 4;
 
-  void PrefetchAhead(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
-                     int end) {
+  [[gnu::always_inline]] void PrefetchAhead(const streamvec::ModelRows& m,
+                                            const streamvec::MicroBatch& b, int i, int end) {
     if (i + kTargetLead < end) PrefetchRow(m.Out(b.tokens[i + kTargetLead]), m.stride);
     if (i + kInputLead < end) PrefetchRow(m.In(b.tokens[i + kInputLead]), m.stride);
   }
 
   // The negatives' output rows of position i + kNegativeLead, if within the sentence.
-  void PrefetchPairNegatives(const streamvec::ModelRows& m, const streamvec::MicroBatch& b, int i,
-                             int end) {
+  [[gnu::always_inline]] void PrefetchPairNegatives(const streamvec::ModelRows& m,
+                                                    const streamvec::MicroBatch& b, int i,
+                                                    int end) {
     if (i + kNegativeLead >= end) return;
     const uint32_t* neg = b.negatives + static_cast<size_t>(i + kNegativeLead) * b.negative;
     for (int k = 0; k < b.negative; ++k) PrefetchRow(m.Out(neg[k]), m.stride);
   }
 
-  void PrefetchSentenceStart(const streamvec::ModelRows& m, const streamvec::MicroBatch& b,
-                             int begin, int end) {
+  [[gnu::always_inline]] void PrefetchSentenceStart(const streamvec::ModelRows& m,
+                                                    const streamvec::MicroBatch& b, int begin,
+                                                    int end) {
     for (int i = begin; i < end && i < begin + kTargetLead; ++i) {
       PrefetchRow(m.Out(b.tokens[i]), m.stride);
     }
