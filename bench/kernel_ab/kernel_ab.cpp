@@ -5,11 +5,12 @@
 // its own (code placement: up to several percent), so run.sh runs the pair in both orders and
 // reports the geometric mean of the two ratios, in which the bias cancels.
 //
-// Usage: kernel_ab CORPUS [REPS] [resident]
+// Usage: kernel_ab CORPUS [REPS] [resident] [cbow]
 //   The first 40 MB of CORPUS, ids by frequency (min-count 5), subsampled at 1e-4 as word2vec,
 //   windows 1-5, negatives from a pool of 1024 count^0.75 draws per 2048 kept tokens and shared
 //   by pairs of positions (the trainer's defaults); dim 100. `resident`: every id taken modulo
-//   1024, so that all rows stay in cache (the kernel's compute alone).
+//   1024, so that all rows stay in cache (the kernel's compute alone). `cbow`: the CBOW step
+//   (SgnsKernel::Cbow, learning rate 0.05 as the benchmark's) instead of skip-gram.
 // Prints the median ns per kept token of A and B and the median of the per-rep ratios B/A.
 #include <algorithm>
 #include <chrono>
@@ -45,11 +46,15 @@ double Median(std::vector<double> x) {
 int main(int argc, char** argv) {
   using namespace streamvec;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kernel_ab CORPUS [REPS] [resident]\n");
+    std::fprintf(stderr, "usage: kernel_ab CORPUS [REPS] [resident] [cbow]\n");
     return 2;
   }
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
-  const bool resident = argc > 3 && std::strcmp(argv[3], "resident") == 0;
+  bool resident = false, cbow = false;
+  for (int a = 3; a < argc; ++a) {
+    resident = resident || std::strcmp(argv[a], "resident") == 0;
+    cbow = cbow || std::strcmp(argv[a], "cbow") == 0;
+  }
   std::ifstream f(argv[1]);
   std::string text(40u << 20, '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -149,7 +154,11 @@ int main(int argc, char** argv) {
         b.windows = windows.data() + s;
         b.negatives = negatives.data() + s * K;
         b.negative = K;
-        kernels[v]->SkipGram(rows, b, 0.01f, nullptr);
+        if (cbow) {
+          kernels[v]->Cbow(rows, b, 0.05f, nullptr);
+        } else {
+          kernels[v]->SkipGram(rows, b, 0.01f, nullptr);
+        }
       }
       rep_ns[v] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
                   static_cast<double>(n) * 1e9;
@@ -157,8 +166,9 @@ int main(int argc, char** argv) {
     }
     ratios.push_back(rep_ns[1] / rep_ns[0]);
   }
-  std::printf("kept tokens %zu%s: A %.1f ns, B %.1f ns a kept token (medians of %d); B/A %.4f\n", n,
-              resident ? " (resident rows)" : "", Median(ns[0]), Median(ns[1]), reps,
-              Median(ratios));
+  std::printf(
+      "%s, kept tokens %zu%s: A %.1f ns, B %.1f ns a kept token (medians of %d); B/A %.4f\n",
+      cbow ? "cbow" : "skip-gram", n, resident ? " (resident rows)" : "", Median(ns[0]),
+      Median(ns[1]), reps, Median(ratios));
   return 0;
 }

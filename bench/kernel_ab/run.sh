@@ -1,13 +1,13 @@
 #!/bin/bash
-# bench/kernel_ab/run.sh REV_A REV_B [REPS] [resident]
+# bench/kernel_ab/run.sh REV_A REV_B [REPS] [resident] [cbow]
 #
-# The AVX-512 skip-gram kernel (kernels/src/simd_kernel.h and the headers it uses) of two git
+# The AVX-512 skip-gram (or with `cbow`, CBOW) kernel (kernels/src/simd_kernel.h and the headers it uses) of two git
 # revisions -- or WORKTREE for the working tree -- built side by side in one harness and timed
 # alternating on real micro-batches (kernel_ab.cpp), in both link orders; prints B/A as the
 # geometric mean of the two orders' ratios (below 1: B is faster). Needs an AVX-512 machine and a
 # configured build/ (for the base and kernels libraries); run from the repository root.
 set -euo pipefail
-A=${1:?REV_A}; B=${2:?REV_B}; REPS=${3:-10}; MODE=${4:-}
+A=${1:?REV_A}; B=${2:?REV_B}; REPS=${3:-10}; MODE="${*:4}"
 ROOT=$(pwd)
 CORPUS=${CORPUS:-$ROOT/../shared/data/corpus/enwiki-text8style-100m.txt}
 [ -f "$CORPUS" ] || CORPUS=$ROOT/data/demo/enwiki-text8style-small-5m.txt
