@@ -741,9 +741,13 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // CBOW with K = kNT - 1 negatives and rows of exactly kChunks vectors, no statistics: the same
   // math and update order as CbowImpl (and the reference), with h kept in registers and fused
   // with the dot products (one pass over the context rows and targets computes h and the logits,
-  // a second applies the updates). Output rows of the centre and negatives are prefetched into
-  // L2 kFusedFarLead positions ahead and into L1 one position ahead: they are random rows of a
-  // table far larger than L2, and most of a CBOW step's time is waiting for them.
+  // a second applies the updates). The centre's output row is prefetched kFusedFarLead
+  // positions ahead (a random row of a table far larger than L2); the negatives' rows are not:
+  // drawn from the micro-batch's pool of TrainOptions::negative_pool words, they are in L2
+  // already. Prefetching the centre and the negatives both 6 ahead and 1 ahead (this path's
+  // prefetches until 2026-11-23, which the compiler had deleted; see PrefetchRow) made the step
+  // 8% slower than the centre alone at both distances, which is 3% slower than the centre 6
+  // ahead only (bench/kernel_ab/run.sh ... cbow).
   static constexpr int kFusedFarLead = 6;
 
   template <int kNT, int kChunks>
@@ -759,13 +763,14 @@ class SimdKernel final : public streamvec::SgnsKernel {
     for (int s = 0; s < b.num_sentences; ++s) {
       const int begin = static_cast<int>(b.sentence_offsets[s]);
       const int end = static_cast<int>(b.sentence_offsets[s + 1]);
-      for (int i = begin; i < end && i < begin + kFusedFarLead; ++i) PrefetchTargets<2>(m, b, i);
+      for (int i = begin; i < end && i < begin + kFusedFarLead; ++i) {
+        PrefetchRow<2>(m.Out(b.tokens[i]), stride);
+      }
       for (int i = begin; i < end && i < begin + kInputLead; ++i) {
         PrefetchRow(m.In(b.tokens[i]), stride);
       }
       for (int i = begin; i < end; ++i) {
-        if (i + kFusedFarLead < end) PrefetchTargets<2>(m, b, i + kFusedFarLead);
-        if (i + 1 < end) PrefetchTargets(m, b, i + 1);
+        if (i + kFusedFarLead < end) PrefetchRow<2>(m.Out(b.tokens[i + kFusedFarLead]), stride);
         if (i + kInputLead < end) PrefetchRow(m.In(b.tokens[i + kInputLead]), stride);
         const int nc = GatherContext(m, b, i, begin, end, ctx);
         if (nc == 0) continue;
