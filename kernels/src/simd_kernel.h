@@ -172,11 +172,12 @@ class SimdKernel final : public streamvec::SgnsKernel {
   // Prefetch distances in positions: the centre's output row kTargetLead positions ahead; input
   // rows kInputLead tokens ahead, so that with windows up to kInputLead - 3 every context row is
   // in flight at least three positions before its first use. A single window does not prefetch
-  // its negatives' rows (CbowFused aside): drawn from a pool of TrainOptions::negative_pool words
-  // per micro-batch they are in L2 already, and prefetching them per window only took issue
-  // slots (977-1039 cycles a window without, 1113-1471 with). A pair of windows, one draw for
-  // two positions, prefetches the negatives kNegativeLead positions (two pairs) ahead: 4% faster
-  // (kernel alone on real micro-batches, A/B in one process in both orders; 6 ahead the same).
+  // its negatives' rows: drawn from a pool of TrainOptions::negative_pool words per micro-batch
+  // they are in L2 already. A pair of windows, one draw for two positions, prefetches the
+  // negatives kNegativeLead positions (two pairs) ahead. Measured with the prefetches compiled in
+  // (kernel alone on real micro-batches, bench/kernel_ab/run.sh, both link orders; earlier
+  // figures were taken while the compiler deleted them, see PrefetchRow): no negative prefetch in
+  // a pair 5% slower, kTargetLead 4 2% slower, kInputLead 24 1% slower.
   static constexpr int kTargetLead = 2;
   static constexpr int kInputLead = 16;
   static constexpr int kNegativeLead = 4;
