@@ -52,8 +52,14 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
   bool resident = false, cbow = false;
   for (int a = 3; a < argc; ++a) {
-    resident = resident || std::strcmp(argv[a], "resident") == 0;
-    cbow = cbow || std::strcmp(argv[a], "cbow") == 0;
+    if (std::strcmp(argv[a], "resident") == 0) {
+      resident = true;
+    } else if (std::strcmp(argv[a], "cbow") == 0) {
+      cbow = true;
+    } else {
+      std::fprintf(stderr, "kernel_ab: unknown mode '%s' (resident, cbow)\n", argv[a]);
+      return 2;
+    }
   }
   std::ifstream f(argv[1]);
   std::string text(40u << 20, '\0');

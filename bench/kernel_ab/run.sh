@@ -1,10 +1,10 @@
 #!/bin/bash
 # bench/kernel_ab/run.sh REV_A REV_B [REPS] [resident] [cbow]
 #
-# The AVX-512 skip-gram (or with `cbow`, CBOW) kernel (kernels/src/simd_kernel.h and the headers it uses) of two git
-# revisions -- or WORKTREE for the working tree -- built side by side in one harness and timed
-# alternating on real micro-batches (kernel_ab.cpp), in both link orders; prints B/A as the
-# geometric mean of the two orders' ratios (below 1: B is faster). Needs an AVX-512 machine and a
+# The AVX-512 skip-gram (with `cbow`: CBOW) kernel (kernels/src/simd_kernel.h and the headers
+# it uses) of two git revisions -- or WORKTREE for the working tree -- built side by side in one
+# harness and timed alternating on real micro-batches (kernel_ab.cpp), in both link orders;
+# prints B/A as the geometric mean of the two orders' ratios (below 1: B is faster). Needs an AVX-512 machine and a
 # configured build/ (for the base and kernels libraries); run from the repository root.
 set -euo pipefail
 A=${1:?REV_A}; B=${2:?REV_B}; REPS=${3:-10}; MODE="${*:4}"

@@ -12,28 +12,33 @@ if ! command -v "$objdump" >/dev/null; then
   echo "prefetch_test: no $objdump, skipped"
   exit 77
 fi
-listing=$("$objdump" -d -C --no-show-raw-insn "$@")
-# Function headers ("ADDRESS <NAME>:") that contain at least one prefetch instruction.
-with_prefetch=$(awk '/^[0-9a-f]+ <.*>:$/ { fn = $0; next }
-                     /\tprefetch/ && fn != "" { seen[fn] = 1 }
-                     END { for (f in seen) print f }' <<<"$listing")
-fail=0
-for pattern in 'SimdKernel::SkipGramImpl<' 'SimdKernel::CbowImpl<' 'SimdKernel::CbowFused<' \
-               'AdagradSentenceAvx2\(' 'AdagradSentenceAvx512\('; do
-  functions=$(grep -E '^[0-9a-f]+ <.*>:$' <<<"$listing" | grep -E "$pattern" || true)
-  if [[ -z $functions ]]; then
-    echo "FAIL: no function matches $pattern"
-    fail=1
-    continue
-  fi
-  count=0
-  while IFS= read -r f; do
-    count=$((count + 1))
-    if ! grep -qxF "$f" <<<"$with_prefetch"; then
-      echo "FAIL: no prefetch instruction in $f"
-      fail=1
-    fi
-  done <<<"$functions"
-  echo "$pattern: $count function(s) checked"
-done
-exit "$fail"
+# One pass over the listing: each function header ("ADDRESS <NAME>:") that matches a pattern,
+# and whether its body holds a prefetch instruction.
+"$objdump" -d -C --no-show-raw-insn "$@" | awk '
+  BEGIN {
+    n = split("SimdKernel::SkipGramImpl< SimdKernel::CbowImpl< SimdKernel::CbowFused< " \
+              "AdagradSentenceAvx2( AdagradSentenceAvx512(", patterns, " ")
+  }
+  /^[0-9a-f]+ <.*>:$/ {
+    current = 0
+    for (p = 1; p <= n; ++p) {
+      if (index($0, patterns[p]) > 0) {
+        current = $0
+        checked[p]++
+        has[$0] = 0
+      }
+    }
+    next
+  }
+  current != 0 && /\tprefetch/ { has[current] = 1 }
+  END {
+    fail = 0
+    for (f in has) {
+      if (!has[f]) { print "FAIL: no prefetch instruction in " f; fail = 1 }
+    }
+    for (p = 1; p <= n; ++p) {
+      if (!checked[p]) { print "FAIL: no function matches " patterns[p]; fail = 1 }
+      else print patterns[p] ": " checked[p] " function(s) checked"
+    }
+    exit fail
+  }'
