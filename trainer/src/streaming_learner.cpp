@@ -720,10 +720,14 @@ StreamingLearner::StreamingLearner(const StreamingOptions& options)
 StreamingLearner::~StreamingLearner() = default;
 
 Status StreamingLearner::TrainMicroBatch(const std::vector<std::string_view>& sentences) {
-  SV_RETURN_IF_ERROR(FinishStream());
   Impl& m = *impl_;
   auto on_token = [&m](std::string_view w) { m.OnToken(w); };
   auto on_line = [&m] { m.EndSentence(); };
+  // Completes text pending from TrainChunk, without waiting for the workers (FinishStream
+  // drains them): with threads > 1 the caller prepares the next micro-batch (a Kafka consumer
+  // fetches and parses it) while this one trains.
+  m.tokenizer.Finish(on_token);
+  m.EndSentence();
   for (std::string_view s : sentences) {
     m.tokenizer.Feed(s, on_token, on_line);
     m.tokenizer.Finish(on_token);

@@ -122,7 +122,9 @@ class StreamingLearner {
 
   // The micro-batch entry point (what a Kafka consumer calls per batch of documents): each
   // element is text that ends a sentence (newlines inside it end sentences too). Invalid tokens
-  // are skipped and counted. Any text pending from TrainChunk is completed first.
+  // are skipped and counted. Any text pending from TrainChunk is completed first. With threads
+  // > 1 it returns once the batch is counted and queued for the workers, without waiting for
+  // them (as TrainChunk): the caller can fetch the next batch meanwhile.
   Status TrainMicroBatch(const std::vector<std::string_view>& sentences);
 
   // Byte-stream entry point: a chunk of any size; a word or a sentence may continue in the next
