@@ -71,6 +71,27 @@ TEST(DocumentTest, NullOptionalsAndUnknownFieldsAreAccepted) {
   EXPECT_TRUE(doc->url.empty());
 }
 
+TEST(DocumentTest, ARepeatedFieldTakesItsLastValue) {
+  StatusOr<Document> doc = ParseDocument(
+      R"({"id":"a","source":"s","text":"first","offset":1,"text":"second","offset":9})");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ(doc->text, "second");
+  EXPECT_EQ(doc->offset, 9);
+}
+
+TEST(DocumentTest, EscapesAndNonAsciiTextSurviveTheRoundTrip) {
+  Document doc;
+  doc.id = "a";
+  doc.source = "s";
+  doc.text = "quote \" backslash \\ tab \t newline \n nul \x01 caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC";
+  StatusOr<Document> back = ParseDocument(DocumentToJson(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->text, doc.text);
+  back = ParseDocument(R"({"id":"a","source":"s","text":"\u00e9\ud83d\ude00\u0041"})");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->text, "\xC3\xA9\xF0\x9F\x98\x80" "A");
+}
+
 struct BadCase {
   const char* json;
   const char* reason;
@@ -94,6 +115,9 @@ TEST(DocumentTest, RejectionsNameWhatIsWrong) {
       {R"({"id":"a","source":"s","text":"t","offset":3,"start":4})", "field 'start' needs"},
       {R"({"id":"a","source":"s","text":"t","start":0})", "field 'start' needs"},
       {"{\"id\":\"a\",\"source\":\"s\",\"text\":\"\xFF\xFE\"}", "not JSON"},
+      {R"({"id":"a","source":"s","text":"t","offset":18446744073709551615})", "field 'offset'"},
+      {R"({"id":"a","source":"s","text":"t"} trailing)", "not JSON"},
+      {R"({"id":null,"source":"s","text":"t"})", "field 'id' is missing"},
   };
   for (const BadCase& c : cases) {
     StatusOr<Document> doc = ParseDocument(c.json);
