@@ -138,9 +138,9 @@ struct Ingestor::Impl {
       const int64_t parts = static_cast<int64_t>(lag->partitions.size());
       partition_count = parts;
       budget_total = options.max_lag_bytes > 0 ? options.max_lag_bytes
-                                               : parts * kMockPartitionRingBytes * 2 / 5;
+                                               : parts * kMockPartitionRingBytes * 3 / 5;
       budget_partition = options.max_partition_lag_bytes > 0 ? options.max_partition_lag_bytes
-                                                             : kMockPartitionRingBytes * 2 / 5;
+                                                             : kMockPartitionRingBytes * 3 / 5;
       budget_partition = std::min(budget_partition, budget_total);
       spdlog::info("ingest: {} has {} partitions; lag budget {} bytes, {} per partition",
                    docs_topic, parts, budget_total, budget_partition);
@@ -499,6 +499,21 @@ struct Ingestor::Impl {
 
   // Waits until everything produced is delivered (failed deliveries produced again). Once `stop`
   // is set, gives up after stop_flush_timeout_ms. False when messages are left.
+  // librdkafka learns a topic's partitions and leaders only at its next metadata refresh of
+  // unknown topics, about a second after the first message to it is queued; asking for the
+  // topic's metadata first lets the first document go out at once (the rejections' topic is
+  // left alone: asking could create it on a cluster that creates topics on demand). Best
+  // effort: an unreachable broker is handled by the flow control's retries.
+  void WarmUpTopics() {
+    rd_kafka_topic_t* topic = rd_kafka_topic_new(producer, docs_topic.c_str(), nullptr);
+    if (topic == nullptr) return;
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(producer, 0, topic, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_metadata_destroy(md);
+    }
+    rd_kafka_topic_destroy(topic);  // librdkafka keeps the topic's state for producev
+  }
+
   bool Flush(const std::atomic<bool>& stop) {
     auto deadline = Clock::time_point::max();
     while (true) {
@@ -613,6 +628,7 @@ bool Ingestor::paused() const { return impl_->paused.load(); }
 
 Status Ingestor::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  m.WarmUpTopics();
   Status failure;
   while (!stop.load()) {
     Status s = m.Scan();
