@@ -227,9 +227,10 @@ int RunPipeline(RunFlags f) {
 
   KafkaTrainerOptions to;
   to.kafka = kafka;
-  // The embedded broker is fresh on every start: a short session lets a restarted member join
-  // fast (STACK.md: the 45 s default delays a rejoin).
-  to.kafka.properties = {{"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "500"}};
+  // The one trainer of this process takes every partition of its own broker (not reachable by
+  // other processes) by manual assignment: it consumes at once, without the 3 s first join of a
+  // group on the embedded broker.
+  to.assign = true;
   to.state_dir = f.state;
   to.learner = f.learner;
   to.snapshot_every_s = f.snapshot_every_s;

@@ -233,6 +233,26 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.learner = f.options;
   o.max_idle_s = f.max_idle_s;
   o.normalize_text = f.normalize;
+  if (!f.assign.empty()) {
+    o.assign = true;
+    if (f.assign != "all") {
+      std::string item;
+      std::stringstream list(f.assign);
+      while (std::getline(list, item, ',')) {
+        char* end = nullptr;
+        const long p = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || p < 0 || p > 1000000) {
+          return Fail(Status::InvalidArgument("--assign must be 'all' or partition numbers "
+                                              "separated by commas, not '" + f.assign + "'"),
+                      2);
+        }
+        o.assign_partitions.push_back(static_cast<int32_t>(p));
+      }
+    }
+  }
+  if (f.snapshot_partition_bytes >= 0) {
+    o.snapshot_partition_bytes = static_cast<uint64_t>(f.snapshot_partition_bytes);
+  }
   uint64_t every_bytes = 0;
   double every_seconds = 0;
   if (!ParseSnapshotEvery(f.snapshot_every, &every_bytes, &every_seconds)) {
@@ -271,7 +291,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   std::fprintf(stderr,
                "streamvec train: kafka %s%s, group %s, %llu documents (%llu rejected), %llu words "
                "(%llu trained), %llu micro-batches, %s words/s (from the first message), snapshot %llu in %s, lag %lld, "
-               "total %.2f s\n",
+               "total %.2f s (consume %.2f, parse %.2f, feed %.2f, snapshots %.2f in %llu, commit %.2f)\n",
                DocsTopic(f.kafka.topic_prefix).c_str(), stop ? " (stopped by signal)" : "",
                trainer.group().c_str(), static_cast<unsigned long long>(st.documents),
                static_cast<unsigned long long>(st.rejected),
@@ -280,7 +300,9 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                static_cast<unsigned long long>(st.micro_batches),
                Human(st.words / std::max(st.active_seconds, 1e-9)).c_str(),
                static_cast<unsigned long long>(st.snapshot_version), f.state.c_str(),
-               static_cast<long long>(st.lag), total);
+               static_cast<long long>(st.lag), total, st.consume_seconds, st.parse_seconds,
+               st.feed_seconds, st.snapshot_seconds,
+               static_cast<unsigned long long>(st.snapshots), st.commit_seconds);
   if (!run.ok()) return Fail(run, 1);
   return 0;
 }

@@ -50,6 +50,8 @@ struct TrainFlags {
   double max_idle = 0;
   bool normalize = false;
   bool snapshot_every_given = false;
+  std::string assign;
+  int64_t snapshot_partition_bytes = -1;
 };
 
 std::string Human(double x) {
@@ -158,6 +160,8 @@ int RunKafka(TrainFlags& f) {
   if (f.snapshot_every_given) k.snapshot_every = f.snapshot_every;
   k.max_idle_s = f.max_idle;
   k.normalize = f.normalize;
+  k.assign = f.assign;
+  k.snapshot_partition_bytes = f.snapshot_partition_bytes;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -172,9 +176,10 @@ int RunTrain(TrainFlags& f) {
                 2);
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
-  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize) {
-    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle and --normalize need "
-                                        "--brokers "
+  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize ||
+      !f.assign.empty() || f.snapshot_partition_bytes >= 0) {
+    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, "
+                                        "--assign and --snapshot-partition-bytes need --brokers "
                                         "or --bootstrap-file"), 2);
   }
   if (f.input.empty()) {
@@ -371,6 +376,15 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--prefix", flags->prefix, "Kafka: topic prefix (<prefix>.docs, "
                   "<prefix>.rejected)")
       ->capture_default_str();
+  cmd->add_option("--assign", flags->assign,
+                  "Kafka: take partitions by manual assignment instead of joining the group "
+                  "('all' or P,P,...): consuming starts at once (the embedded broker's first "
+                  "join of a group takes 3 s); offsets still go to --group; for a trainer alone "
+                  "in its group, nothing rebalances");
+  cmd->add_option("--snapshot-partition-bytes", flags->snapshot_partition_bytes,
+                  "Kafka: also snapshot and commit once one partition has this many message "
+                  "bytes consumed since the last snapshot (default 1572864: half of ingest's "
+                  "per-partition lag budget; 0: off)");
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");
   cmd->add_option("--max-idle", flags->max_idle,

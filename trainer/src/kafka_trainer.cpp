@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,9 @@ struct KafkaTrainer::Impl {
   bool dirty = false;             // trained or rejected something since the last snapshot
   bool snapshots_allowed = true;  // false once Run stopped without a final snapshot
   uint64_t bytes_since_snapshot = 0;
+  // Message bytes consumed per partition since the last snapshot, and the largest of them.
+  std::map<int32_t, uint64_t> partition_bytes_since_snapshot;
+  uint64_t max_partition_bytes_since_snapshot = 0;
   Clock::time_point last_snapshot_time = Clock::now();
   bool ever_assigned = false;
   bool got_message = false;
@@ -183,6 +187,9 @@ struct KafkaTrainer::Impl {
   // Cumulative over runs (kTrainerCountersEntry).
   uint64_t total_documents = 0, total_bytes = 0, total_rejected = 0;
   uint64_t start_words = 0, start_words_trained = 0;
+
+  // Run-thread phase times (copied into stats with the wall time).
+  double consume_s = 0, parse_s = 0, feed_s = 0, snapshot_s = 0, commit_s = 0;
 
   mutable std::mutex mu;
   KafkaTrainerStats stats;                   // GUARDED_BY(mu)
@@ -200,6 +207,20 @@ struct KafkaTrainer::Impl {
   void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void UpdateLag();
   std::string OffsetsJson() const;
+  // Assignment mode: takes the configured partitions (waiting, until `stop`, for the topic to
+  // exist). False when stopped first.
+  bool AssignManually(const std::atomic<bool>& stop);
+
+  // Copies the run thread's wall and phase times into stats.
+  void PublishTimes(Clock::time_point run_start) {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.seconds = SecondsSince(run_start);
+    stats.consume_seconds = consume_s;
+    stats.parse_seconds = parse_s;
+    stats.feed_seconds = feed_s;
+    stats.snapshot_seconds = snapshot_s;
+    stats.commit_seconds = commit_s;
+  }
 };
 
 void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
@@ -253,7 +274,8 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
   if (e != RdKafka::ERR_NO_ERROR) {
     spdlog::error("trainer: cannot take the assigned partitions: {}", RdKafka::err2str(e));
   }
-  spdlog::info("trainer: {} partition(s) of {} assigned (group {})", assigned.size(), topic, group);
+  spdlog::info("trainer: {} partition(s) of {} assigned ({} {})", assigned.size(), topic,
+               options.assign ? "manually, offsets committed to group" : "group", group);
   ever_assigned = true;
   last_activity = Clock::now();
 }
@@ -329,6 +351,7 @@ void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
 
 Status KafkaTrainer::Impl::TrainPending() {
   if (batch.empty()) return Status::Ok();
+  const auto feed_t0 = Clock::now();
   std::vector<std::string_view> texts;
   texts.reserve(batch.size());
   std::vector<std::string> normalized;
@@ -340,6 +363,7 @@ Status KafkaTrainer::Impl::TrainPending() {
     for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
   }
   const Status s = learner->TrainMicroBatch(texts);
+  feed_s += SecondsSince(feed_t0);
   const StreamingStats ls = learner->stats();
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -353,8 +377,8 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.active_seconds = SecondsSince(first_message);
     stats.vocab_size = ls.vocab_size;
     stats.evictions = ls.evictions;
-    const double loss = learner->TakeLoss();
-    if (loss > 0) stats.loss = loss;
+    // The running mean since the last snapshot (TakeLoss there); no wait for the workers.
+    if (ls.loss > 0) stats.loss = ls.loss;
   }
   for (const PendingDocument& d : batch) {
     int64_t& next = next_offsets[d.partition];
@@ -383,6 +407,7 @@ std::string KafkaTrainer::Impl::OffsetsJson() const {
 
 Status KafkaTrainer::Impl::Snapshot(const char* why) {
   SV_RETURN_IF_ERROR(TrainPending());
+  const auto t0 = Clock::now();
   // Rejections are acknowledged before the offsets that pass them are recorded.
   if (producer->flush(5000) != RdKafka::ERR_NO_ERROR) {
     spdlog::warn("trainer: rejections not yet acknowledged by the broker at snapshot time");
@@ -411,17 +436,24 @@ Status KafkaTrainer::Impl::Snapshot(const char* why) {
         return sink(kTrainerCountersEntry, counters);
       },
       meta.dump());
+  snapshot_s += SecondsSince(t0);
   if (!s.ok()) return s;
+  learner->TakeLoss();  // the loss figure restarts with each snapshot
   dirty = false;
   bytes_since_snapshot = 0;
+  partition_bytes_since_snapshot.clear();
+  max_partition_bytes_since_snapshot = 0;
   last_snapshot_time = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu);
     ++stats.snapshots;
     stats.snapshot_version = store->version();
   }
-  spdlog::debug("trainer: snapshot {} ({}), offsets {}", store->version(), why, offsets);
+  spdlog::info("trainer: snapshot {} ({}) in {:.3f} s", store->version(), why, SecondsSince(t0));
+  spdlog::debug("trainer: snapshot {} offsets {}", store->version(), offsets);
+  const auto commit_t0 = Clock::now();
   Commit();
+  commit_s += SecondsSince(commit_t0);
   return Status::Ok();
 }
 
@@ -463,6 +495,46 @@ void KafkaTrainer::Impl::UpdateLag() {
   }
   std::lock_guard<std::mutex> lock(mu);
   stats.lag = known ? lag : -1;
+}
+
+bool KafkaTrainer::Impl::AssignManually(const std::atomic<bool>& stop) {
+  int32_t partitions = -1;
+  auto last_log = Clock::now() - std::chrono::seconds(60);
+  while (!stop.load()) {
+    RdKafka::Metadata* md = nullptr;
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
+    if (t && consumer->metadata(false, t.get(), &md, 2000) == RdKafka::ERR_NO_ERROR && md) {
+      for (const RdKafka::TopicMetadata* tm : *md->topics()) {
+        if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR) {
+          partitions = static_cast<int32_t>(tm->partitions()->size());
+        }
+      }
+    }
+    delete md;
+    if (partitions > 0) break;
+    if (SecondsSince(last_log) >= 10) {
+      spdlog::info("trainer: waiting for topic {} to exist", topic);
+      last_log = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (partitions <= 0) return false;
+  std::vector<int32_t> wanted = options.assign_partitions;
+  if (wanted.empty()) {
+    for (int32_t p = 0; p < partitions; ++p) wanted.push_back(p);
+  }
+  PartitionList list;
+  for (int32_t p : wanted) {
+    if (p < 0 || p >= partitions) {
+      spdlog::warn("trainer: partition {} of {} does not exist ({} partitions): skipped", p,
+                   topic, partitions);
+      continue;
+    }
+    list.v.push_back(RdKafka::TopicPartition::create(topic, p));
+  }
+  OnAssign(consumer.get(), list.v);
+  return true;
 }
 
 KafkaTrainer::KafkaTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -592,12 +664,20 @@ void KafkaTrainer::RequestSnapshot() { impl_->snapshot_requested.store(true); }
 Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
-  const RdKafka::ErrorCode se = m.consumer->subscribe({m.topic});
-  if (se != RdKafka::ERR_NO_ERROR) {
-    return Status::Internal("cannot subscribe to " + m.topic + ": " + RdKafka::err2str(se));
+  if (m.options.assign) {
+    spdlog::info("trainer: consuming {} by manual assignment (offsets committed to group {}) "
+                 "from {}",
+                 m.topic, m.group, m.options.kafka.brokers);
+    (void)m.AssignManually(stop);  // false: stopped before the topic existed (the loop below
+                                   // ends at once)
+  } else {
+    const RdKafka::ErrorCode se = m.consumer->subscribe({m.topic});
+    if (se != RdKafka::ERR_NO_ERROR) {
+      return Status::Internal("cannot subscribe to " + m.topic + ": " + RdKafka::err2str(se));
+    }
+    spdlog::info("trainer: consuming {} as group {} from {}", m.topic, m.group,
+                 m.options.kafka.brokers);
   }
-  spdlog::info("trainer: consuming {} as group {} from {}", m.topic, m.group,
-               m.options.kafka.brokers);
   m.last_snapshot_time = Clock::now();
   auto last_lag = Clock::now();
   Status fatal;
@@ -608,8 +688,10 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
       const double left = m.options.micro_batch_max_wait_s - SecondsSince(m.batch_started);
       timeout_ms = std::clamp(static_cast<int>(left * 1000), 0, 100);
     }
+    const auto consume_t0 = Clock::now();
     std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(timeout_ms));
     m.producer->poll(0);
+    m.consume_s += SecondsSince(consume_t0);
     switch (msg->err()) {
       case RdKafka::ERR_NO_ERROR: {
         m.last_activity = Clock::now();
@@ -617,16 +699,22 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
         if (!m.got_message) {
           m.got_message = true;
           m.first_message = m.last_activity;
+          spdlog::info("trainer: first message {:.3f} s after the start", SecondsSince(t0));
         }
         const size_t len = msg->len();
         m.total_bytes += len;
         m.bytes_since_snapshot += len;
+        m.max_partition_bytes_since_snapshot =
+            std::max(m.max_partition_bytes_since_snapshot,
+                     m.partition_bytes_since_snapshot[msg->partition()] += len);
         {
           std::lock_guard<std::mutex> lock(m.mu);
           m.stats.bytes += len;
         }
+        const auto parse_t0 = Clock::now();
         StatusOr<Document> doc = ParseDocument(
             std::string_view(static_cast<const char*>(msg->payload()), msg->payload() ? len : 0));
+        m.parse_s += SecondsSince(parse_t0);
         if (!doc.ok()) {
           m.Reject(*msg, doc.status().message());
           // The rejected message is covered by the offsets too (a snapshot trains the pending
@@ -682,11 +770,22 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     if (m.dirty && (requested || pause || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
-                     m.bytes_since_snapshot >= m.options.snapshot_every_bytes))) {
-      if (Status s = m.Snapshot(requested ? "requested" : pause ? "pause" : "periodic"); !s.ok()) {
+                     m.bytes_since_snapshot >= m.options.snapshot_every_bytes) ||
+                    (m.options.snapshot_partition_bytes > 0 &&
+                     m.max_partition_bytes_since_snapshot >=
+                         m.options.snapshot_partition_bytes))) {
+      const char* why = requested ? "requested"
+                        : pause   ? "pause"
+                        : m.max_partition_bytes_since_snapshot >= m.options.snapshot_partition_bytes &&
+                                m.options.snapshot_partition_bytes > 0
+                            ? "partition lag"
+                            : "periodic";
+      if (Status s = m.Snapshot(why); !s.ok()) {
         spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
         m.last_snapshot_time = Clock::now();  // retry after another interval
         m.bytes_since_snapshot = 0;
+        m.partition_bytes_since_snapshot.clear();
+        m.max_partition_bytes_since_snapshot = 0;
       }
     }
     if (SecondsSince(last_lag) >= 1.0) {
@@ -701,10 +800,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
       spdlog::info("trainer: no message for {} s, stopping", m.options.max_idle_s);
       break;
     }
-    {
-      std::lock_guard<std::mutex> lock(m.mu);
-      m.stats.seconds = SecondsSince(t0);
-    }
+    m.PublishTimes(t0);
   }
   Status result = fatal;
   if (m.options.final_snapshot && fatal.ok()) {
@@ -722,10 +818,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   m.consumer->close();
   m.consumer.reset();
   m.producer->flush(5000);
-  {
-    std::lock_guard<std::mutex> lock(m.mu);
-    m.stats.seconds = SecondsSince(t0);
-  }
+  m.PublishTimes(t0);
   return result;
 }
 

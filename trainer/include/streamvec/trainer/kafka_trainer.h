@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
@@ -52,6 +53,15 @@ inline constexpr char kTrainerCountersEntry[] = "trainer/counters";
 struct KafkaTrainerOptions {
   KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
   std::string group;                  // consumer group; "" = "<prefix>.trainers"
+  // Manual partition assignment (Kafka's assign() instead of subscribe()): the trainer takes
+  // these partitions of <prefix>.docs without joining the group, so it starts consuming at once
+  // instead of after the group's join (about 3 s on the embedded broker, whose first join of a
+  // group waits a fixed 3 s for more members). Offsets are still committed to `group` (the
+  // ingestor's flow control reads them), which needs a group that no subscribing member uses,
+  // and nothing rebalances: for one trainer alone (as in `streamvec run`), or trainers given
+  // disjoint partition lists. Partitions added to the topic later are not picked up.
+  bool assign = false;
+  std::vector<int32_t> assign_partitions;  // with assign: these partitions; empty: all of them
   std::string state_dir;              // StateStore directory; an existing state is resumed
   StreamingOptions learner;           // options of a new learner (a resumed one keeps its own,
                                       // except isa and threads)
@@ -63,6 +73,13 @@ struct KafkaTrainerOptions {
                                                    // so a throttled producer need not wait for it)
   uint64_t snapshot_every_bytes = uint64_t{256} << 20;  // message bytes between snapshots
                                                         // (0: no byte trigger)
+  // A snapshot (and the commit after it) is also taken once one partition holds this many
+  // message bytes consumed since the last one (0: no such trigger). The ingestor throttles on
+  // the group's committed lag, at most 60% of the embedded broker's 5 MiB ring per partition by
+  // default (IngestOptions::max_partition_lag_bytes); committing at half of that keeps the
+  // producer from waiting while the trainer still has a backlog (docs/pipeline.md, "Flow
+  // control"). Raise it with the ingestor's budget on a Kafka cluster with real retention.
+  uint64_t snapshot_partition_bytes = uint64_t{3} << 19;  // 1.5 MiB
   double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once every assigned
                                // partition has been read to its end and no message has arrived
                                // for this many seconds since the first partition assignment
@@ -89,7 +106,14 @@ struct KafkaTrainerStats {
                                   // micro-batch (rates without the group join and idle time)
   uint64_t vocab_size = 0;        // words held by the learner (<= its capacity)
   uint64_t evictions = 0;         // words that lost their slot (space-saving), state's lifetime
-  double loss = 0;                // mean loss per positive pair of the last micro-batch, nats
+  double loss = 0;                // mean loss per positive pair since the last snapshot, nats
+  // Where Run's thread spends its time, wall seconds (docs/pipeline.md, "Where the time goes"):
+  double consume_seconds = 0;     // inside consume(): waiting for messages, rebalance callbacks
+  double parse_seconds = 0;       // parsing documents (ParseDocument) and rejecting bad ones
+  double feed_seconds = 0;        // TrainMicroBatch: normalising, counting, queueing for the
+                                  // workers (with threads > 1 the workers train meanwhile)
+  double snapshot_seconds = 0;    // snapshots: draining the workers, writing the state
+  double commit_seconds = 0;      // committing offsets after durable snapshots
 };
 
 class KafkaTrainer {
