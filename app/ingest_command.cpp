@@ -110,10 +110,10 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--group", flags->group,
                   "consumer group whose lag is watched (default <prefix>.trainers)");
   cmd->add_option("--max-lag-bytes", flags->max_lag_bytes,
-                  "flow-control budget over all partitions, bytes (0: 60% of partitions x 5 MiB)")
+                  "flow-control budget over all partitions, bytes (0: 80% of partitions x 5 MiB)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-partition-lag-bytes", flags->max_partition_lag_bytes,
-                  "flow-control budget for one partition, bytes (0: 60% of 5 MiB)")
+                  "flow-control budget for one partition, bytes (0: 80% of 5 MiB)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "extra librdkafka property name=value (repeatable)");

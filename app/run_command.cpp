@@ -299,6 +299,9 @@ int RunPipeline(RunFlags f) {
   so.index_nice = std::max(so.index_nice, f.trainer_nice);
   so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
+  // Index builds wait (a minute at most) while the trainer has a backlog: on 2 cores a build
+  // took a core from training; queries scan unindexed words exactly meanwhile.
+  so.defer_index_builds = [trainer_ptr] { return trainer_ptr->stats().lag > 0; };
   so.on_snapshot = [trainer_ptr]() {
     trainer_ptr->RequestSnapshot();
     return Status::Ok();
@@ -409,12 +412,13 @@ int RunPipeline(RunFlags f) {
   const KafkaTrainerStats ts = (*trainer)->stats();
   const IngestStats is = (*ingestor)->stats();
   std::fprintf(stderr,
-               "streamvec run: %llu documents ingested (%llu rejected), %llu trained, %llu words, "
-               "snapshot %llu in %s, %.1f s\n",
+               "streamvec run: %llu documents ingested (%llu rejected), %llu trained, %llu words "
+               "trained in %.2f s from the trainer's start (%.0f words/s), snapshot %llu in %s, %.1f s\n",
                static_cast<unsigned long long>(is.documents_delivered),
                static_cast<unsigned long long>(is.rejected + ts.rejected),
                static_cast<unsigned long long>(ts.documents),
-               static_cast<unsigned long long>(ts.words),
+               static_cast<unsigned long long>(ts.words), ts.trained_until_seconds,
+               ts.trained_until_seconds > 0 ? ts.words / ts.trained_until_seconds : 0.0,
                static_cast<unsigned long long>(ts.snapshot_version), f.state.c_str(),
                std::chrono::duration<double>(Clock::now() - t0).count());
   if (!trainer_status.ok()) {

@@ -40,12 +40,12 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-DATA = Path("/work/shared/data")
+DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
 DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
 SMALL_CORPUS = DATA / "corpus" / "enwiki-text8style-small-5m.txt"
 RUN_DATA = REPO / "data" / "run"
 FRESH_SOURCE = RUN_DATA / "enwiki-small-5m.txt"
-PARTS = ("e2e", "freshness", "kill", "wrk")
+PARTS = ("e2e", "run", "freshness", "kill", "wrk")
 EMBEDDED_KAFKA = ["--kafka-config", "session.timeout.ms=6000",
                   "--kafka-config", "heartbeat.interval.ms=500"]
 
@@ -217,9 +217,10 @@ def parse_ktrain(text: str) -> dict:
     m = KTRAIN_RE.search(text)
     if not m:
         return {}
+    phases = re.search(r"total [0-9.]+ s \((consume [^)]*)\)", text)
     return {"trainer_documents": int(m.group(1)), "words": int(m.group(3)),
             "own_words_per_s": float(m.group(5)) * SCALE[m.group(6)],
-            "summary": m.group(0)}
+            "summary": m.group(0), "phases": phases.group(1) if phases else None}
 
 
 def parse_strain(text: str) -> dict:
@@ -252,10 +253,11 @@ def start_broker(sv: Path, work: Path, tag: str, a) -> tuple[Proc, Path]:
     return broker, bs
 
 
-def kafka_trainer(sv: Path, work: Path, name: str, bs: Path, state: Path, max_idle: float, a) -> Proc:
+def kafka_trainer(sv: Path, work: Path, name: str, bs: Path, state: Path, max_idle: float, a,
+                  extra: list[str] | None = None) -> Proc:
     return Proc(name, [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(state),
                        "--max-idle", f"{max_idle:g}"] + EMBEDDED_KAFKA + learner_flags(a)
-                + a.train_arg, work)
+                + (extra or []) + a.train_arg, work)
 
 
 def ingest_proc(sv: Path, work: Path, name: str, bs: Path, corpus: Path, a) -> Proc:
@@ -281,31 +283,39 @@ def wait_pair(ingest: Proc, trainer: Proc, timeout: float, grace: float) -> str 
     return f"timed out after {timeout:.0f} s"
 
 
-def run_e2e_kafka(sv: Path, work: Path, rep: int, corpus: Path, a) -> dict:
-    tag = f"e2e-kafka-{rep}"
+FIRST_RE = re.compile(r"first message ([0-9.]+) s after the start")
+
+
+def run_e2e_kafka(sv: Path, work: Path, rep: int, corpus: Path, a, peer: str = "kafka") -> dict:
+    """Trainer and ingest started together, as a user would: the wall runs from the trainer's
+    start to its exit (less --max-idle), so the group join (peer "kafka", subscribe) or the
+    manual assignment (peer "kafka-assign", `train --assign all`) is included."""
+    tag = f"e2e-{peer}-{rep}"
     state = work / f"{tag}.state"
     shutil.rmtree(state, ignore_errors=True)
-    row = {"peer": "kafka", "run": rep}
+    row = {"peer": peer, "run": rep}
     broker, bs = start_broker(sv, work, tag, a)
     try:
-        trainer = kafka_trainer(sv, work, f"{tag}-train", bs, state, a.max_idle, a)
-        if not trainer.wait_for(r"partition\(s\) of \S+ assigned", 60):
-            trainer.stop(10)
-            return {**row, "error": "trainer got no partition assignment in 60 s: "
-                    + trainer.text()[-300:]}
-        row["join_s"] = time.monotonic() - trainer.t0
-        t0 = time.monotonic()
+        extra = ["--assign", "all"] if peer == "kafka-assign" else []
+        trainer = kafka_trainer(sv, work, f"{tag}-train", bs, state, a.max_idle, a, extra)
+        t0 = trainer.t0
         ingest = ingest_proc(sv, work, f"{tag}-ingest", bs, corpus, a)
         err = wait_pair(ingest, trainer, a.timeout, grace=max(30.0, 3 * a.max_idle))
         row["commands"] = [broker.shell(), trainer.shell(), ingest.shell()]
         row.update(parse_ingest(ingest.text()))
         row.update(parse_ktrain(trainer.text()))
-        row["ingest_wall_s"] = (ingest.t_exit - t0) if ingest.t_exit else None
+        m = re.search(r"partition\(s\) of \S+ assigned", trainer.text())
+        first = FIRST_RE.search(trainer.text())
+        if first:
+            row["join_s"] = float(first.group(1))  # start -> first message (join included)
+        row["ingest_wall_s"] = (ingest.t_exit - ingest.t0) if ingest.t_exit else None
         if trainer.t_exit:
             row["wall_s"] = trainer.t_exit - t0 - a.max_idle
         row["rc"] = {"trainer": trainer.poll(), "ingest": ingest.poll()}
         if err:
             row["error"] = err
+        elif not m:
+            row["error"] = "trainer got no partitions: " + trainer.text()[-300:]
         elif trainer.poll() != 0 or ingest.poll() != 0:
             row["error"] = f"exit status trainer {trainer.poll()}, ingest {ingest.poll()}"
     finally:
@@ -347,56 +357,140 @@ def run_e2e_stream(sv: Path, work: Path, rep: int, corpus: Path, a) -> dict:
     return row
 
 
+E2E_BAR = 0.9  # issue 25: Kafka e2e words/s >= 0.9x train --stream, join included
+KAFKA_PEERS = ("kafka", "kafka-assign")
+
+
 def bench_e2e(sv: Path, work: Path, a) -> dict:
     rows = []
+    peers = [p for p in ("kafka", "kafka-assign", "stream") if p in a.e2e_peers]
     for rep in range(1, a.reps + 1):
-        for peer in ("kafka", "stream"):
+        for peer in peers:
             log(f"e2e run {rep}/{a.reps} {peer} on {a.corpus} (load {load():.1f}) ...")
             try:
-                r = (run_e2e_kafka if peer == "kafka" else run_e2e_stream)(sv, work, rep, a.corpus, a)
+                if peer == "stream":
+                    r = run_e2e_stream(sv, work, rep, a.corpus, a)
+                else:
+                    r = run_e2e_kafka(sv, work, rep, a.corpus, a, peer)
             except RuntimeError as e:
                 r = {"peer": peer, "run": rep, "error": str(e)}
             rows.append(r)
             log(f"  {peer}: wall {fmt(r.get('wall_s'), '.2f')} s, words {r.get('words')}, "
                 f"words/s {fmt(r.get('words_per_s'), '.0f')}"
-                + (f", produced {r.get('produced')}, state documents {r.get('state_documents')}"
-                   if peer == "kafka" else "")
+                + (f", first message {fmt(r.get('join_s'), '.2f')} s, produced {r.get('produced')}, "
+                   f"state documents {r.get('state_documents')}" if peer in KAFKA_PEERS else "")
                 + (f"  ERROR {r['error']}" if r.get("error") else ""))
     med = {}
-    for peer in ("kafka", "stream"):
+    for peer in peers:
         ok = [r["words_per_s"] for r in rows if r["peer"] == peer and r.get("words_per_s")
               and not r.get("error")]
         med[peer] = statistics.median(ok) if ok else None
-    ratio = med["kafka"] / med["stream"] if med["kafka"] and med["stream"] else None
-    kafka_rows = [r for r in rows if r["peer"] == "kafka"]
+    ratios = {p: (med[p] / med["stream"] if med.get(p) and med.get("stream") else None)
+              for p in peers if p in KAFKA_PEERS}
+    kafka_rows = [r for r in rows if r["peer"] in KAFKA_PEERS]
     all_trained = bool(kafka_rows) and all(r.get("all_trained") for r in kafka_rows)
-    return {"rows": rows, "median_words_per_s": med, "ratio": ratio,
-            "bar_ratio_met": ratio is not None and ratio >= 0.8, "every_document_trained": all_trained}
+    return {"rows": rows, "median_words_per_s": med, "ratios": ratios,
+            "bar_ratio_met": {p: (v is not None and v >= E2E_BAR) for p, v in ratios.items()},
+            "every_document_trained": all_trained}
 
 
 def e2e_text(res: dict, a) -> str:
-    head = (f"{'peer':<7} {'run':>3} {'wall s':>7} {'words':>10} {'words/s':>9} {'own w/s':>9} "
-            f"{'join s':>6} {'produced':>8} {'state docs':>10} {'throttled s':>11}")
+    head = (f"{'peer':<12} {'run':>3} {'wall s':>7} {'words':>10} {'words/s':>9} {'own w/s':>9} "
+            f"{'1st msg s':>9} {'produced':>8} {'state docs':>10} {'throttled s':>11}")
     lines = [f"e2e: {a.corpus}; learner flags {' '.join(learner_flags(a) + a.train_arg)}; "
-             f"kafka wall = ingest start -> trainer exit - max-idle ({a.max_idle:g} s); "
-             f"stream wall = whole process", head, "-" * len(head)]
+             f"kafka wall = trainer start (ingest started with it) -> trainer exit - max-idle "
+             f"({a.max_idle:g} s), the join included; stream wall = whole process",
+             head, "-" * len(head)]
     for r in res["rows"]:
         lines.append(
-            f"{r['peer']:<7} {r['run']:>3} {fmt(r.get('wall_s'), '.2f'):>7} {fmt(r.get('words'), 'd'):>10} "
+            f"{r['peer']:<12} {r['run']:>3} {fmt(r.get('wall_s'), '.2f'):>7} {fmt(r.get('words'), 'd'):>10} "
             f"{fmt(r.get('words_per_s') and r['words_per_s'] / 1e3, '.0f') + 'k':>9} "
             f"{fmt(r.get('own_words_per_s') and r['own_words_per_s'] / 1e3, '.0f') + 'k':>9} "
-            f"{fmt(r.get('join_s'), '.1f'):>6} {fmt(r.get('produced'), 'd'):>8} "
+            f"{fmt(r.get('join_s'), '.2f'):>9} {fmt(r.get('produced'), 'd'):>8} "
             f"{fmt(r.get('state_documents'), 'd'):>10} {fmt(r.get('throttled_s'), '.1f'):>11}"
             + (f"  FAILED: {r['error']}" if r.get("error") else ""))
     m = res["median_words_per_s"]
-    lines.append(f"median words/s: kafka {fmt(m['kafka'], ',.0f')}, stream {fmt(m['stream'], ',.0f')}; "
-                 f"ratio kafka/stream {fmt(res['ratio'], '.2f')} (bar >= 0.8: "
-                 f"{'MET' if res['bar_ratio_met'] else 'NOT MET'}); every document trained: "
-                 f"{'yes' if res['every_document_trained'] else 'NO'}")
+    lines.append("median words/s: " + ", ".join(f"{p} {fmt(v, ',.0f')}" for p, v in m.items()))
+    for p, ratio in res["ratios"].items():
+        lines.append(f"ratio {p}/stream {fmt(ratio, '.3f')} (bar >= {E2E_BAR}: "
+                     f"{'MET' if res['bar_ratio_met'][p] else 'NOT MET'})")
+    lines.append(f"every document trained: {'yes' if res['every_document_trained'] else 'NO'}")
+    lines.append("trainer phases (kafka peers): " + "; ".join(
+        f"{r['peer']} {r['run']}: {r['phases']}" for r in res["rows"] if r.get("phases")))
     lines.append("commands (rep 1):")
     for r in res["rows"]:
         if r["run"] == 1:
             lines.extend("  " + c for c in r.get("commands", []))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# run: the whole single-process pipeline against train --stream
+
+RUN_RE = re.compile(r"streamvec run: .*?(\d+) words trained in ([0-9.]+) s")
+RUN_BAR = 0.7  # issue 25: streamvec run trains at >= 0.7x train --stream's words/s
+
+
+def bench_run(sv: Path, work: Path, a) -> dict:
+    """`streamvec run --data <dir holding the corpus> --no-crawl --no-follow --max-idle 2` (REST
+    server idle; snapshots, their preparation and index builds included) alternating with
+    `train --stream` on the same corpus and learner flags. run's words/s: words trained over
+    the seconds from the trainer's start to its last micro-batch (its summary line)."""
+    data = work / "run-data"
+    data.mkdir(exist_ok=True)
+    link = data / a.corpus.name
+    if not link.exists():
+        link.symlink_to(a.corpus.resolve())
+    rows = []
+    for rep in range(1, a.reps + 1):
+        for peer in ("run", "stream"):
+            log(f"run part {rep}/{a.reps} {peer} (load {load():.1f}) ...")
+            if peer == "stream":
+                r = run_e2e_stream(sv, work, rep, a.corpus, a)
+                r["peer"] = "stream"
+            else:
+                state = work / f"run-{rep}.state"
+                shutil.rmtree(state, ignore_errors=True)
+                p = Proc(f"run-{rep}", [str(sv), "run", "--data", str(data), "--no-crawl",
+                                        "--no-follow", "--max-idle", "2", "--state", str(state),
+                                        "--http", "127.0.0.1:0"] + learner_flags(a), work)
+                rc = p.wait(a.timeout)
+                r = {"peer": "run", "run": rep, "rc": rc, "commands": [p.shell()]}
+                m = RUN_RE.search(p.text())
+                if rc != 0 or not m:
+                    r["error"] = f"exit status {rc}: " + p.text()[-300:]
+                else:
+                    r["words"], r["wall_s"] = int(m.group(1)), float(m.group(2))
+                    r["words_per_s"] = r["words"] / r["wall_s"]
+                if not a.keep_state:
+                    shutil.rmtree(state, ignore_errors=True)
+            rows.append(r)
+            log(f"  {peer}: {fmt(r.get('wall_s'), '.2f')} s, words/s {fmt(r.get('words_per_s'), '.0f')}"
+                + (f"  ERROR {r['error']}" if r.get("error") else ""))
+    med = {}
+    for peer in ("run", "stream"):
+        ok = [r["words_per_s"] for r in rows if r["peer"] == peer and r.get("words_per_s")
+              and not r.get("error")]
+        med[peer] = statistics.median(ok) if ok else None
+    ratio = med["run"] / med["stream"] if med["run"] and med["stream"] else None
+    return {"rows": rows, "median_words_per_s": med, "ratio": ratio,
+            "bar_met": ratio is not None and ratio >= RUN_BAR}
+
+
+def run_text(res: dict, a) -> str:
+    lines = [f"run: streamvec run on a folder holding {a.corpus} (--no-crawl --no-follow "
+             f"--max-idle 2 {' '.join(learner_flags(a))}) vs train --stream; run: words over the "
+             f"seconds from the trainer's start to its last micro-batch; stream: whole process"]
+    for r in res["rows"]:
+        lines.append(f"  {r['peer']:<7} {r['run']:>2} {fmt(r.get('wall_s'), '.2f'):>6} s "
+                     f"{fmt(r.get('words_per_s'), ',.0f'):>12} words/s"
+                     + (f"  FAILED: {r['error']}" if r.get("error") else ""))
+    m = res["median_words_per_s"]
+    lines.append(f"median words/s: run {fmt(m['run'], ',.0f')}, stream {fmt(m['stream'], ',.0f')}; "
+                 f"ratio {fmt(res['ratio'], '.3f')} (bar >= {RUN_BAR}: "
+                 f"{'MET' if res['bar_met'] else 'NOT MET'})")
+    lines.append("commands (rep 1): " + " ; ".join(
+        c for r in res["rows"] if r["run"] == 1 for c in r.get("commands", [])))
     return "\n".join(lines)
 
 
@@ -774,7 +868,10 @@ def main() -> int:
                    help="run only these parts (repeatable or comma-separated): " + ",".join(PARTS))
     p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="e2e corpus")
     p.add_argument("--kill-corpus", type=Path, default=SMALL_CORPUS, help="corpus of the kill test")
-    p.add_argument("--reps", type=int, default=2, help="e2e repetitions of the A B cycle")
+    p.add_argument("--reps", type=int, default=2, help="e2e repetitions of the peers' cycle")
+    p.add_argument("--e2e-peers", default="kafka,kafka-assign,stream",
+                   help="e2e peers, alternated in this order: kafka (train joins the group), "
+                        "kafka-assign (train --assign all), stream (train --stream from stdin)")
     p.add_argument("--vocab-capacity", type=int, default=50000)
     p.add_argument("--threads", type=int, default=2, help="training threads of both trainers")
     p.add_argument("--partitions", type=int, default=16, help="partitions of the broker")
@@ -808,6 +905,9 @@ def main() -> int:
     p.add_argument("--results", type=Path, default=BENCH_DIR / "results")
     p.add_argument("--keep-state", action="store_true", help="keep the state directories")
     a = p.parse_args()
+    a.e2e_peers = [x.strip() for x in a.e2e_peers.split(",") if x.strip()]
+    if not set(a.e2e_peers) <= {"kafka", "kafka-assign", "stream"} or "stream" not in a.e2e_peers:
+        p.error("--e2e-peers: kafka, kafka-assign and stream, with stream among them")
 
     parts = [x.strip() for o in a.only for x in o.split(",") if x.strip()] or list(PARTS)
     bad = [x for x in parts if x not in PARTS]
@@ -816,7 +916,7 @@ def main() -> int:
     sv = a.streamvec.resolve()
     if not os.access(sv, os.X_OK):
         p.error(f"{sv} not found (build it, or pass --streamvec)")
-    for c in ([a.corpus] if "e2e" in parts else []) + ([a.kill_corpus] if "kill" in parts else []):
+    for c in ([a.corpus] if "e2e" in parts or "run" in parts else []) + ([a.kill_corpus] if "kill" in parts else []):
         if not c.is_file():
             p.error(f"corpus {c} not found")
     if a.reps < 1:
@@ -831,7 +931,8 @@ def main() -> int:
 
     results, texts = {}, []
     benches = {"e2e": (bench_e2e, e2e_text), "freshness": (bench_freshness, freshness_text),
-               "kill": (bench_kill, lambda r, a: kill_text(r)), "wrk": (bench_wrk, wrk_text)}
+               "kill": (bench_kill, lambda r, a: kill_text(r)), "wrk": (bench_wrk, wrk_text),
+               "run": (bench_run, run_text)}
     prev = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def on_signal(signum, frame):

@@ -133,6 +133,18 @@ void Service::IndexOnce() {
   // build (each query scans them exactly).
   const bool churned = served->unindexed_rows.size() > served->snapshot->rows() / 50;
   if (served->index && now < (churned ? next_early_build_ : next_build_)) return;
+  // While the trainer is saturated the build waits (bounded), the queries scan what no index
+  // holds.
+  if (options_.defer_index_builds && options_.defer_index_builds()) {
+    if (!deferring_since_) deferring_since_ = now;
+    if (now - *deferring_since_ <
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(options_.index_max_defer_s))) {
+      ++index_builds_deferred_;
+      return;
+    }
+  }
+  deferring_since_.reset();
   const uint64_t version = served->snapshot->version();
   if (served->index) {
     // The carried index at its stalest, just before it is replaced.
@@ -305,6 +317,10 @@ std::string Service::Metrics() const {
     AppendMetric(&out, "streamvec_index_builds_total", "counter",
                  "HNSW indexes built since the server started.",
                  static_cast<double>(index_builds_.load()));
+    AppendMetric(&out, "streamvec_index_builds_deferred_total", "counter",
+                 "Times an index build waited because the trainer of this process was "
+                 "saturated (words no index holds are scanned exactly meanwhile).",
+                 static_cast<double>(index_builds_deferred_.load()));
     AppendMetric(&out, "streamvec_snapshot_prepare_seconds", "gauge",
                  "Seconds preparing the served snapshot (index, quality, alignment).",
                  q.value("prepare_seconds", 0.0));

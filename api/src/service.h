@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -72,6 +73,8 @@ class Service {
   std::mutex swap_mu_;  // serialises stores to current_ by the polling and index threads
   std::atomic<double> index_recall_{1.0};
   std::atomic<uint64_t> index_builds_{0};
+  std::atomic<uint64_t> index_builds_deferred_{0};  // index thread rounds that waited
+  std::optional<std::chrono::steady_clock::time_point> deferring_since_;  // index thread only
   std::chrono::steady_clock::time_point next_build_{};        // index thread only
   std::chrono::steady_clock::time_point next_early_build_{};  // index thread only
 

@@ -138,9 +138,9 @@ struct Ingestor::Impl {
       const int64_t parts = static_cast<int64_t>(lag->partitions.size());
       partition_count = parts;
       budget_total = options.max_lag_bytes > 0 ? options.max_lag_bytes
-                                               : parts * kMockPartitionRingBytes * 3 / 5;
+                                               : parts * kMockPartitionRingBytes * 4 / 5;
       budget_partition = options.max_partition_lag_bytes > 0 ? options.max_partition_lag_bytes
-                                                             : kMockPartitionRingBytes * 3 / 5;
+                                                             : kMockPartitionRingBytes * 4 / 5;
       budget_partition = std::min(budget_partition, budget_total);
       spdlog::info("ingest: {} has {} partitions; lag budget {} bytes, {} per partition",
                    docs_topic, parts, budget_total, budget_partition);

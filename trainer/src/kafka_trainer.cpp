@@ -188,6 +188,7 @@ struct KafkaTrainer::Impl {
   uint64_t total_documents = 0, total_bytes = 0, total_rejected = 0;
   uint64_t start_words = 0, start_words_trained = 0;
 
+  Clock::time_point run_start = Clock::now();  // set when Run starts
   // Run-thread phase times (copied into stats with the wall time).
   double consume_s = 0, parse_s = 0, feed_s = 0, snapshot_s = 0, commit_s = 0;
 
@@ -200,8 +201,27 @@ struct KafkaTrainer::Impl {
 
   Status TrainPending();
   void AdvancePosition(const Document& doc);
+  // A snapshot is taken in two steps: StartSnapshot trains what is pending, copies the learner
+  // and the offsets it covers into memory (the workers idle meanwhile) and hands them to a
+  // thread that writes them to the store; FinishSnapshot waits for that thread and, once the
+  // snapshot is durable, commits its offsets. Snapshot does both (rebalances, the final one).
+  // One snapshot is in flight at a time; the store is used by its thread alone meanwhile.
+  struct InFlightSnapshot {
+    std::thread thread;
+    std::atomic<bool> done{false};
+    Status status;  // set by the thread before done
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::string metadata;
+    std::map<int32_t, int64_t> offsets;  // next offset per partition, committed once durable
+    std::string why;
+    double capture_s = 0;
+    Clock::time_point started;
+  };
+  std::unique_ptr<InFlightSnapshot> in_flight;
+  Status StartSnapshot(const char* why);
+  Status FinishSnapshot(bool commit);
   Status Snapshot(const char* why);
-  void Commit();
+  void Commit(const std::map<int32_t, int64_t>& offsets);
   void Reject(const RdKafka::Message& m, const std::string& reason);
   void OnAssign(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
@@ -284,6 +304,11 @@ void KafkaTrainer::Impl::OnRevoke(RdKafka::KafkaConsumer* c,
                                   std::vector<RdKafka::TopicPartition*>& parts) {
   // Before giving partitions away, make what was consumed from them durable and commit it, so
   // the next owner starts where this one stopped.
+  if (snapshots_allowed) {
+    if (Status s = FinishSnapshot(/*commit=*/true); !s.ok()) {
+      spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
+    }
+  }
   if (snapshots_allowed && (dirty || !batch.empty())) {
     if (Status s = Snapshot("rebalance"); !s.ok()) {
       spdlog::warn("trainer: snapshot before a rebalance failed (the previous one is kept): {}",
@@ -375,6 +400,7 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.words = ls.words_seen - start_words;
     stats.words_trained = ls.words_trained - start_words_trained;
     stats.active_seconds = SecondsSince(first_message);
+    stats.trained_until_seconds = SecondsSince(run_start);
     stats.vocab_size = ls.vocab_size;
     stats.evictions = ls.evictions;
     // The running mean since the last snapshot (TakeLoss there); no wait for the workers.
@@ -405,64 +431,104 @@ std::string KafkaTrainer::Impl::OffsetsJson() const {
   return j.dump();
 }
 
-Status KafkaTrainer::Impl::Snapshot(const char* why) {
+Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
+  SV_RETURN_IF_ERROR(FinishSnapshot(/*commit=*/true));  // one snapshot in flight at a time
   SV_RETURN_IF_ERROR(TrainPending());
   const auto t0 = Clock::now();
   // Rejections are acknowledged before the offsets that pass them are recorded.
   if (producer->flush(5000) != RdKafka::ERR_NO_ERROR) {
     spdlog::warn("trainer: rejections not yet acknowledged by the broker at snapshot time");
   }
+  auto snap = std::make_unique<InFlightSnapshot>();
+  snap->why = why;
+  snap->offsets = next_offsets;
   const std::string offsets = OffsetsJson();
   std::map<std::string, int64_t> positions_copy;
   {
     std::lock_guard<std::mutex> lock(mu);
     positions_copy = positions;
   }
-  const std::string positions_json = json(positions_copy).dump();
-  const std::string counters = json{
-      {"documents", total_documents},
-      {"bytes", total_bytes},
-      {"rejected", total_rejected}}.dump();
   json meta = json::parse(LearnerMetadataJson(*learner));
   meta["documents"] = total_documents;
   meta["rejected"] = total_rejected;
   meta["bytes"] = total_bytes;
   meta["offsets"] = json::parse(offsets);
-  const Status s = store->WriteSnapshot(
-      [&](const SnapshotSink& sink) -> Status {
-        SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, sink));
-        SV_RETURN_IF_ERROR(sink(kKafkaOffsetsEntry, offsets));
-        SV_RETURN_IF_ERROR(sink(kSourcePositionsEntry, positions_json));
-        return sink(kTrainerCountersEntry, counters);
-      },
-      meta.dump());
-  snapshot_s += SecondsSince(t0);
-  if (!s.ok()) return s;
+  snap->metadata = meta.dump();
+  // The learner's entries are copied while its workers are idle (SaveState drains them), so
+  // the copy is the state that covers `offsets`; training goes on while they are written.
+  auto capture = [&snap](const std::string& key, std::string_view value) -> Status {
+    snap->entries.emplace_back(key, std::string(value));
+    return Status::Ok();
+  };
+  SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
+  SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
+  SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
+  SV_RETURN_IF_ERROR(capture(kTrainerCountersEntry, json{{"documents", total_documents},
+                                                         {"bytes", total_bytes},
+                                                         {"rejected", total_rejected}}
+                                                        .dump()));
   learner->TakeLoss();  // the loss figure restarts with each snapshot
   dirty = false;
   bytes_since_snapshot = 0;
   partition_bytes_since_snapshot.clear();
   max_partition_bytes_since_snapshot = 0;
   last_snapshot_time = Clock::now();
+  snap->capture_s = SecondsSince(t0);
+  snapshot_s += snap->capture_s;
+  snap->started = Clock::now();
+  InFlightSnapshot* raw = snap.get();
+  StateStore* st = store.get();
+  snap->thread = std::thread([raw, st] {
+    raw->status = st->WriteSnapshot(
+        [raw](const SnapshotSink& sink) -> Status {
+          for (const auto& [key, value] : raw->entries) SV_RETURN_IF_ERROR(sink(key, value));
+          return Status::Ok();
+        },
+        raw->metadata);
+    raw->entries.clear();
+    raw->entries.shrink_to_fit();
+    raw->done.store(true);
+  });
+  in_flight = std::move(snap);
+  return Status::Ok();
+}
+
+Status KafkaTrainer::Impl::FinishSnapshot(bool commit) {
+  if (!in_flight) return Status::Ok();
+  const auto t0 = Clock::now();
+  in_flight->thread.join();
+  snapshot_s += SecondsSince(t0);  // time the run thread waited for the write
+  std::unique_ptr<InFlightSnapshot> snap = std::move(in_flight);
+  if (!snap->status.ok()) {
+    dirty = true;  // what it held is still to be made durable
+    return snap->status;
+  }
   {
     std::lock_guard<std::mutex> lock(mu);
     ++stats.snapshots;
     stats.snapshot_version = store->version();
   }
-  spdlog::info("trainer: snapshot {} ({}) in {:.3f} s", store->version(), why, SecondsSince(t0));
-  spdlog::debug("trainer: snapshot {} offsets {}", store->version(), offsets);
-  const auto commit_t0 = Clock::now();
-  Commit();
-  commit_s += SecondsSince(commit_t0);
+  spdlog::info("trainer: snapshot {} ({}): state copied in {:.3f} s, written in {:.3f} s",
+               store->version(), snap->why, snap->capture_s, SecondsSince(snap->started));
+  if (commit) {
+    const auto commit_t0 = Clock::now();
+    Commit(snap->offsets);
+    commit_s += SecondsSince(commit_t0);
+  }
   return Status::Ok();
 }
 
-// Commits the next offsets of the assigned partitions; called only after a durable snapshot.
-// A failed commit is not an error: the snapshot holds the offsets, and a resumed trainer uses
-// them; the group's offsets catch up at the next commit.
-void KafkaTrainer::Impl::Commit() {
+Status KafkaTrainer::Impl::Snapshot(const char* why) {
+  SV_RETURN_IF_ERROR(StartSnapshot(why));
+  return FinishSnapshot(/*commit=*/true);
+}
+
+// Commits `offsets` (a durable snapshot's) of the partitions still assigned. A failed commit is
+// not an error: the snapshot holds the offsets, and a resumed trainer uses them; the group's
+// offsets catch up at the next commit.
+void KafkaTrainer::Impl::Commit(const std::map<int32_t, int64_t>& offsets) {
   PartitionList list;
-  for (const auto& [p, offset] : next_offsets) {
+  for (const auto& [p, offset] : offsets) {
     if (!assigned.count(p)) continue;
     RdKafka::TopicPartition* tp = RdKafka::TopicPartition::create(topic, p);
     tp->set_offset(offset);
@@ -540,6 +606,7 @@ bool KafkaTrainer::Impl::AssignManually(const std::atomic<bool>& stop) {
 KafkaTrainer::KafkaTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 KafkaTrainer::~KafkaTrainer() {
+  if (impl_->in_flight) impl_->in_flight->thread.join();
   if (impl_->consumer) {
     impl_->snapshots_allowed = false;
     impl_->consumer->close();
@@ -664,6 +731,7 @@ void KafkaTrainer::RequestSnapshot() { impl_->snapshot_requested.store(true); }
 Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   const auto t0 = Clock::now();
+  m.run_start = t0;
   if (m.options.assign) {
     spdlog::info("trainer: consuming {} by manual assignment (offsets committed to group {}) "
                  "from {}",
@@ -767,7 +835,16 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     const bool pause = m.options.snapshot_every_s > 0 && m.batch.empty() &&
                        SecondsSince(m.last_activity) >= kIdleSnapshotSeconds &&
                        SecondsSince(m.last_snapshot_time) >= kIdleSnapshotSeconds;
-    if (m.dirty && (requested || pause || (m.options.snapshot_every_s > 0 &&
+    // A snapshot written in the background: commit its offsets once it is durable.
+    if (m.in_flight && m.in_flight->done.load()) {
+      if (Status s = m.FinishSnapshot(/*commit=*/true); !s.ok()) {
+        spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
+      }
+    }
+    // A snapshot due while the previous one is still being written waits for it (StartSnapshot):
+    // triggers keep their spacing, and at most one copy of the state is in memory.
+    if (m.dirty &&
+        (requested || pause || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
                      m.bytes_since_snapshot >= m.options.snapshot_every_bytes) ||
@@ -780,7 +857,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
                                 m.options.snapshot_partition_bytes > 0
                             ? "partition lag"
                             : "periodic";
-      if (Status s = m.Snapshot(why); !s.ok()) {
+      if (Status s = m.StartSnapshot(why); !s.ok()) {
         spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
         m.last_snapshot_time = Clock::now();  // retry after another interval
         m.bytes_since_snapshot = 0;
@@ -803,6 +880,11 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     m.PublishTimes(t0);
   }
   Status result = fatal;
+  // A snapshot still being written completes (as it would before a crash too); its offsets are
+  // committed only on a clean stop.
+  if (Status s = m.FinishSnapshot(/*commit=*/m.options.final_snapshot && fatal.ok()); !s.ok()) {
+    spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
+  }
   if (m.options.final_snapshot && fatal.ok()) {
     if (m.dirty || !m.batch.empty() || m.store->version() == 0) {
       if (Status s = m.Snapshot("final"); !s.ok()) {

@@ -55,10 +55,10 @@ struct IngestOptions {
   bool follow = false;
   int poll_interval_ms = 200;    // follow mode: how often files and directories are checked
   std::string group;             // consumer group whose lag is watched; "" = <prefix>.trainers
-  // Flow-control budget over all partitions of <prefix>.docs, in bytes; 0 = 60% of
+  // Flow-control budget over all partitions of <prefix>.docs, in bytes; 0 = 80% of
   // (partitions x kMockPartitionRingBytes), read from the topic's metadata.
   int64_t max_lag_bytes = 0;
-  // Budget for the single worst partition, in bytes (one source fills one partition); 0 = 60% of
+  // Budget for the single worst partition, in bytes (one source fills one partition); 0 = 80% of
   // kMockPartitionRingBytes (the trainer commits at half of it: KafkaTrainerOptions::
   // snapshot_partition_bytes). Raise both on a real Kafka cluster with real retention.
   int64_t max_partition_lag_bytes = 0;

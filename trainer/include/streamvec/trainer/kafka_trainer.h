@@ -75,11 +75,12 @@ struct KafkaTrainerOptions {
                                                         // (0: no byte trigger)
   // A snapshot (and the commit after it) is also taken once one partition holds this many
   // message bytes consumed since the last one (0: no such trigger). The ingestor throttles on
-  // the group's committed lag, at most 60% of the embedded broker's 5 MiB ring per partition by
-  // default (IngestOptions::max_partition_lag_bytes); committing at half of that keeps the
-  // producer from waiting while the trainer still has a backlog (docs/pipeline.md, "Flow
+  // the group's committed lag, at most 80% of the embedded broker's 5 MiB ring per partition by
+  // default (IngestOptions::max_partition_lag_bytes, 4 MiB); committing at 2.5 MiB leaves the
+  // producer 1.5 MiB a partition (a second of training with 16 partitions) while the snapshot
+  // is written, so it does not wait while the trainer could take more (docs/pipeline.md, "Flow
   // control"). Raise it with the ingestor's budget on a Kafka cluster with real retention.
-  uint64_t snapshot_partition_bytes = uint64_t{3} << 19;  // 1.5 MiB
+  uint64_t snapshot_partition_bytes = uint64_t{5} << 19;  // 2.5 MiB
   double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once every assigned
                                // partition has been read to its end and no message has arrived
                                // for this many seconds since the first partition assignment
@@ -104,6 +105,8 @@ struct KafkaTrainerStats {
   double seconds = 0;             // wall seconds in Run
   double active_seconds = 0;      // wall seconds from the first message to the end of the last
                                   // micro-batch (rates without the group join and idle time)
+  double trained_until_seconds = 0;  // wall seconds from Run's start to the end of the last
+                                     // micro-batch (rates with the join, without idle time)
   uint64_t vocab_size = 0;        // words held by the learner (<= its capacity)
   uint64_t evictions = 0;         // words that lost their slot (space-saving), state's lifetime
   double loss = 0;                // mean loss per positive pair since the last snapshot, nats
