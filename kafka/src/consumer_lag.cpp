@@ -1,6 +1,8 @@
 #include "streamvec/kafka/consumer_lag.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "streamvec/kafka/rdkafka_conf.h"
 
@@ -31,6 +33,42 @@ StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> ConsumerGroupLagProbe::Create(
   }
   return std::unique_ptr<ConsumerGroupLagProbe>(new ConsumerGroupLagProbe(std::move(impl)));
 }
+
+namespace {
+
+// Offsets of every partition of `topic` at a ListOffsets "timestamp": RD_KAFKA_OFFSET_BEGINNING
+// (-2: the low watermarks) or RD_KAFKA_OFFSET_END (-1: the high watermarks), in one request per
+// partition leader (librdkafka's offsets_for_times; query_watermark_offsets costs two requests
+// per partition, and ingest asks every 20 ms while it is throttled).
+Status ListOffsets(rd_kafka_t* rk, const std::string& topic, int partitions, int64_t at,
+                   std::vector<int64_t>* out, int timeout_ms) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = at;
+  }
+  const rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk, list, timeout_ms);
+  Status status;
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    status = Status::IoError("Kafka list-offsets request for " + topic + " failed: " +
+                             rd_kafka_err2str(e));
+  } else {
+    out->assign(partitions, -1);
+    for (int i = 0; i < list->cnt; ++i) {
+      const rd_kafka_topic_partition_t& tp = list->elems[i];
+      if (tp.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        status = Status::IoError("Kafka list-offsets for " + topic + "/" +
+                                 std::to_string(tp.partition) + " failed: " +
+                                 rd_kafka_err2str(tp.err));
+        break;
+      }
+      if (tp.partition >= 0 && tp.partition < partitions) (*out)[tp.partition] = tp.offset;
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  return status;
+}
+
+}  // namespace
 
 StatusOr<GroupLag> ConsumerGroupLagProbe::Query(const std::string& topic, int timeout_ms) {
   rd_kafka_t* rk = impl_->rk;
@@ -67,14 +105,15 @@ StatusOr<GroupLag> ConsumerGroupLagProbe::Query(const std::string& topic, int ti
   }
   rd_kafka_topic_partition_list_destroy(list);
 
+  std::vector<int64_t> low, high;
+  SV_RETURN_IF_ERROR(ListOffsets(rk, topic, partitions, RD_KAFKA_OFFSET_BEGINNING, &low,
+                                 timeout_ms));
+  SV_RETURN_IF_ERROR(ListOffsets(rk, topic, partitions, RD_KAFKA_OFFSET_END, &high, timeout_ms));
   for (int p = 0; p < partitions; ++p) {
     PartitionLag& pl = lag.partitions[p];
     pl.partition = p;
-    e = rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &pl.low, &pl.high, timeout_ms);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return Status::IoError("Kafka watermark request for " + topic + "/" + std::to_string(p) +
-                             " failed: " + rd_kafka_err2str(e));
-    }
+    pl.low = low[p];
+    pl.high = high[p];
     const int64_t from = pl.committed >= pl.low ? pl.committed : pl.low;
     pl.lag = std::max<int64_t>(0, pl.high - from);
     lag.total += pl.lag;

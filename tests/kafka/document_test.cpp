@@ -49,6 +49,40 @@ TEST(DocumentTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(back->start, 12000);
 }
 
+TEST(DocumentTest, InvalidUtf8IsReplacedAndTheDocumentStillParses) {
+  Document doc;
+  doc.id = "a";
+  doc.source = "s";
+  doc.title = "bad \xC3 title";
+  doc.text = "ok \xFF\xFE text";
+  const std::string json = DocumentToJson(doc);
+  EXPECT_EQ(FindInvalidUtf8(json), std::string_view::npos);
+  StatusOr<Document> back = ParseDocument(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->text, "ok \xEF\xBF\xBD\xEF\xBF\xBD text");  // U+FFFD each
+  EXPECT_EQ(back->title, "bad \xEF\xBF\xBD title");
+}
+
+TEST(DocumentTest, RandomTextRoundTripsByteForByte) {
+  // Every ASCII byte (controls, quotes, backslashes, NUL) and multi-byte characters, in long
+  // runs and alone: the writer's SIMD scan must stop at each character that needs escaping.
+  const std::vector<std::string> pieces = {"plain words ", "\"", "\\", "/", std::string("\0", 1),
+                                           "\x01", "\x1F", "\x7F", "\n", "\t", "\r",
+                                           "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+                                           std::string(40, 'x')};
+  std::mt19937 rng(7);
+  for (int round = 0; round < 500; ++round) {
+    Document doc;
+    doc.id = "id:" + std::to_string(round);
+    doc.source = "src";
+    const int n = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) doc.text += pieces[rng() % pieces.size()];
+    StatusOr<Document> back = ParseDocument(DocumentToJson(doc));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_EQ(back->text, doc.text);
+  }
+}
+
 TEST(DocumentTest, EmptyOptionalFieldsAreLeftOut) {
   Document doc;
   doc.id = "x:0";

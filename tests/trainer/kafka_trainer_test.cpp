@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/state_store.h"
@@ -80,6 +83,32 @@ class KafkaTrainerTest : public ::testing::Test {
                 RdKafka::ERR_NO_ERROR);
     }
     ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+  }
+
+  // Documents i in [first, first + n) of `source`, all into one partition.
+  static void ProduceToPartition(const EmbeddedBroker& broker, int32_t partition,
+                                 const std::string& source, int first, int n) {
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    ASSERT_EQ(conf->set("bootstrap.servers", broker.bootstrap(), err), RdKafka::Conf::CONF_OK);
+    std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+    ASSERT_TRUE(producer) << err;
+    for (int i = first; i < first + n; ++i) {
+      const std::string value = DocumentToJson(Doc(source, i));
+      ASSERT_EQ(producer->produce(DocsTopic(kPrefix), partition, RdKafka::Producer::RK_MSG_COPY,
+                                  const_cast<char*>(value.data()), value.size(), source.data(),
+                                  source.size(), 0, nullptr),
+                RdKafka::ERR_NO_ERROR);
+    }
+    ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+  }
+
+  static GroupLag Lag(const EmbeddedBroker& broker, const std::string& group) {
+    KafkaOptions kafka;
+    kafka.brokers = broker.bootstrap();
+    StatusOr<GroupLag> lag = ConsumerGroupLag(kafka, group, DocsTopic(kPrefix));
+    EXPECT_TRUE(lag.ok()) << lag.status().ToString();
+    return lag.ok() ? *lag : GroupLag{};
   }
 
   // n documents per source over sources s0..s3, documents numbered from `first`; returns the
@@ -315,6 +344,119 @@ TEST_F(KafkaTrainerTest, UncleanStopRetrainsOnlyWhatFollowsTheLastSnapshot) {
       StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
   ASSERT_TRUE(learner.ok());
   EXPECT_EQ((*learner)->stats().words_seen, words);
+}
+
+// Manual assignment: no group join (the embedded broker's first join of a group takes 3 s), every
+// partition taken, offsets still committed to the group for the ingestor's flow control, and a
+// restarted trainer resumes from them.
+TEST_F(KafkaTrainerTest, ManualAssignmentTakesEveryPartitionAndCommitsToTheGroup) {
+  for (int32_t p = 0; p < kPartitions; ++p) {
+    ProduceToPartition(*broker_, p, "s" + std::to_string(p), 0, 10 + 5 * p);  // 45 documents
+  }
+  KafkaTrainerOptions o = Options(*broker_, "assigned");
+  o.assign = true;
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 45u);
+  const json offsets = Entry(kKafkaOffsetsEntry);
+  EXPECT_EQ(offsets.at("partitions").size(), static_cast<size_t>(kPartitions));
+  EXPECT_EQ(SumOffsets(offsets), 45);
+  const GroupLag lag = Lag(*broker_, "assigned");
+  ASSERT_EQ(lag.partitions.size(), static_cast<size_t>(kPartitions));
+  for (int32_t p = 0; p < kPartitions; ++p) {
+    EXPECT_EQ(lag.partitions[p].committed, 10 + 5 * p) << "partition " << p;
+  }
+  EXPECT_EQ(lag.total, 0);
+
+  ProduceToPartition(*broker_, 1, "s1", 100, 7);
+  EXPECT_EQ(RunToIdle(o).documents, 7u);  // resumed: nothing trained twice
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), 52);
+}
+
+TEST_F(KafkaTrainerTest, ManualAssignmentOfSomePartitionsTrainsOnlyThose) {
+  for (int32_t p = 0; p < kPartitions; ++p) {
+    ProduceToPartition(*broker_, p, "s" + std::to_string(p), 0, 10 + 5 * p);
+  }
+  KafkaTrainerOptions o = Options(*broker_, "one");
+  o.assign = true;
+  o.assign_partitions = {1, 9};  // 9 does not exist: skipped with a warning
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 15u);
+  const json offsets = Entry(kKafkaOffsetsEntry).at("partitions");
+  ASSERT_EQ(offsets.size(), 1u);
+  EXPECT_EQ(offsets.at("1"), 15);
+  EXPECT_EQ(Entry(kSourcePositionsEntry).size(), 1u);  // only s1's documents
+}
+
+// The partition trigger snapshots (and commits) while the stream goes on, so a producer throttled
+// on the committed lag need not wait for the time trigger or a pause.
+TEST_F(KafkaTrainerTest, PartitionLagTriggerSnapshotsAndCommitsMidStream) {
+  for (int32_t p = 0; p < kPartitions; ++p) {
+    ProduceToPartition(*broker_, p, "s" + std::to_string(p), 0, 60);  // 180 documents
+  }
+  KafkaTrainerOptions o = Options(*broker_);
+  o.snapshot_every_s = 0;  // neither a time nor a total-bytes trigger
+  o.snapshot_every_bytes = 0;
+  o.snapshot_partition_bytes = 20 * DocumentToJson(Doc("s0", 10)).size();
+  o.micro_batch_max_docs = 5;
+  o.final_snapshot = false;  // a "crash" at the end: what is durable came from the trigger
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 180u);
+  EXPECT_GE(st.snapshots, 2u);
+  const uint64_t covered = Entry(kTrainerCountersEntry).at("documents").get<uint64_t>();
+  EXPECT_GE(covered, 60u);
+  EXPECT_EQ(static_cast<uint64_t>(SumOffsets(Entry(kKafkaOffsetsEntry))), covered);
+  const GroupLag lag = Lag(*broker_, "g");
+  EXPECT_LT(lag.total, 180) << "offsets were committed during the stream";
+  EXPECT_GE(lag.total, static_cast<int64_t>(180 - covered));  // never past what is durable
+}
+
+// Ingest's and the trainer's default budgets keep the embedded broker's ring (about 5 MiB a
+// partition, older data dropped silently) from losing a document: 12 MB through one partition.
+TEST_F(KafkaTrainerTest, DefaultFlowControlKeepsTheRingFromDroppingAnything) {
+  EmbeddedBrokerOptions bo;
+  bo.partitions = 1;
+  auto broker = EmbeddedBroker::Start(bo);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic(kPrefix)).ok());
+  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic(kPrefix), 1).ok());
+  const fs::path corpus = dir_ / "corpus.txt";
+  constexpr int kLines = 8000;
+  {
+    std::ofstream out(corpus);
+    for (int i = 0; i < kLines; ++i) {
+      out << "doc" << i;
+      for (int w = 0; w < 400; ++w) out << " w" << (i * 7 + w) % 97;
+      out << "\n";
+    }
+  }
+  const int64_t corpus_bytes = static_cast<int64_t>(fs::file_size(corpus));
+  ASSERT_GT(corpus_bytes, int64_t{11} << 20);  // more than two rings
+
+  IngestOptions io;
+  io.kafka.brokers = (*broker)->bootstrap();
+  io.kafka.topic_prefix = kPrefix;
+  io.from = corpus.string();
+  io.group = "g";
+  auto ingestor = Ingestor::Create(io);
+  ASSERT_TRUE(ingestor.ok()) << ingestor.status().ToString();
+  std::atomic<bool> stop_ingest{false};
+  Status ingested;
+  std::thread producer([&] { ingested = (*ingestor)->Run(stop_ingest); });
+
+  KafkaTrainerOptions o = Options(**broker);
+  o.assign = true;
+  o.max_idle_s = 3;  // longer than a throttled producer waits for a pause snapshot's commit
+  const KafkaTrainerStats st = RunToIdle(o);
+  producer.join();
+  ASSERT_TRUE(ingested.ok()) << ingested.ToString();
+  EXPECT_EQ((*ingestor)->stats().documents_delivered, kLines);
+  EXPECT_EQ(st.documents, static_cast<uint64_t>(kLines));  // every document, once
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), kLines);
+  EXPECT_EQ(Entry(kSourcePositionsEntry).at(fs::absolute(corpus).string()), corpus_bytes);
+  const GroupLag lag = Lag(**broker, "g");
+  ASSERT_EQ(lag.partitions.size(), 1u);
+  EXPECT_GT(lag.partitions[0].low, 0) << "the ring rotated: older data is gone from the broker";
+  EXPECT_EQ(lag.total, 0);
 }
 
 TEST_F(KafkaTrainerTest, SnapshotFromAnotherClusterStartsFromTheBeginning) {

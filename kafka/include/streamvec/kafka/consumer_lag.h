@@ -45,8 +45,9 @@ class ConsumerGroupLagProbe {
   ConsumerGroupLagProbe(const ConsumerGroupLagProbe&) = delete;
   ConsumerGroupLagProbe& operator=(const ConsumerGroupLagProbe&) = delete;
 
-  // Lag of the group on `topic`: a metadata request, one committed-offsets request and one
-  // watermark request per partition, each bounded by timeout_ms. Errors: NotFound when the topic
+  // Lag of the group on `topic`: a metadata request, one committed-offsets request and two
+  // list-offsets requests (low and high watermarks of all partitions), each bounded by
+  // timeout_ms. Errors: NotFound when the topic
   // does not exist, IoError when the broker does not answer in time (retry later).
   StatusOr<GroupLag> Query(const std::string& topic, int timeout_ms = 5000);
 
