@@ -17,7 +17,7 @@ ROUNDS=${1:-3}
 shift || true
 SETTINGS=("$@")
 [ ${#SETTINGS[@]} -eq 0 ] && SETTINGS=(nice:10 idle)
-CORPUS=${CORPUS:-/work/shared/data/corpus/enwiki-text8style-100m.txt}
+CORPUS=${CORPUS:-$(cd "$(dirname "$0")/.." && pwd)/../shared/data/corpus/enwiki-text8style-100m.txt}
 WORD=${WORD:-king}
 PORT=${PORT:-18081}
 CONNECTIONS=${CONNECTIONS:-16}

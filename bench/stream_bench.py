@@ -43,7 +43,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-DATA = Path("/work/shared/data")
+DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
 DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
 WS353 = DATA / "eval" / "wordsim" / "EN-WS-353-ALL.txt"
 MARKS = (0.25, 0.50, 0.75, 1.00)

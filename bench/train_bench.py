@@ -26,7 +26,7 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-DATA = Path("/work/shared/data")
+DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
 DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
 EVAL_DIR = DATA / "eval"
 PEERS = ("streamvec", "gensim", "fasttext")

@@ -102,8 +102,10 @@ struct Ingestor::Impl {
   int64_t budget_partition = 0;
   bool lag_known = false;
   int64_t lag_total_bytes = 0;      // at the last query, including unacked bytes then
-  int64_t lag_partition_bytes = 0;
+  std::vector<int64_t> lag_partition_bytes;  // per partition, at the last query (+ unacked)
   int64_t since_query_bytes = 0;    // flow-control bytes produced since the last query
+  std::vector<int64_t> sent_since_query;     // per partition, of documents sent to it
+  int64_t unplaced_since_query = 0;  // retries left to the partitioner: counted on every partition
   int64_t partition_count = 0;      // partitions of <prefix>.docs (0 until the first lag query)
   uint64_t next_partition = 0;      // round-robin cursor over them
   Clock::time_point last_query_log{};
@@ -147,41 +149,54 @@ struct Ingestor::Impl {
     }
     const int64_t avg = produced_flow_msgs > 0 ? produced_flow_bytes / produced_flow_msgs : 1024;
     lag_total_bytes = lag->total * avg + unacked;
-    lag_partition_bytes = lag->max_partition * avg + unacked;
+    lag_partition_bytes.assign(lag->partitions.size(), 0);
+    for (const PartitionLag& pl : lag->partitions) {
+      lag_partition_bytes[pl.partition] = pl.lag * avg + unacked;
+    }
+    sent_since_query.assign(lag->partitions.size(), 0);
     since_query_bytes = 0;
+    unplaced_since_query = 0;
     lag_known = true;
     return true;
   }
 
-  bool Fits(int64_t next) const {
-    if (!lag_known) return false;
-    if (lag_total_bytes + since_query_bytes == 0) return true;  // a lone oversize message
-    // Documents go round robin, so a partition got about 1/partitions of what was sent since the
-    // query (rounded up, plus the next one).
-    const int64_t parts = std::max<int64_t>(partition_count, 1);
-    return lag_total_bytes + since_query_bytes + next <= budget_total &&
-           lag_partition_bytes + (since_query_bytes + parts - 1) / parts + next <= budget_partition;
+  // The partition the next document of `next` bytes goes to: the first, round robin from the
+  // cursor, whose own budget holds it (each partition has its own ring; waiting for the one the
+  // trainer happens to read slowest held back all the others), if the total budget holds too;
+  // -1 when none does.
+  int32_t Fit(int64_t next) const {
+    if (!lag_known || partition_count <= 0) return -1;
+    const int32_t parts = static_cast<int32_t>(partition_count);
+    const int32_t cursor = static_cast<int32_t>(next_partition % static_cast<uint64_t>(parts));
+    if (lag_total_bytes + since_query_bytes == 0) return cursor;  // a lone oversize message
+    if (lag_total_bytes + since_query_bytes + next > budget_total) return -1;
+    for (int32_t k = 0; k < parts; ++k) {
+      const int32_t p = (cursor + k) % parts;
+      if (lag_partition_bytes[p] + sent_since_query[p] + unplaced_since_query + next <=
+          budget_partition) {
+        return p;
+      }
+    }
+    return -1;
   }
 
-  // Waits until `next` more bytes fit the budget. False when stopped first.
-  bool WaitForBudget(int64_t next, const std::atomic<bool>& stop) {
+  // Waits until `next` more bytes fit the budget of some partition (returned). -1 when stopped
+  // first.
+  int32_t WaitForBudget(int64_t next, const std::atomic<bool>& stop) {
     // Paused (an operator's POST /v1/admin/ingest/pause): deliveries go on, nothing new is sent.
     while (paused.load() && !stop.load()) {
       rd_kafka_poll(producer, 100);
       ProduceFailedAgain();
     }
-    if (stop.load()) return false;
-    if (Fits(next)) return true;
+    if (stop.load()) return -1;
+    if (const int32_t p = Fit(next); p >= 0) return p;
     const auto start = Clock::now();
     int wait_ms = 2;
-    bool fits = false;
+    int32_t fits = -1;
     while (!stop.load()) {
       rd_kafka_poll(producer, 0);
       ProduceFailedAgain();
-      if (QueryLag() && Fits(next)) {
-        fits = true;
-        break;
-      }
+      if (QueryLag() && (fits = Fit(next)) >= 0) break;
       rd_kafka_poll(producer, wait_ms);
       // Loopback queries are cheap; an unreachable broker is asked less often.
       wait_ms = std::min(lag_known ? 20 : 2000, wait_ms * 2);
@@ -226,6 +241,11 @@ struct Ingestor::Impl {
       produced_flow_bytes += flow_bytes;
       ++produced_flow_msgs;
       since_query_bytes += flow_bytes;
+      if (partition >= 0 && static_cast<size_t>(partition) < sent_since_query.size()) {
+        sent_since_query[partition] += flow_bytes;
+      } else {
+        unplaced_since_query += flow_bytes;
+      }
     }
     rd_kafka_poll(producer, 0);
   }
@@ -263,13 +283,13 @@ struct Ingestor::Impl {
       return true;
     }
     const int64_t flow = static_cast<int64_t>(src.id.size() + value.size()) + kRecordOverheadBytes;
-    if (!WaitForBudget(flow, stop)) return false;
-    // Round robin over the partitions (a single source, like a one-line 100 MB corpus, would
-    // otherwise fill one partition's 5 MiB ring on the mock and be throttled to it); the
-    // [start, offset) ranges let the trainer record a contiguous trained prefix per source.
-    const int32_t partition =
-        partition_count > 0 ? static_cast<int32_t>(next_partition++ % partition_count)
-                            : RD_KAFKA_PARTITION_UA;
+    // Round robin over the partitions with room (a single source, like a one-line 100 MB
+    // corpus, would otherwise fill one partition's 5 MiB ring on the mock and be throttled to
+    // it); the [start, offset) ranges let the trainer record a contiguous trained prefix per
+    // source.
+    const int32_t partition = WaitForBudget(flow, stop);
+    if (partition < 0) return false;
+    next_partition = static_cast<uint64_t>(partition) + 1;
     ProduceRaw(docs_topic, src.id, value, flow, partition);
     src.covered = std::max(src.covered, end);
     ++produced_docs;

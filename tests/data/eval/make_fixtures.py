@@ -3,7 +3,7 @@
 
 Run with the system Python that has python3-gensim 4.2 (not a pyenv one):
 
-    /usr/bin/python3 tests/data/eval/make_fixtures.py [--data /work/shared/data]
+    /usr/bin/python3 tests/data/eval/make_fixtures.py [--data ../shared/data]
 
 What it does:
   1. Trains skip-gram vectors with gensim Word2Vec (sg=1, vector_size=32, window=5, min_count=20,
@@ -18,12 +18,13 @@ What it does:
      with the correct / incorrect counts of every section.
 
 The eval sets EN-WS-353-ALL.txt, EN-MEN-TR-3k.txt and questions-words.txt are copied unchanged from
-/work/shared/data/eval (see README.md for attribution). pairs-edge-cases.txt is hand-written.
+../shared/data/eval (see README.md for attribution). pairs-edge-cases.txt is hand-written.
 """
 import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 if os.environ.get("PYTHONHASHSEED") != "0":
     os.environ["PYTHONHASHSEED"] = "0"
@@ -87,7 +88,7 @@ def analogy_counts(kv, path, restrict_vocab):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", default="/work/shared/data")
+    parser.add_argument("--data", default=str(Path(__file__).resolve().parents[3].parent / "shared" / "data"))
     parser.add_argument("--skip-train", action="store_true", help="reuse small-vectors.txt")
     args = parser.parse_args()
 

@@ -12,14 +12,16 @@
 //
 // Flow control. The embedded broker keeps only about 5 MiB per partition and drops older data
 // silently, and the trainers commit offsets only once the documents are in a durable snapshot.
-// Before producing, the ingestor makes sure that
-//     lag_bytes(all partitions)  + unacked + next <= max_lag_bytes            and
-//     lag_bytes(worst partition) + unacked + next <= max_partition_lag_bytes
+// Documents go round robin over the partitions that have room: before producing, the ingestor
+// picks the first partition p, from the round-robin cursor on, for which
+//     lag_bytes(all partitions) + unacked + next <= max_lag_bytes            and
+//     lag_bytes(p)              + unacked + next <= max_partition_lag_bytes
 // where lag_bytes = (high watermark - the group's committed offset, or - the low watermark when
 // the group has none) x the average size of the messages this ingestor produced (plus a per-record
-// overhead), `unacked` = bytes produced but not yet acknowledged, and `next` the message about to
-// be produced. While that does not hold it waits (counted in throttled_seconds) and asks again.
-// A message alone larger than the budget is let through once nothing is pending.
+// overhead) and what it sent there since it asked, `unacked` = bytes produced but not yet
+// acknowledged, and `next` the message about to be produced. While no partition has room it
+// waits (counted in throttled_seconds) and asks again. A message alone larger than the budget is
+// let through once nothing is pending.
 //
 // Delivery: idempotent producer (enable.idempotence=true, acks=all); a message whose delivery
 // fails (e.g. message.timeout.ms ran out while the broker was down) is produced again, so
