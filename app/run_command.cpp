@@ -112,6 +112,9 @@ std::string BundledPath(const std::string& relative) {
   if (fs::exists(relative, ec)) return fs::absolute(relative).string();
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
+    // Installed: PREFIX/bin/streamvec with the data in PREFIX/share/streamvec/data/...
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "streamvec" / relative;
+    if (fs::exists(installed, ec)) return installed.string();
     for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
       if (fs::exists(p / relative, ec)) return (p / relative).string();
     }

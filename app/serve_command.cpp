@@ -106,6 +106,9 @@ int RunServe(const ServeFlags& flags) {
     if (!announced && (*server)->snapshot_version() > 0) {
       std::printf("serving %s (snapshot %llu)\n", url.c_str(),
                   static_cast<unsigned long long>((*server)->snapshot_version()));
+      if (!flags.web_root.empty()) {
+        std::printf("dashboard %s/ from %s\n", url.c_str(), flags.web_root.c_str());
+      }
       std::fflush(stdout);
       announced = true;
     }

@@ -797,7 +797,7 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
         std::optional<std::string> content = ReadFile(std::filesystem::path(root) / relative);
         if (!content) {
           return Error(404, "dashboard file " + relative + " is missing under " + root +
-                                " (run npm install in web/)");
+                                " (scripts/install-deps runs npm ci in web/)");
         }
         HttpReply r = Json(std::move(*content));
         r.content_type = type;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 
 #include "streamvec/base/thread_priority.h"
 
@@ -26,7 +27,19 @@ void Service::LowerPriority(const char* thread) const {
   }
 }
 
-std::string DefaultWebRoot() { return STREAMVEC_WEB_ROOT; }
+std::string DefaultWebRoot() {
+  // An installed binary (PREFIX/bin/streamvec) serves PREFIX/share/streamvec/web (CMake's
+  // install rules put the page, its script and the chart library there); one run from a build
+  // tree serves the source tree's web/.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "streamvec" / "web";
+    if (fs::exists(installed / "index.html", ec)) return installed.string();
+  }
+  return STREAMVEC_WEB_ROOT;
+}
 
 Service::Service(const ServeOptions& options, std::shared_ptr<SnapshotSource> source)
     : options_(options),

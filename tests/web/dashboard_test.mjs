@@ -32,7 +32,20 @@ try {
   const errors = [];
   page.on("pageerror", e => errors.push(String(e)));
   page.on("console", m => { if (m.type() === "error") errors.push(m.text()); });
+  // Every request the page makes must succeed: a missing chart library is a 404 here, not only
+  // empty charts.
+  const requests = [];
+  const badRequests = [];
+  page.on("response", r => {
+    requests.push(r.url());
+    if (r.status() >= 400) badRequests.push(`${r.status()} ${r.url()}`);
+  });
+  page.on("requestfailed", r => badRequests.push(`failed ${r.url()}`));
   await page.goto(url + "/?interval=300", { waitUntil: "load" });
+  for (const asset of ["/static/uPlot.iife.min.js", "/static/uPlot.min.css", "/static/dashboard.js"]) {
+    check(requests.some(u => u.endsWith(asset)), `the page loaded ${asset}`);
+  }
+  check(await page.evaluate(() => typeof uPlot === "function"), "the chart library is defined");
   // Bounded waits for data (a limit, not a timing assertion).
   const points = id => page.$eval(`#chart-${id}`, el => Number(el.dataset.points));
   for (const id of ["vocab", "words", "requests", "quality"]) {
@@ -59,6 +72,7 @@ try {
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(`screenshot: ${screenshot}`);
   check(errors.length === 0, `no page errors ${errors.join("; ")}`);
+  check(badRequests.length === 0, `every request answered (${badRequests.join("; ")})`);
 } finally {
   await browser.close();
   rmSync(profile, { recursive: true, force: true });

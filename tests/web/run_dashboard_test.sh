@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # ctest "browser" test: builds a small state with `streamvec train --stream` (two snapshots),
 # serves it with `streamvec serve`, and drives the dashboard in headless Chromium
-# (dashboard_test.mjs). Exits 77 (SKIP_RETURN_CODE) when node, /usr/bin/chromium or
-# web/node_modules (scripts/install-deps runs npm install) are missing.
+# (dashboard_test.mjs). Exits 77 (SKIP_RETURN_CODE) only when /usr/bin/chromium is missing; a
+# missing node or web/node_modules (scripts/install-deps installs Node and runs npm ci) fails it,
+# as the dashboard then has no charts.
 # Usage: run_dashboard_test.sh STREAMVEC_BINARY ARTIFACT_DIR
 set -euo pipefail
 binary=$1
 artifacts=$2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-for need in /usr/bin/chromium "$root/web/node_modules/playwright-core" "$root/web/node_modules/uplot"; do
-  if [ ! -e "$need" ]; then echo "SKIP: $need is missing (scripts/install-deps)"; exit 77; fi
+if [ ! -x /usr/bin/chromium ]; then echo "SKIP: /usr/bin/chromium is missing"; exit 77; fi
+for need in "$root/web/node_modules/playwright-core" "$root/web/node_modules/uplot"; do
+  if [ ! -e "$need" ]; then echo "FAIL: $need is missing (scripts/install-deps runs npm ci)"; exit 1; fi
 done
-if ! command -v node >/dev/null 2>&1; then echo "SKIP: node is missing"; exit 77; fi
+if ! command -v node >/dev/null 2>&1; then echo "FAIL: node is missing (scripts/install-deps)"; exit 1; fi
 
 work=$(mktemp -d)
 server=""

@@ -28,8 +28,10 @@
 
 namespace streamvec::api {
 
-// The web/ folder of the source tree this library was built from: the dashboard's default root
-// for `streamvec serve` (its node_modules come from `npm install` in scripts/install-deps).
+// The dashboard's default root for `streamvec serve`: PREFIX/share/streamvec/web when the
+// running binary is PREFIX/bin/streamvec of an installed tree (`cmake --install`), else the web/
+// folder of the source tree this library was built from (its node_modules come from `npm ci` in
+// scripts/install-deps).
 std::string DefaultWebRoot();
 
 // A hook of an admin route. Called on a request thread; returns when the action is done (or
