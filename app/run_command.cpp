@@ -234,6 +234,11 @@ int RunPipeline(RunFlags f) {
   // other processes) by manual assignment: it consumes at once, without the 3 s first join of a
   // group on the embedded broker.
   to.assign = true;
+  // Its broker dies with this process, so its offsets are never read back after a crash (the
+  // connectors resend from the snapshot's source positions): commit them as soon as trained, and
+  // the connectors never wait for a snapshot.
+  to.commit_before_durable = true;
+  to.snapshot_partition_bytes = 0;
   to.state_dir = f.state;
   to.learner = f.learner;
   to.snapshot_every_s = f.snapshot_every_s;

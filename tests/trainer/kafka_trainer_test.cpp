@@ -410,6 +410,34 @@ TEST_F(KafkaTrainerTest, PartitionLagTriggerSnapshotsAndCommitsMidStream) {
   EXPECT_GE(lag.total, static_cast<int64_t>(180 - covered));  // never past what is durable
 }
 
+// For a broker that dies with the trainer (streamvec run's): offsets committed as soon as
+// trained, with no snapshot at all, so the ingestor's flow control never waits for one.
+TEST_F(KafkaTrainerTest, CommitBeforeDurableCommitsWhatIsTrainedWithoutASnapshot) {
+  for (int32_t p = 0; p < kPartitions; ++p) {
+    ProduceToPartition(*broker_, p, "s" + std::to_string(p), 0, 12);
+  }
+  KafkaTrainerOptions o = Options(*broker_, "eager");
+  o.assign = true;
+  o.commit_before_durable = true;
+  o.snapshot_every_s = 0;
+  o.snapshot_every_bytes = 0;
+  o.snapshot_partition_bytes = 0;
+  o.final_snapshot = false;
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 36u);
+  EXPECT_EQ(st.snapshots, 0u);
+  const GroupLag lag = Lag(*broker_, "eager");
+  EXPECT_EQ(lag.total, 0);
+  for (const PartitionLag& p : lag.partitions) EXPECT_EQ(p.committed, 12) << p.partition;
+  // Without the option the same run commits nothing.
+  KafkaTrainerOptions durable = o;
+  durable.group = "durable";
+  durable.commit_before_durable = false;
+  durable.state_dir = (dir_ / "state2").string();
+  EXPECT_EQ(RunToIdle(durable).documents, 36u);
+  EXPECT_EQ(Lag(*broker_, "durable").total, 36);
+}
+
 // Ingest's and the trainer's default budgets keep the embedded broker's ring (about 5 MiB a
 // partition, older data dropped silently) from losing a document: 12 MB through one partition.
 TEST_F(KafkaTrainerTest, DefaultFlowControlKeepsTheRingFromDroppingAnything) {

@@ -222,6 +222,8 @@ struct KafkaTrainer::Impl {
   Status FinishSnapshot(bool commit);
   Status Snapshot(const char* why);
   void Commit(const std::map<int32_t, int64_t>& offsets);
+  // Without waiting for the broker (KafkaTrainerOptions::commit_before_durable).
+  void CommitAsync(const std::map<int32_t, int64_t>& offsets);
   void Reject(const RdKafka::Message& m, const std::string& reason);
   void OnAssign(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
@@ -414,6 +416,11 @@ Status KafkaTrainer::Impl::TrainPending() {
   batch.clear();
   batch_bytes = 0;
   dirty = true;
+  if (options.commit_before_durable) {
+    const auto commit_t0 = Clock::now();
+    CommitAsync(next_offsets);
+    commit_s += SecondsSince(commit_t0);
+  }
   return s;
 }
 
@@ -526,6 +533,21 @@ Status KafkaTrainer::Impl::Snapshot(const char* why) {
 // Commits `offsets` (a durable snapshot's) of the partitions still assigned. A failed commit is
 // not an error: the snapshot holds the offsets, and a resumed trainer uses them; the group's
 // offsets catch up at the next commit.
+void KafkaTrainer::Impl::CommitAsync(const std::map<int32_t, int64_t>& offsets) {
+  PartitionList list;
+  for (const auto& [p, offset] : offsets) {
+    if (!assigned.count(p)) continue;
+    RdKafka::TopicPartition* tp = RdKafka::TopicPartition::create(topic, p);
+    tp->set_offset(offset);
+    list.v.push_back(tp);
+  }
+  if (list.v.empty()) return;
+  const RdKafka::ErrorCode e = consumer->commitAsync(list.v);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("trainer: committing offsets to Kafka failed: {}", RdKafka::err2str(e));
+  }
+}
+
 void KafkaTrainer::Impl::Commit(const std::map<int32_t, int64_t>& offsets) {
   PartitionList list;
   for (const auto& [p, offset] : offsets) {

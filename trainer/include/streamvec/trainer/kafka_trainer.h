@@ -82,6 +82,12 @@ struct KafkaTrainerOptions {
   // more, and the 100 MB benchmark needs two such snapshots (docs/pipeline.md, "Flow control").
   // Raise it with the ingestor's budget on a Kafka cluster with real retention.
   uint64_t snapshot_partition_bytes = uint64_t{3} << 20;  // 3 MiB
+  // Commit offsets as soon as their documents are trained, before a snapshot covers them. Only
+  // for a broker that dies with the trainer's process (`streamvec run`'s embedded one): after a
+  // crash nothing is read back from it (the connectors resend from the snapshot's source
+  // positions), so its committed offsets only pace the ingestor, which then never waits for a
+  // snapshot. Anywhere else a crash would lose what was committed but not snapshotted.
+  bool commit_before_durable = false;
   double max_idle_s = 0;       // > 0: Run returns (after its final snapshot) once every assigned
                                // partition has been read to its end and no message has arrived
                                // for this many seconds since the first partition assignment
