@@ -383,7 +383,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "in its group, nothing rebalances");
   cmd->add_option("--snapshot-partition-bytes", flags->snapshot_partition_bytes,
                   "Kafka: also snapshot and commit once one partition has this many message "
-                  "bytes consumed since the last snapshot (default 3145728, below ingest's 4 MiB "
+                  "bytes consumed since the last snapshot (default 3670016, below ingest's 4 MiB "
                   "per-partition lag budget; 0: off)");
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");

@@ -76,12 +76,12 @@ struct KafkaTrainerOptions {
   // A snapshot (and the commit after it) is also taken once one partition holds this many
   // message bytes consumed since the last one (0: no such trigger). The ingestor throttles on
   // the group's committed lag, at most 80% of the embedded broker's 5 MiB ring per partition by
-  // default (IngestOptions::max_partition_lag_bytes, 4 MiB); committing at 3 MiB leaves the
-  // producer 1 MiB a partition (with 16 partitions, most of a second of training) while the
-  // snapshot is written in the background, so it seldom waits while the trainer could take
-  // more, and the 100 MB benchmark needs two such snapshots (docs/pipeline.md, "Flow control").
-  // Raise it with the ingestor's budget on a Kafka cluster with real retention.
-  uint64_t snapshot_partition_bytes = uint64_t{3} << 20;  // 3 MiB
+  // default (IngestOptions::max_partition_lag_bytes, 4 MiB); committing at 3.5 MiB leaves the
+  // producer 0.5 MiB a partition (8 MiB with 16 partitions, about 0.3 s of training here) while
+  // the snapshot is written in the background (0.1-0.25 s), so it seldom waits while the trainer
+  // could take more, and snapshots are as rare as the ring allows (docs/pipeline.md, "Flow
+  // control"). Raise it with the ingestor's budget on a Kafka cluster with real retention.
+  uint64_t snapshot_partition_bytes = uint64_t{7} << 19;  // 3.5 MiB
   // Commit offsets as soon as their documents are trained, before a snapshot covers them. Only
   // for a broker that dies with the trainer's process (`streamvec run`'s embedded one): after a
   // crash nothing is read back from it (the connectors resend from the snapshot's source
