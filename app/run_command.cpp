@@ -122,6 +122,19 @@ std::string BundledPath(const std::string& relative) {
   return "";
 }
 
+// write_bytes of /proc/self/io (0 where it cannot be read).
+uint64_t ProcessWriteBytes() {
+  std::FILE* f = std::fopen("/proc/self/io", "r");
+  if (f == nullptr) return 0;
+  char line[128];
+  unsigned long long bytes = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "write_bytes: %llu", &bytes) == 1) break;
+  }
+  std::fclose(f);
+  return bytes;
+}
+
 // Prometheus text for the pipeline's own figures (GET /metrics appends it).
 std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
                             const crawler::CrawlStats* cs, double words_per_second) {
@@ -150,6 +163,17 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
   metric("streamvec_consumer_lag_messages", "gauge",
          "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
          static_cast<double>(ts.lag));
+  metric("streamvec_snapshot_bytes", "gauge", "Entry bytes the last trainer snapshot wrote.",
+         static_cast<double>(ts.snapshot_bytes));
+  metric("streamvec_snapshot_written_bytes_total", "counter",
+         "Entry bytes written by this process's trainer snapshots.",
+         static_cast<double>(ts.snapshot_bytes_total));
+  metric("streamvec_state_disk_bytes", "gauge",
+         "Bytes of the state directory after the last snapshot (checkpoints' shared files once).",
+         static_cast<double>(ts.state_disk_bytes));
+  metric("streamvec_process_write_bytes_total", "counter",
+         "Bytes this process caused to be written to storage (/proc/self/io write_bytes).",
+         static_cast<double>(ProcessWriteBytes()));
   metric("streamvec_vocab_words", "gauge", "Words held by the learner.",
          static_cast<double>(ts.vocab_size));
   metric("streamvec_vocab_evictions_total", "counter",

@@ -289,6 +289,18 @@ TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
            Metric(m, "streamvec_ingest_documents_total") == 200;
   })) << HttpGet(run.port(), "/metrics").second;
 
+  {
+    // What snapshots write and what the state directory holds (issue 29's figures).
+    const std::string m = HttpGet(run.port(), "/metrics").second;
+    EXPECT_TRUE(WaitFor([&] {
+      return Metric(HttpGet(run.port(), "/metrics").second, "streamvec_snapshot_bytes") > 0;
+    })) << m;
+    const std::string after = HttpGet(run.port(), "/metrics").second;
+    EXPECT_GE(Metric(after, "streamvec_snapshot_written_bytes_total"),
+              Metric(after, "streamvec_snapshot_bytes"));
+    EXPECT_GT(Metric(after, "streamvec_state_disk_bytes"), 0);
+    EXPECT_GE(Metric(after, "streamvec_process_write_bytes_total"), 0);  // 0 on tmpfs
+  }
   EXPECT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", ""), 401);
   EXPECT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", "wrong"), 401);
   ASSERT_EQ(HttpPost(run.port(), "/v1/admin/ingest/pause", "t0ken"), 200);

@@ -182,6 +182,10 @@ TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbed
   EXPECT_GE(st.micro_batches, 200u / 16);
   EXPECT_GE(st.snapshots, 1u);
   EXPECT_EQ(st.lag, 0);
+  // What the snapshots wrote and what the state directory holds (metrics of streamvec run).
+  EXPECT_GT(st.snapshot_bytes, 0u);
+  EXPECT_GE(st.snapshot_bytes_total, st.snapshot_bytes);
+  EXPECT_GE(st.state_disk_bytes, st.snapshot_bytes);
 
   const json offsets = Entry(kKafkaOffsetsEntry);
   EXPECT_EQ(offsets.at("topic"), DocsTopic(kPrefix));

@@ -2,9 +2,11 @@
 
 #include <librdkafka/rdkafkacpp.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -31,6 +33,21 @@ using json = nlohmann::json;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Bytes of the regular files under `dir`, each inode once (a published checkpoint hard-links
+// the database's table files); 0 when it cannot be read.
+uint64_t DiskBytes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  uint64_t bytes = 0;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (seen.insert({st.st_dev, st.st_ino}).second) bytes += static_cast<uint64_t>(st.st_size);
+  }
+  return bytes;
 }
 
 // Owns the TopicPartition pointers librdkafka's C++ API hands around in vectors.
@@ -214,6 +231,7 @@ struct KafkaTrainer::Impl {
     std::string metadata;
     std::map<int32_t, int64_t> offsets;  // next offset per partition, committed once durable
     std::string why;
+    uint64_t bytes = 0;  // of the entries
     double capture_s = 0;
     Clock::time_point started;
   };
@@ -465,6 +483,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   // the copy is the state that covers `offsets`; training goes on while they are written.
   auto capture = [&snap](const std::string& key, std::string_view value) -> Status {
     snap->entries.emplace_back(key, std::string(value));
+    snap->bytes += key.size() + value.size();
     return Status::Ok();
   };
   SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
@@ -510,13 +529,19 @@ Status KafkaTrainer::Impl::FinishSnapshot(bool commit) {
     dirty = true;  // what it held is still to be made durable
     return snap->status;
   }
+  const uint64_t disk = DiskBytes(options.state_dir);
   {
     std::lock_guard<std::mutex> lock(mu);
     ++stats.snapshots;
     stats.snapshot_version = store->version();
+    stats.snapshot_bytes = snap->bytes;
+    stats.snapshot_bytes_total += snap->bytes;
+    stats.state_disk_bytes = disk;
   }
-  spdlog::info("trainer: snapshot {} ({}): state copied in {:.3f} s, written in {:.3f} s",
-               store->version(), snap->why, snap->capture_s, SecondsSince(snap->started));
+  spdlog::info("trainer: snapshot {} ({}): {:.1f} MB, state copied in {:.3f} s, written in "
+               "{:.3f} s; state directory {:.1f} MB",
+               store->version(), snap->why, snap->bytes / 1e6, snap->capture_s,
+               SecondsSince(snap->started), disk / 1e6);
   if (commit) {
     const auto commit_t0 = Clock::now();
     Commit(snap->offsets);

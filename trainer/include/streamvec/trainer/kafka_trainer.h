@@ -118,6 +118,10 @@ struct KafkaTrainerStats {
   uint64_t evictions = 0;         // words that lost their slot (space-saving), state's lifetime
   double loss = 0;                // mean loss per positive pair since the last snapshot, nats
   // Where Run's thread spends its time, wall seconds (docs/pipeline.md, "Where the time goes"):
+  uint64_t snapshot_bytes = 0;          // entry bytes of the last snapshot (what it wrote)
+  uint64_t snapshot_bytes_total = 0;    // entry bytes of this process's snapshots
+  uint64_t state_disk_bytes = 0;        // the state directory's files after the last snapshot
+                                        // (hard-linked checkpoint files counted once)
   double consume_seconds = 0;     // inside consume(): waiting for messages, rebalance callbacks
   double parse_seconds = 0;       // parsing documents (ParseDocument) and rejecting bad ones
   double feed_seconds = 0;        // TrainMicroBatch: normalising, counting, queueing for the
