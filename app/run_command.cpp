@@ -331,9 +331,38 @@ int RunPipeline(RunFlags f) {
   so.index_nice = std::max(so.index_nice, f.trainer_nice);
   so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
-  // Index builds wait (a minute at most) while the trainer has a backlog: on 2 cores a build
-  // took a core from training; queries scan unindexed words exactly meanwhile.
-  so.defer_index_builds = [trainer_ptr] { return trainer_ptr->stats().lag > 0; };
+  // Index builds wait (a minute at most) while the trainer is saturated: on two cores a build
+  // took a core from training; queries scan unindexed words exactly meanwhile. Saturated: over
+  // the last half second or more, the trainer waited for messages less than a fifth of the time
+  // (its consumer's lag is no guide: librdkafka fetches ahead into its own queue), or the broker
+  // still holds messages for it. The first call only takes a baseline, and defers.
+  struct Saturation {
+    std::mutex mu;
+    bool started = false;
+    bool saturated = true;
+    double consume_s = 0;
+    Clock::time_point at;
+  };
+  auto saturation = std::make_shared<Saturation>();
+  so.defer_index_builds = [trainer_ptr, saturation] {
+    const KafkaTrainerStats st = trainer_ptr->stats();
+    Saturation& s = *saturation;
+    std::lock_guard<std::mutex> lock(s.mu);
+    const auto now = Clock::now();
+    if (!s.started) {
+      s.started = true;
+      s.consume_s = st.consume_seconds;
+      s.at = now;
+      return true;
+    }
+    const double wall = std::chrono::duration<double>(now - s.at).count();
+    if (wall >= 0.5) {
+      s.saturated = st.consume_seconds - s.consume_s < 0.2 * wall;
+      s.consume_s = st.consume_seconds;
+      s.at = now;
+    }
+    return s.saturated || st.lag > 0;
+  };
   so.on_snapshot = [trainer_ptr]() {
     trainer_ptr->RequestSnapshot();
     return Status::Ok();

@@ -72,10 +72,10 @@ struct ServeOptions {
   // the index); meanwhile the newest index is carried over to each new snapshot.
   double index_rebuild_interval_s = 30;
   // Asked before each index build, on the index thread (must be thread-safe and fast): true
-  // while the process's trainer is saturated (`streamvec run`: it has a backlog), so that the
-  // build waits and training keeps the cores. Recall does not suffer meanwhile: words that no
-  // index holds are scanned exactly (all of them before the first build). A build waits at most
-  // index_max_defer_s seconds. Unset: builds never wait.
+  // while the process's trainer is saturated (`streamvec run`: it seldom waits for messages),
+  // so that the build waits and training keeps the cores. Recall does not suffer meanwhile:
+  // words that no index holds are scanned exactly (all of them before the first build). A build
+  // waits at most index_max_defer_s seconds. Unset: builds never wait.
   std::function<bool()> defer_index_builds;
   double index_max_defer_s = 60;
   // Priority of the index and polling threads: index builds and snapshot preparation yield the
