@@ -23,6 +23,113 @@ std::string SnapshotPrefix(uint64_t version) {
   return buf;
 }
 
+namespace {
+
+void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
+
+bool GetU64(const std::string& in, size_t* pos, uint64_t* v) {
+  if (in.size() - *pos < 8) return false;
+  std::memcpy(v, in.data() + *pos, 8);
+  *pos += 8;
+  return true;
+}
+
+constexpr uint64_t kManifestMagic = 0x3174736566696e6dULL;  // "mnifst1" as little-endian bytes
+
+}  // namespace
+
+std::string EncodeManifest(const Manifest& m) {
+  std::string out;
+  out.reserve(16 + m.entries.size() * 48 + m.written.size() * 16);
+  PutU64(&out, kManifestMagic);
+  PutU64(&out, m.entries.size());
+  for (const auto& [key, ref] : m.entries) {
+    PutU64(&out, key.size());
+    out += key;
+    PutU64(&out, ref.writer);
+    PutU64(&out, ref.size);
+    PutU64(&out, ref.hash);
+    out.push_back(ref.direct ? 1 : 0);
+  }
+  PutU64(&out, m.written.size());
+  for (const auto& [writer, bytes] : m.written) {
+    PutU64(&out, writer);
+    PutU64(&out, bytes);
+  }
+  return out;
+}
+
+StatusOr<Manifest> DecodeManifest(const std::string& in, const std::string& where) {
+  const Status bad = Status::Corruption("snapshot manifest in " + where + " is malformed");
+  Manifest m;
+  size_t pos = 0;
+  uint64_t magic = 0, n = 0;
+  if (!GetU64(in, &pos, &magic) || magic != kManifestMagic || !GetU64(in, &pos, &n)) return bad;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t len = 0;
+    if (!GetU64(in, &pos, &len) || in.size() - pos < len) return bad;
+    std::string key = in.substr(pos, len);
+    pos += len;
+    EntryRef ref;
+    if (!GetU64(in, &pos, &ref.writer) || !GetU64(in, &pos, &ref.size) ||
+        !GetU64(in, &pos, &ref.hash) || pos >= in.size()) {
+      return bad;
+    }
+    ref.direct = in[pos++] != 0;
+    m.entries.emplace(std::move(key), ref);
+  }
+  if (!GetU64(in, &pos, &n)) return bad;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t writer = 0, bytes = 0;
+    if (!GetU64(in, &pos, &writer) || !GetU64(in, &pos, &bytes)) return bad;
+    m.written[writer] = bytes;
+  }
+  if (pos != in.size()) return bad;
+  return m;
+}
+
+std::string DataPrefix(uint64_t writer) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "data/%016llx/", static_cast<unsigned long long>(writer));
+  return buf;
+}
+
+std::string SmallPrefix(uint64_t writer) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "small/%016llx/", static_cast<unsigned long long>(writer));
+  return buf;
+}
+
+std::string EntryKey(const std::string& key, const EntryRef& ref) {
+  return (ref.direct ? DataPrefix(ref.writer) : SmallPrefix(ref.writer)) + key;
+}
+
+StatusOr<std::string> ReadEntry(rocksdb::DB* db, uint64_t version, const Manifest* manifest,
+                                const std::string& key, const std::string& where) {
+  std::string db_key;
+  if (manifest != nullptr) {
+    auto it = manifest->entries.find(key);
+    if (it == manifest->entries.end()) {
+      return Status::NotFound("entry '" + key + "' not found in version " +
+                              std::to_string(version));
+    }
+    db_key = EntryKey(key, it->second);
+  } else {
+    db_key = SnapshotPrefix(version) + key;
+  }
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), db_key, &value);
+  if (s.IsNotFound()) {
+    if (manifest != nullptr) {
+      return Status::Corruption("entry '" + key + "' of version " + std::to_string(version) +
+                                " is in the manifest of " + where + " but its bytes are missing");
+    }
+    return Status::NotFound("entry '" + key + "' not found in version " + std::to_string(version));
+  }
+  if (!s.ok()) return FromRocks(s, "read from " + where);
+  return value;
+}
+
 std::string CheckpointName(uint64_t version) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%020llu", static_cast<unsigned long long>(version));

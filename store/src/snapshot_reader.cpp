@@ -49,8 +49,9 @@ StatusOr<SnapshotInfo> ParseInfo(const std::string& json, const std::string& pat
 struct SnapshotReader::Impl {
   SnapshotInfo info;
   std::string path;  // the checkpoint's database directory
-  std::string prefix;
   std::unique_ptr<rocksdb::DB> db;
+  bool has_manifest = false;  // false: the first layout (snap/<version>/)
+  internal::Manifest manifest;
 };
 
 SnapshotReader::SnapshotReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -98,7 +99,6 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::
       auto impl = std::make_unique<Impl>();
       impl->info = *it;
       impl->path = (ckpt / internal::kCheckpointDb).string();
-      impl->prefix = internal::SnapshotPrefix(it->version);
       rocksdb::Options options;
       options.create_if_missing = false;
       options.paranoid_checks = true;
@@ -115,7 +115,7 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::
         st =
             internal::FromRocks(impl->db->Get(rocksdb::ReadOptions(), internal::kFormatKey, &value),
                                 "cannot read snapshot " + impl->path);
-        if (st.ok() && value != kStateFormat) {
+        if (st.ok() && value != kStateFormat && value != internal::kStateFormatV1) {
           st = Status::Corruption("snapshot " + impl->path + " is not a streamvec state");
         }
       }
@@ -125,6 +125,21 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::
             "cannot read snapshot " + impl->path);
         if (st.ok() && value != std::to_string(it->version)) {
           st = Status::Corruption("snapshot " + impl->path + " holds version " + value);
+        }
+      }
+      if (st.ok()) {
+        rocksdb::Status ms =
+            impl->db->Get(rocksdb::ReadOptions(), internal::kManifestKey, &value);
+        if (ms.ok()) {
+          StatusOr<internal::Manifest> manifest = internal::DecodeManifest(value, impl->path);
+          if (manifest.ok()) {
+            impl->manifest = std::move(*manifest);
+            impl->has_manifest = true;
+          } else {
+            st = manifest.status();
+          }
+        } else if (!ms.IsNotFound()) {
+          st = internal::FromRocks(ms, "cannot read snapshot " + impl->path);
         }
       }
       if (st.ok()) return std::unique_ptr<SnapshotReader>(new SnapshotReader(std::move(impl)));
@@ -140,14 +155,14 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::
 const SnapshotInfo& SnapshotReader::info() const { return impl_->info; }
 
 StatusOr<std::string> SnapshotReader::Get(const std::string& key) const {
-  std::string value;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->prefix + key, &value);
-  if (s.IsNotFound()) {
+  StatusOr<std::string> v =
+      internal::ReadEntry(impl_->db.get(), impl_->info.version,
+                          impl_->has_manifest ? &impl_->manifest : nullptr, key, impl_->path);
+  if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
     return Status::NotFound("snapshot entry '" + key + "' not found in version " +
                             std::to_string(impl_->info.version));
   }
-  if (!s.ok()) return internal::FromRocks(s, "snapshot read from " + impl_->path);
-  return value;
+  return v;
 }
 
 }  // namespace streamvec

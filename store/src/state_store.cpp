@@ -8,6 +8,7 @@
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
+#include <xxhash.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <system_error>
 #include <vector>
 
@@ -176,7 +178,14 @@ struct StateStore::Impl {
   int retain = 3;
   Status publish_error;
   rocksdb::Options options;  // the database's, for the table files of snapshots
+  std::string format;        // meta/format as stored
+  bool has_manifest = false;  // false: no version yet, or one of the first layout (snap/<v>/)
+  internal::Manifest manifest;  // of `version`
+  SnapshotWriteStats last_stats;
 
+  // Drops the bytes of every writer the current manifest does not refer to (data/ table files
+  // at once, small/ entries by a range deletion), and anything of the first layout.
+  void DropUnreferenced();
   // Publishes `version` (already committed) as checkpoints/<version>: metadata.json and a
   // RocksDB checkpoint are built in "<name>.partial/", synced, and renamed into place, so a
   // reader sees the whole checkpoint or none. Then prunes old checkpoints.
@@ -284,14 +293,16 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
     // Table files of a snapshot interrupted before their ingestion.
     fs::remove_all(fs::path(dir) / kIngestDir, ec);
   }
-  std::string format;
+  std::string& format = impl->format;
   s = impl->db->Get(rocksdb::ReadOptions(), kFormatKey, &format);
   if (s.IsNotFound() && empty) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     SV_RETURN_IF_ERROR(FromRocks(impl->db->Put(wo, kFormatKey, kStateFormat),
                                  "cannot initialise state directory " + dir));
-  } else if (s.IsNotFound() || (s.ok() && format != kStateFormat)) {
+    format = kStateFormat;
+  } else if (s.IsNotFound() || (s.ok() && format != kStateFormat &&
+                                  format != internal::kStateFormatV1)) {
     return Status::FailedPrecondition("state directory " + dir +
                                       " is a RocksDB database but not a streamvec state (format '" +
                                       format + "', expected '" + kStateFormat + "')");
@@ -317,6 +328,22 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
     } else if (!s.ok()) {
       return FromRocks(s, "cannot read state directory " + dir);
     }
+    std::string manifest;
+    s = impl->db->Get(rocksdb::ReadOptions(), internal::kManifestKey, &manifest);
+    if (s.ok()) {
+      StatusOr<internal::Manifest> decoded = internal::DecodeManifest(manifest, dir);
+      if (!decoded.ok()) return decoded.status();
+      impl->manifest = std::move(*decoded);
+      impl->has_manifest = true;
+    } else if (!s.IsNotFound()) {
+      return FromRocks(s, "cannot read state directory " + dir);
+    } else if (format != internal::kStateFormatV1) {
+      return Status::Corruption("state directory " + dir + ": version " +
+                                std::to_string(impl->version) + " has no manifest");
+    }
+    // What a crash left behind: bytes of a version never committed, of versions superseded
+    // before their removal.
+    if (!impl->read_only && impl->has_manifest) impl->DropUnreferenced();
     // A crash (or a failed publish) between a commit and its publish: publish it now.
     if (!impl->read_only) impl->publish_error = impl->Publish();
   }
@@ -325,8 +352,53 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
 
 uint64_t StateStore::version() const { return impl_->version; }
 
+void StateStore::Impl::DropUnreferenced() {
+  rocksdb::DB* d = db.get();
+  auto drop_files = [d](const std::string& from, const std::string& to) {
+    // Table files wholly inside the range go at once, without compaction (a writer's data/
+    // files are: ingested into a range of their own).
+    const rocksdb::Slice b(from), e(to);
+    (void)rocksdb::DeleteFilesInRange(d, d->DefaultColumnFamily(), &b, &e, /*include_end=*/false);
+  };
+  std::set<uint64_t> live;
+  for (const auto& [key, ref] : manifest.entries) live.insert(ref.writer);
+  // Every writer present under data/ or small/ that no entry refers to. data/ holds only
+  // ingested table files, so dropping them leaves nothing behind (no range deletion there: its
+  // tombstone would span newer writers' ranges and make their ingestion overlap).
+  std::unique_ptr<rocksdb::Iterator> it(d->NewIterator(rocksdb::ReadOptions()));
+  for (const bool direct : {true, false}) {
+    const std::string root = direct ? "data/" : "small/";
+    for (it->Seek(root); it->Valid() && it->key().starts_with(root);) {
+      const std::string hex = it->key().ToString().substr(root.size(), 16);
+      uint64_t w = 0;
+      try {
+        w = std::stoull(hex, nullptr, 16);
+      } catch (const std::exception&) {
+        break;  // not ours; leave it
+      }
+      const std::string from = direct ? internal::DataPrefix(w) : internal::SmallPrefix(w);
+      const std::string to = direct ? internal::DataPrefix(w + 1) : internal::SmallPrefix(w + 1);
+      if (!live.count(w)) {
+        drop_files(from, to);
+        if (!direct) (void)d->DeleteRange(rocksdb::WriteOptions(), d->DefaultColumnFamily(), from, to);
+      }
+      it->Seek(to);
+    }
+  }
+  // The first layout's entries, once a version with a manifest is current.
+  drop_files("snap/", "snap0");
+  it->Seek("snap/");
+  if (it->Valid() && it->key().starts_with("snap/")) {
+    (void)d->DeleteRange(rocksdb::WriteOptions(), d->DefaultColumnFamily(), "snap/", "snap0");
+  }
+  for (auto w = manifest.written.begin(); w != manifest.written.end();) {
+    w = live.count(w->first) ? std::next(w) : manifest.written.erase(w);
+  }
+}
+
 Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
-                                 const std::string& metadata_json) {
+                                 const std::string& metadata_json,
+                                 const SnapshotWriteOptions& write_options) {
   Impl& m = *impl_;
   if (m.read_only) return Status::FailedPrecondition("state store opened read-only");
   const uint64_t next = m.version + 1;
@@ -342,27 +414,47 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     metadata = meta.dump();  // parse() accepted only valid UTF-8, so dump() cannot throw
   }
-  const std::string prefix = Prefix(next);
-  const std::string end = Prefix(next + 1);
   rocksdb::DB* db = m.db.get();
-  // Remove what a failed earlier attempt may have left under this version (only if there is
-  // something: a range tombstone over the new version would make the ingestion below flush).
+  const std::string data_prefix = internal::DataPrefix(next);
+  const std::string data_end = internal::DataPrefix(next + 1);
+  const std::string small_prefix = internal::SmallPrefix(next);
+  const std::string small_end = internal::SmallPrefix(next + 1);
+  auto drop_next = [&] {
+    const rocksdb::Slice b(data_prefix), e(data_end);
+    (void)rocksdb::DeleteFilesInRange(db, db->DefaultColumnFamily(), &b, &e, false);
+    (void)db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), small_prefix,
+                          small_end);
+  };
+  // Remove what a failed earlier attempt may have left under this version.
   {
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    it->Seek(prefix);
-    if (!it->status().ok()) return FromRocks(it->status(), "state read from " + m.dir);
-    if (it->Valid() && it->key().compare(rocksdb::Slice(end)) < 0) {
-      SV_RETURN_IF_ERROR(FromRocks(
-          db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end),
-          "state write to " + m.dir));
+    for (const std::string& p : {data_prefix, small_prefix}) {
+      it->Seek(p);
+      if (!it->status().ok()) return FromRocks(it->status(), "state read from " + m.dir);
+      if (it->Valid() && it->key().starts_with(p)) {
+        drop_next();
+        break;
+      }
     }
   }
-  // Large entries (rows, noise table, serving rows: nearly all the bytes) go to table files
-  // written directly, one per key family ("input/", "output/", ...: their keys come in ascending
-  // order), ingested in one step below. Through the memtables each byte was copied into a write
-  // batch, a memtable, a flushed table and again by compaction, and the writer stalled on the
-  // small memtables; a direct table file is one pass. Small entries, and a large one whose key
-  // is not above its family's last, go through the memtables (write batches of kBatchBytes).
+  // Entries equal to the current version's are referred to, not written: unless asked, or the
+  // bytes on disk behind the current version (its live entries and superseded ones sharing their
+  // table files) have grown past kRewriteRatio times its size, or it is of the first layout.
+  uint64_t current_entry_bytes = 0, current_disk_bytes = 0;
+  for (const auto& [key, ref] : m.manifest.entries) current_entry_bytes += ref.size;
+  for (const auto& [writer, bytes] : m.manifest.written) current_disk_bytes += bytes;
+  const bool full = write_options.full_rewrite || !m.has_manifest ||
+                    static_cast<double>(current_disk_bytes) >
+                        kRewriteRatio * static_cast<double>(current_entry_bytes);
+  internal::Manifest next_manifest;
+  SnapshotWriteStats stats;
+  stats.full_rewrite = full;
+  // Large entries (rows, noise table: nearly all the bytes) go to table files written directly,
+  // one per key family ("input/", "output/", ...: their keys come in ascending order), ingested
+  // in one step below, each into a key range no other file holds (data/<version>/<family>), so
+  // RocksDB places them at the bottom level and never compacts them. Small entries, and a large
+  // one whose key is not above its family's last, go through the memtables (write batches of
+  // kBatchBytes) under small/<version>/.
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path ingest_dir = fs::path(m.dir) / kIngestDir;
@@ -387,8 +479,25 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     return st;
   };
   SnapshotSink sink = [&](const std::string& key, std::string_view value) -> Status {
-    std::string full = prefix + key;
-    if (value.size() >= kDirectBytes) {
+    internal::EntryRef ref;
+    ref.writer = next;
+    ref.size = value.size();
+    ref.hash = XXH3_64bits(value.data(), value.size());
+    auto [slot, inserted] = next_manifest.entries.emplace(key, ref);
+    if (!inserted) {
+      return Status::InvalidArgument("snapshot entry '" + key + "' passed twice");
+    }
+    stats.passed_bytes += value.size();
+    if (!full) {
+      auto old = m.manifest.entries.find(key);
+      if (old != m.manifest.entries.end() && old->second.size == ref.size &&
+          old->second.hash == ref.hash) {
+        slot->second = old->second;  // unchanged: refer to the bytes already on disk
+        return Status::Ok();
+      }
+    }
+    stats.written_bytes += value.size();
+    if (value.size() >= internal::kDirectBytes) {
       const size_t slash = key.rfind('/');
       const std::string family = slash == std::string::npos ? "" : key.substr(0, slash + 1);
       DirectFile& f = direct[family];
@@ -404,21 +513,40 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
         SV_RETURN_IF_ERROR(FromRocks(f.writer->Open(f.path), "state write to " + m.dir));
         ingest_paths.push_back(f.path);
       }
-      if (f.last_key.empty() || f.last_key < full) {
+      std::string full_key = data_prefix + key;
+      if (f.last_key.empty() || f.last_key < full_key) {
         SV_RETURN_IF_ERROR(
-            FromRocks(f.writer->Put(full, rocksdb::Slice(value.data(), value.size())),
+            FromRocks(f.writer->Put(full_key, rocksdb::Slice(value.data(), value.size())),
                       "state write to " + m.dir));
-        f.last_key = std::move(full);
+        f.last_key = std::move(full_key);
+        slot->second.direct = true;
         return Status::Ok();
       }
     }
     SV_RETURN_IF_ERROR(
-        FromRocks(batch.Put(full, rocksdb::Slice(value.data(), value.size())),
+        FromRocks(batch.Put(small_prefix + key, rocksdb::Slice(value.data(), value.size())),
                   "state write to " + m.dir));
     if (batch.GetDataSize() >= kBatchBytes) return flush();
     return Status::Ok();
   };
   Status st = fill(sink);
+  // The current version's entries the fill did not pass, carried over.
+  if (st.ok() && write_options.keep_unwritten && m.version > 0) {
+    if (m.has_manifest) {
+      for (const auto& [key, ref] : m.manifest.entries) next_manifest.entries.emplace(key, ref);
+    } else {
+      // First layout: copy the bytes (once; the new version has a manifest).
+      const std::string old_prefix = Prefix(m.version);
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+      for (it->Seek(old_prefix); st.ok() && it->Valid() && it->key().starts_with(old_prefix);
+           it->Next()) {
+        const std::string key = it->key().ToString().substr(old_prefix.size());
+        if (next_manifest.entries.count(key)) continue;
+        st = sink(key, std::string_view(it->value().data(), it->value().size()));
+      }
+      if (st.ok()) st = FromRocks(it->status(), "state read from " + m.dir);
+    }
+  }
   if (st.ok()) st = flush();
   for (auto& [family, f] : direct) {
     if (st.ok()) st = FromRocks(f.writer->Finish(), "state write to " + m.dir);  // synced
@@ -431,36 +559,44 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   }
   remove_ingest_dir();
   if (st.ok()) st = FromRocks(db->Flush(rocksdb::FlushOptions()), "state write to " + m.dir);
+  for (const auto& [key, ref] : next_manifest.entries) {
+    stats.entry_bytes += ref.size;
+    if (ref.writer != next && !next_manifest.written.count(ref.writer)) {
+      auto w = m.manifest.written.find(ref.writer);
+      next_manifest.written[ref.writer] = w == m.manifest.written.end() ? 0 : w->second;
+    }
+  }
+  if (stats.written_bytes > 0) next_manifest.written[next] = stats.written_bytes;
+  for (const auto& [writer, bytes] : next_manifest.written) stats.disk_bytes += bytes;
   if (st.ok()) {
-    // The commit point: one synced batch switches to the new version (with its metadata) and
-    // drops the old one.
+    // The commit point: one synced batch switches to the new version, with its metadata and
+    // manifest.
     rocksdb::WriteBatch commit;
     rocksdb::WriteOptions wo;
     wo.sync = true;
     st = FromRocks(commit.Put(kCurrentKey, std::to_string(next)), "state write to " + m.dir);
     if (st.ok()) st = FromRocks(commit.Put(kMetadataKey, metadata), "state write to " + m.dir);
-    if (st.ok() && m.version > 0) {
-      st = FromRocks(commit.DeleteRange(Prefix(m.version), Prefix(m.version + 1)),
+    if (st.ok()) {
+      st = FromRocks(commit.Put(internal::kManifestKey, internal::EncodeManifest(next_manifest)),
                      "state write to " + m.dir);
+    }
+    if (st.ok() && m.format != kStateFormat) {
+      st = FromRocks(commit.Put(kFormatKey, kStateFormat), "state write to " + m.dir);
     }
     if (st.ok()) st = FromRocks(db->Write(wo, &commit), "state commit to " + m.dir);
   }
-  auto drop_files = [db](const std::string& from, const std::string& to) {
-    // Table files wholly inside a deleted range go at once, without compaction (the ingested
-    // ones of a version are).
-    const rocksdb::Slice b(from), e(to);
-    (void)rocksdb::DeleteFilesInRange(db, db->DefaultColumnFamily(), &b, &e,
-                                      /*include_end=*/false);
-  };
   if (!st.ok()) {
     // Best effort: the partial version is invisible anyway and is removed by the next attempt.
-    (void)db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), prefix, end);
-    drop_files(prefix, end);
+    drop_next();
     return st;
   }
-  if (m.version > 0) drop_files(Prefix(m.version), Prefix(m.version + 1));
+  m.format = kStateFormat;
   m.version = next;
   m.metadata = std::move(metadata);
+  m.manifest = std::move(next_manifest);
+  m.has_manifest = true;
+  m.last_stats = stats;
+  m.DropUnreferenced();
   // After the commit point: a failed publish leaves the committed snapshot (what a restart
   // resumes from) as it is; readers keep the previous checkpoint, and the next publish retries.
   m.publish_error = m.Publish();
@@ -473,6 +609,8 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   return Status::Ok();
 }
 
+SnapshotWriteStats StateStore::last_write_stats() const { return impl_->last_stats; }
+
 StatusOr<std::string> StateStore::CurrentMetadata() const {
   if (impl_->version == 0) return Status::NotFound("no snapshot in " + impl_->dir);
   return impl_->metadata;
@@ -482,11 +620,13 @@ Status StateStore::last_publish_error() const { return impl_->publish_error; }
 
 StatusOr<std::string> StateStore::Get(const std::string& key) const {
   if (impl_->version == 0) return Status::NotFound("no snapshot in " + impl_->dir);
-  std::string value;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), Prefix(impl_->version) + key, &value);
-  if (s.IsNotFound()) return Status::NotFound("state entry '" + key + "' not found");
-  if (!s.ok()) return FromRocks(s, "state read from " + impl_->dir);
-  return value;
+  StatusOr<std::string> v =
+      internal::ReadEntry(impl_->db.get(), impl_->version,
+                          impl_->has_manifest ? &impl_->manifest : nullptr, key, impl_->dir);
+  if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("state entry '" + key + "' not found");
+  }
+  return v;
 }
 
 }  // namespace streamvec

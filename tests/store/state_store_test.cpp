@@ -1,10 +1,14 @@
 #include "streamvec/store/state_store.h"
 
+#include "streamvec/store/snapshot_reader.h"
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -207,6 +211,171 @@ TEST_F(StateStoreTest, ReadOnlyOpenOfMissingStateIsNotFound) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(fs::exists(dir_));
+}
+
+// Chunk `c` of a table: 32 KiB of `fill`.
+std::string Chunk(char fill) { return std::string(size_t{32} << 10, fill); }
+std::string ChunkKey(size_t c) {
+  char key[32];
+  std::snprintf(key, sizeof key, "rows/%08zu", c);
+  return key;
+}
+
+uintmax_t TableBytes(const std::string& dir) {
+  uintmax_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".sst") bytes += e.file_size();
+  }
+  return bytes;
+}
+
+// A slow stream changes few rows between snapshots: only the entries whose bytes changed are
+// written, and every entry reads back, from the writer, after a reopen and from the published
+// checkpoint.
+TEST_F(StateStoreTest, UnchangedEntriesAreNotWrittenAgain) {
+  constexpr size_t kChunks = 32;
+  std::vector<char> fills(kChunks, 'a');
+  auto write = [&](StateStore& store) {
+    return store.WriteSnapshot([&](const SnapshotSink& sink) {
+      SV_RETURN_IF_ERROR(sink("scalars", "small value"));
+      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c])));
+      return Status::Ok();
+    });
+  };
+  {
+    auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(write(**store).ok());
+    EXPECT_EQ((*store)->last_write_stats().written_bytes, kChunks * Chunk('a').size() + 11);
+    fills[3] = 'b';
+    fills[17] = 'c';
+    ASSERT_TRUE(write(**store).ok());
+    const SnapshotWriteStats st = (*store)->last_write_stats();
+    EXPECT_EQ(st.written_bytes, 2 * Chunk('a').size());
+    EXPECT_EQ(st.entry_bytes, kChunks * Chunk('a').size() + 11);
+    EXPECT_FALSE(st.full_rewrite);
+    EXPECT_EQ(*(*store)->Get(ChunkKey(3)), Chunk('b'));
+    EXPECT_EQ(*(*store)->Get(ChunkKey(4)), Chunk('a'));
+    // Nothing changed: nothing written.
+    ASSERT_TRUE(write(**store).ok());
+    EXPECT_EQ((*store)->last_write_stats().written_bytes, 0u);
+    EXPECT_EQ((*store)->version(), 3u);
+  }
+  auto check = [&](const std::function<StatusOr<std::string>(const std::string&)>& get) {
+    for (size_t c = 0; c < kChunks; ++c) {
+      StatusOr<std::string> v = get(ChunkKey(c));
+      ASSERT_TRUE(v.ok()) << c << ": " << v.status().ToString();
+      EXPECT_EQ(*v, Chunk(fills[c])) << c;
+    }
+    EXPECT_EQ(*get("scalars"), "small value");
+  };
+  auto reopened = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  check([&](const std::string& k) { return (*reopened)->Get(k); });
+  auto reader = SnapshotReader::OpenNewest(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->version(), 3u);
+  check([&](const std::string& k) { return (*reader)->Get(k); });
+}
+
+// A serving publication passes only its own entries; the rest of the last snapshot is kept.
+TEST_F(StateStoreTest, KeepUnwrittenCarriesTheCurrentEntries) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(WriteEntries(**store, {{"learner", Chunk('l')}, {"serving", "v1"}}).ok());
+  SnapshotWriteOptions keep;
+  keep.keep_unwritten = true;
+  ASSERT_TRUE((*store)
+                  ->WriteSnapshot(
+                      [](const SnapshotSink& sink) { return sink("serving", Chunk('s')); }, "{}",
+                      keep)
+                  .ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, Chunk('s').size());
+  EXPECT_EQ(*(*store)->Get("learner"), Chunk('l'));
+  EXPECT_EQ(*(*store)->Get("serving"), Chunk('s'));
+  // Without keep_unwritten the new version holds only what is passed.
+  ASSERT_TRUE(WriteEntries(**store, {{"serving", "v3"}}).ok());
+  EXPECT_EQ((*store)->Get("learner").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*(*store)->Get("serving"), "v3");
+}
+
+TEST_F(StateStoreTest, AKeyPassedTwiceIsRefused) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Status st = (*store)->WriteSnapshot([](const SnapshotSink& sink) {
+    SV_RETURN_IF_ERROR(sink("a", "1"));
+    return sink("a", "2");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("'a'"), std::string::npos) << st.message();
+  EXPECT_EQ((*store)->version(), 0u);
+}
+
+// Superseded entries share table files with live ones; once they add up past kRewriteRatio
+// times the snapshot's size, a snapshot rewrites everything and the old files go: the disk
+// stays within a bound however long the stream.
+TEST_F(StateStoreTest, SupersededBytesAreBoundedByAFullRewrite) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  constexpr size_t kChunks = 8;
+  const uint64_t live = kChunks * Chunk('a').size();
+  int full = 0;
+  std::vector<char> fills(kChunks, 'a');
+  for (int v = 0; v < 40; ++v) {
+    if (v > 0) fills[static_cast<size_t>(v) % kChunks] = static_cast<char>('b' + v % 20);
+    Status st = (*store)->WriteSnapshot([&](const SnapshotSink& sink) {
+      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c])));
+      return Status::Ok();
+    });
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const SnapshotWriteStats ws = (*store)->last_write_stats();
+    if (v > 0 && ws.full_rewrite) ++full;
+    EXPECT_EQ(ws.entry_bytes, live);
+    EXPECT_LE(ws.disk_bytes, static_cast<uint64_t>(kRewriteRatio * live) + Chunk('a').size());
+    // Table files: the live ones (published checkpoints hold links of their own, elsewhere).
+    EXPECT_LE(TableBytes(dir_), 2 * live + (64 << 10)) << "snapshot " << v;
+  }
+  for (size_t c = 0; c < kChunks; ++c) EXPECT_EQ(*(*store)->Get(ChunkKey(c)), Chunk(fills[c]));
+  EXPECT_GE(full, 3);
+  EXPECT_LE(full, 12);
+}
+
+// A state directory of the first layout (every entry under snap/<version>/) reads as it is and
+// moves to the current one with its next snapshot.
+TEST_F(StateStoreTest, FirstLayoutReadsAndIsUpgradedByTheNextSnapshot) {
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::WriteOptions wo;
+    ASSERT_TRUE(db->Put(wo, "meta/format", "streamvec-state v1").ok());
+    ASSERT_TRUE(db->Put(wo, "meta/current", "7").ok());
+    ASSERT_TRUE(db->Put(wo, "snap/0000000000000007/old", "kept").ok());
+    ASSERT_TRUE(db->Put(wo, "snap/0000000000000007/big", Chunk('o')).ok());
+  }
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->version(), 7u);
+  EXPECT_EQ(*(*store)->Get("old"), "kept");
+  SnapshotWriteOptions keep;
+  keep.keep_unwritten = true;
+  ASSERT_TRUE((*store)
+                  ->WriteSnapshot([](const SnapshotSink& sink) { return sink("new", "n"); }, "{}",
+                                  keep)
+                  .ok());
+  EXPECT_EQ(*(*store)->Get("old"), "kept");
+  EXPECT_EQ(*(*store)->Get("big"), Chunk('o'));
+  EXPECT_EQ(*(*store)->Get("new"), "n");
+  store->reset();
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), dir_, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string v;
+  ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), "meta/format", &v).ok());
+  EXPECT_EQ(v, kStateFormat);
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "snap/0000000000000007/old", &v).IsNotFound());
 }
 
 }  // namespace

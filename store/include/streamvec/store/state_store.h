@@ -1,18 +1,31 @@
 // Durable, versioned snapshots of a learner's state in a RocksDB directory.
 //
-// A snapshot is a set of (key, bytes) entries written by a caller-supplied fill function. The
-// entries of version v live under "snap/<v>/"; a single synced WriteBatch then points
-// "meta/current" at v and drops the previous version. Until that batch commits, readers (and a
-// process restarted after a crash, a full disk or a failed fill) see the previous snapshot
-// unchanged; a half-written version is removed by the next write. Entries of 64 KiB or more (rows,
-// noise table: nearly all the bytes) go to table files written directly (RocksDB's
-// SstFileWriter, one per key family such as "input/") and ingested in one step; smaller ones go
-// through the memtables in write batches of about 1 MiB. Either way a snapshot needs no second
-// copy of the model in memory, and a replaced snapshot's ingested files are dropped at the
-// commit of the next one (no compaction rewrites them).
+// A snapshot is a set of (key, bytes) entries written by a caller-supplied fill function. Each
+// version has a manifest saying where each of its entries' bytes are; a single synced
+// WriteBatch commits a version (its "meta/current", metadata and manifest). Until that batch
+// commits, readers (and a process restarted after a crash, a full disk or a failed fill) see the
+// previous snapshot unchanged; a half-written version is removed by the next write.
+//
+// Incremental: an entry whose bytes equal those of the same key in the current version (same
+// size and XXH3-64 hash) is not written again; the new version refers to the bytes an earlier
+// version wrote. Callers keep entries small (tens of KiB: a few dozen rows) so that a slow
+// stream, which changes few rows, writes few bytes. A snapshot may also carry the current
+// version's entries it does not pass (SnapshotWriteOptions::keep_unwritten: a serving
+// publication over the last recovery checkpoint). A writer's bytes are dropped once no entry of
+// the current version refers to them; when the bytes kept on disk for the current version exceed
+// kRewriteRatio times its size (superseded entries sharing table files with live ones), the next
+// snapshot rewrites every entry and the old files go.
+//
+// Entries of 8 KiB or more (rows, noise table: nearly all the bytes) go to table files written
+// directly (RocksDB's SstFileWriter, one per key family such as "input/", keys ascending) and
+// ingested in one step, each into a key range of its own, so compaction never rewrites them;
+// smaller ones go through the memtables in write batches of about 1 MiB, without the write-ahead
+// log (the flush before the commit makes them durable). Either way a snapshot needs no second
+// copy of the model in memory.
 //
 // A directory is accepted only if it is empty (a new store is created), or a RocksDB database
-// whose "meta/format" entry is kStateFormat. Anything else (a directory of other files, another
+// whose "meta/format" entry is kStateFormat (or the first layout, "streamvec-state v1", read as
+// it is and upgraded by the next snapshot). Anything else (a directory of other files, another
 // program's RocksDB, a damaged database) is an error and is never written to. Published
 // checkpoints live in its "checkpoints/" subdirectory (see snapshot_reader.h). One writer at a
 // time: RocksDB's LOCK file refuses a second one, in this process or another.
@@ -33,7 +46,11 @@
 namespace streamvec {
 
 // Value of the "meta/format" entry of every streamvec state directory.
-inline constexpr char kStateFormat[] = "streamvec-state v1";
+inline constexpr char kStateFormat[] = "streamvec-state v2";
+
+// A full rewrite is due when the bytes on disk behind the current version exceed this many
+// times the bytes of its entries.
+inline constexpr double kRewriteRatio = 1.5;
 
 // Receives one entry of a snapshot.
 using SnapshotSink = std::function<Status(const std::string& key, std::string_view value)>;
@@ -44,6 +61,23 @@ struct StateStoreOptions {
   // For tests: once this many bytes have been appended to files of the store (since Open), every
   // further append fails as on a full disk (ENOSPC), inside RocksDB. 0: no limit.
   uint64_t fail_after_bytes = 0;
+};
+
+struct SnapshotWriteOptions {
+  // Entries of the current version that the fill does not pass are kept, unchanged, in the new
+  // one (no bytes written). false: the new version holds exactly what the fill passes.
+  bool keep_unwritten = false;
+  // Write every entry's bytes even where the current version holds the same.
+  bool full_rewrite = false;
+};
+
+// What the last WriteSnapshot did, in bytes of entry values.
+struct SnapshotWriteStats {
+  uint64_t entry_bytes = 0;    // of the entries the new version holds
+  uint64_t written_bytes = 0;  // written anew by it
+  uint64_t passed_bytes = 0;   // passed by the fill (written or found unchanged)
+  uint64_t disk_bytes = 0;     // on disk behind the new version (live and superseded entries)
+  bool full_rewrite = false;   // every entry was written (asked, or kRewriteRatio reached)
 };
 
 class StateStore {
@@ -78,8 +112,14 @@ class StateStore {
   // first. Publishing comes after the commit point: its failure (disk full, permissions) does
   // not undo the snapshot, WriteSnapshot still returns OK and the failure is reported by
   // last_publish_error(); readers keep seeing the previous published snapshot.
+  // `options`: keep_unwritten and full_rewrite (see SnapshotWriteOptions). A key passed twice
+  // by one fill is InvalidArgument.
   Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
-                       const std::string& metadata_json = "{}");
+                       const std::string& metadata_json = "{}",
+                       const SnapshotWriteOptions& options = {});
+
+  // Of the last successful WriteSnapshot (zeros before the first).
+  SnapshotWriteStats last_write_stats() const;
 
   // The metadata of the current snapshot (NotFound if none), as SnapshotReader reports it: the
   // caller's object with "version" and "created_at". A snapshot written before metadata existed
