@@ -50,6 +50,7 @@ struct RunFlags {
   std::string prefix = "streamvec";
   int partitions = 16;
   double snapshot_every_s = 2;
+  double checkpoint_every_s = 30;
   bool no_follow = false;
   bool doc_per_file = false;
   double max_idle_s = 0;
@@ -163,11 +164,20 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
   metric("streamvec_consumer_lag_messages", "gauge",
          "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
          static_cast<double>(ts.lag));
-  metric("streamvec_snapshot_bytes", "gauge", "Entry bytes the last trainer snapshot wrote.",
+  metric("streamvec_snapshot_bytes", "gauge",
+         "Entry bytes of the last trainer snapshot (publication or checkpoint).",
          static_cast<double>(ts.snapshot_bytes));
-  metric("streamvec_snapshot_written_bytes_total", "counter",
-         "Entry bytes written by this process's trainer snapshots.",
+  metric("streamvec_snapshot_entry_bytes_total", "counter",
+         "Entry bytes of this process's trainer snapshots, changed or not.",
          static_cast<double>(ts.snapshot_bytes_total));
+  metric("streamvec_snapshot_written_bytes_total", "counter",
+         "Entry bytes this process's trainer snapshots wrote (entries whose bytes changed).",
+         static_cast<double>(ts.snapshot_written_bytes_total));
+  metric("streamvec_snapshots_total", "counter",
+         "Trainer snapshots written by this process (publications and checkpoints).",
+         static_cast<double>(ts.snapshots));
+  metric("streamvec_checkpoints_total", "counter",
+         "Recovery checkpoints written by this process.", static_cast<double>(ts.checkpoints));
   metric("streamvec_state_disk_bytes", "gauge",
          "Bytes of the state directory after the last snapshot (checkpoints' shared files once).",
          static_cast<double>(ts.state_disk_bytes));
@@ -218,6 +228,7 @@ int RunPipeline(RunFlags f) {
     f.data = std::filesystem::absolute(f.data, ec).string();
   }
   if (!(f.snapshot_every_s > 0)) return Usage("--snapshot-every must be > 0 seconds");
+  if (!(f.checkpoint_every_s >= 0)) return Usage("--checkpoint-every must be >= 0 seconds");
   f.learner.threads = f.threads;
   f.learner.isa = DetectBestIsa();
   if (Status s = ValidateStreamingOptions(f.learner); !s.ok()) return Usage(s.message());
@@ -266,6 +277,7 @@ int RunPipeline(RunFlags f) {
   to.state_dir = f.state;
   to.learner = f.learner;
   to.snapshot_every_s = f.snapshot_every_s;
+  to.checkpoint_every_s = f.checkpoint_every_s;
   to.normalize_text = true;
   to.max_idle_s = f.max_idle_s;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
@@ -507,7 +519,13 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--prefix", flags->prefix, "Kafka topic prefix")->capture_default_str();
   cmd->add_option("--partitions", flags->partitions, "Partitions of <prefix>.docs")
       ->capture_default_str();
-  cmd->add_option("--snapshot-every", flags->snapshot_every_s, "Seconds between snapshots")
+  cmd->add_option("--snapshot-every", flags->snapshot_every_s,
+                  "Seconds between serving publications (the vectors `serve` reads)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", flags->checkpoint_every_s,
+                  "Seconds between recovery checkpoints (the whole learner and the source "
+                  "positions; a crash replays at most this much of the stream; 0: every "
+                  "snapshot)")
       ->capture_default_str();
   cmd->add_flag("--no-follow", flags->no_follow, "Read --data once instead of following it");
   cmd->add_option("--feeds", flags->feeds,

@@ -37,6 +37,7 @@ struct KafkaTrainFlags {
   bool normalize = false;       // lowercase and drop punctuation (natural text)
   std::string assign;           // "" (join the group), "all" or "P,P,..." (manual assignment)
   int64_t snapshot_partition_bytes = -1;  // -1: KafkaTrainerOptions' default
+  double checkpoint_every_s = 0;           // KafkaTrainerOptions::checkpoint_every_s
   StreamingOptions options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };

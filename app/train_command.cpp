@@ -52,6 +52,7 @@ struct TrainFlags {
   bool snapshot_every_given = false;
   std::string assign;
   int64_t snapshot_partition_bytes = -1;
+  double checkpoint_every = -1;  // -1: not given
 };
 
 std::string Human(double x) {
@@ -162,6 +163,7 @@ int RunKafka(TrainFlags& f) {
   k.normalize = f.normalize;
   k.assign = f.assign;
   k.snapshot_partition_bytes = f.snapshot_partition_bytes;
+  k.checkpoint_every_s = std::max(0.0, f.checkpoint_every);
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -177,10 +179,11 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize ||
-      !f.assign.empty() || f.snapshot_partition_bytes >= 0) {
+      !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0) {
     return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, "
-                                        "--assign and --snapshot-partition-bytes need --brokers "
-                                        "or --bootstrap-file"), 2);
+                                        "--assign, --snapshot-partition-bytes and "
+                                        "--checkpoint-every need --brokers or --bootstrap-file"),
+                2);
   }
   if (f.input.empty()) {
     return Fail(Status::InvalidArgument("--input is required (or --brokers to train from "
@@ -385,6 +388,11 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Kafka: also snapshot and commit once one partition has this many message "
                   "bytes consumed since the last snapshot (default 3670016, below ingest's 4 MiB "
                   "per-partition lag budget; 0: off)");
+  cmd->add_option("--checkpoint-every", flags->checkpoint_every,
+                  "Kafka: seconds between recovery checkpoints; the --snapshot-every triggers "
+                  "between them publish only the serving vectors, and offsets are committed at "
+                  "checkpoints (default: every snapshot is a checkpoint)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");
   cmd->add_option("--max-idle", flags->max_idle,

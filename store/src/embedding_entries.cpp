@@ -13,6 +13,43 @@ constexpr size_t kChunkBytes = size_t{256} << 10;
 
 std::string RowsKey(size_t chunk) { return "embedding/rows/" + std::to_string(chunk); }
 
+// Table chunks: small (a few dozen rows), since a snapshot rewrites only the chunks whose bytes
+// changed; keys ascending in byte order (the store writes them to one table file).
+constexpr size_t kTableChunkBytes = size_t{32} << 10;
+std::string TableKey(size_t chunk) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "embedding/table/%08zu", chunk);
+  return buf;
+}
+
+Status JoinWords(const std::vector<std::string>& word_list, std::string* words) {
+  for (const std::string& w : word_list) {
+    if (w.empty() || w.find('\n') != std::string::npos) {
+      return Status::InvalidArgument("embedding word is empty or holds a newline");
+    }
+    *words += w;
+    *words += '\n';
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> SplitWords(const std::string& words, size_t expected) {
+  std::vector<std::string> out;
+  out.reserve(expected);
+  size_t start = 0;
+  while (start < words.size()) {
+    const size_t nl = words.find('\n', start);
+    if (nl == std::string::npos) break;
+    out.emplace_back(words.substr(start, nl - start));
+    start = nl + 1;
+  }
+  if (out.size() != expected) {
+    return Status::Corruption("entry 'embedding/words' holds " + std::to_string(out.size()) +
+                              " words, 'embedding/meta' says " + std::to_string(expected));
+  }
+  return out;
+}
+
 }  // namespace
 
 Status WriteEmbeddingEntries(const Embeddings& e, const SnapshotSink& sink) {
@@ -36,13 +73,7 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& word_list,
                                    std::to_string(word_list.size()) + " words");
   }
   std::string words;
-  for (const std::string& w : word_list) {
-    if (w.empty() || w.find('\n') != std::string::npos) {
-      return Status::InvalidArgument("embedding word is empty or holds a newline");
-    }
-    words += w;
-    words += '\n';
-  }
+  SV_RETURN_IF_ERROR(JoinWords(word_list, &words));
   SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
                                                 std::to_string(dim)));
   SV_RETURN_IF_ERROR(sink("embedding/words", words));
@@ -62,6 +93,109 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& word_list,
   return Status::Ok();
 }
 
+Status WriteEmbeddingTable(const std::vector<std::string>& word_list,
+                           const std::vector<uint32_t>& slots,
+                           const std::vector<const float*>& table_rows, int dim,
+                           const SnapshotSink& sink) {
+  if (dim <= 0) return Status::InvalidArgument("embedding dim must be positive");
+  if (slots.size() != word_list.size()) {
+    return Status::InvalidArgument("embedding has " + std::to_string(slots.size()) +
+                                   " slots for " + std::to_string(word_list.size()) + " words");
+  }
+  std::vector<bool> used(table_rows.size(), false);
+  for (uint32_t s : slots) {
+    if (s >= table_rows.size() || used[s] || table_rows[s] == nullptr) {
+      return Status::InvalidArgument("embedding slot " + std::to_string(s) +
+                                     " is outside the table of " +
+                                     std::to_string(table_rows.size()) +
+                                     " rows, used twice or has no row");
+    }
+    used[s] = true;
+  }
+  std::string words;
+  SV_RETURN_IF_ERROR(JoinWords(word_list, &words));
+  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
+                                                std::to_string(dim)));
+  SV_RETURN_IF_ERROR(sink("embedding/words", words));
+  words = std::string();
+  SV_RETURN_IF_ERROR(sink("embedding/slots",
+                          std::string_view(reinterpret_cast<const char*>(slots.data()),
+                                           slots.size() * sizeof(uint32_t))));
+  SV_RETURN_IF_ERROR(sink("embedding/table", std::to_string(table_rows.size())));
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const size_t rows_per_chunk = std::max<size_t>(1, kTableChunkBytes / row_bytes);
+  std::string chunk_bytes;
+  size_t chunk = 0;
+  for (size_t r = 0; r < table_rows.size(); r += rows_per_chunk, ++chunk) {
+    const size_t n = std::min(rows_per_chunk, table_rows.size() - r);
+    chunk_bytes.assign(n * row_bytes, '\0');
+    for (size_t q = 0; q < n; ++q) {
+      // Rows no served word uses are zeros: a candidate's training does not change the chunk.
+      if (table_rows[r + q] != nullptr && used[r + q]) {
+        std::memcpy(chunk_bytes.data() + q * row_bytes, table_rows[r + q], row_bytes);
+      }
+    }
+    SV_RETURN_IF_ERROR(sink(TableKey(chunk), chunk_bytes));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The table layout (WriteEmbeddingTable): each chunk's rows scattered to their words' places.
+StatusOr<Embeddings> ReadTable(
+    const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows,
+    int dim, const std::string& slots_bytes, std::vector<std::string> words) {
+  if (slots_bytes.size() != rows * sizeof(uint32_t)) {
+    return Status::Corruption("entry 'embedding/slots' has the wrong size");
+  }
+  StatusOr<std::string> table = get("embedding/table");
+  if (!table.ok()) return Status::Corruption("entry 'embedding/table': " + table.status().message());
+  unsigned long long table_rows = 0;
+  if (std::sscanf(table->c_str(), "%llu", &table_rows) != 1 || table_rows < rows ||
+      table_rows > (uint64_t{1} << 32)) {
+    return Status::Corruption("entry 'embedding/table' is malformed: '" + *table + "'");
+  }
+  std::vector<int64_t> place(table_rows, -1);  // table row -> word
+  for (size_t i = 0; i < rows; ++i) {
+    uint32_t s = 0;
+    std::memcpy(&s, slots_bytes.data() + i * sizeof(uint32_t), sizeof s);
+    if (s >= table_rows || place[s] >= 0) {
+      return Status::Corruption("entry 'embedding/slots' names row " + std::to_string(s) +
+                                " outside the table or twice");
+    }
+    place[s] = static_cast<int64_t>(i);
+  }
+  Embeddings e;
+  e.dim = dim;
+  e.words = std::move(words);
+  e.vectors.resize(rows * static_cast<size_t>(dim));
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  size_t have = 0;  // table rows read
+  for (size_t chunk = 0; have < table_rows; ++chunk) {
+    StatusOr<std::string> part = get(TableKey(chunk));
+    if (!part.ok()) {
+      return Status::Corruption("entry '" + TableKey(chunk) + "': " + part.status().message());
+    }
+    if (part->empty() || part->size() % row_bytes != 0 ||
+        part->size() / row_bytes > table_rows - have) {
+      return Status::Corruption("entry '" + TableKey(chunk) + "' has the wrong size");
+    }
+    const size_t n = part->size() / row_bytes;
+    for (size_t q = 0; q < n; ++q) {
+      const int64_t i = place[have + q];
+      if (i >= 0) {
+        std::memcpy(e.vectors.data() + static_cast<size_t>(i) * dim, part->data() + q * row_bytes,
+                    row_bytes);
+      }
+    }
+    have += n;
+  }
+  return e;
+}
+
+}  // namespace
+
 StatusOr<Embeddings> ReadEmbeddingEntries(
     const std::function<StatusOr<std::string>(const std::string& key)>& get) {
   StatusOr<std::string> meta = get("embedding/meta");
@@ -78,20 +212,16 @@ StatusOr<Embeddings> ReadEmbeddingEntries(
   }
   StatusOr<std::string> words = get("embedding/words");
   if (!words.ok()) return Status::Corruption("entry 'embedding/words': " + words.status().message());
+  StatusOr<std::vector<std::string>> word_list = SplitWords(*words, rows);
+  if (!word_list.ok()) return word_list.status();
+  words->clear();
+  words->shrink_to_fit();
+  StatusOr<std::string> slots = get("embedding/slots");
+  if (slots.ok()) return ReadTable(get, rows, dim, *slots, std::move(*word_list));
+  if (slots.status().code() != StatusCode::kNotFound) return slots.status();
   Embeddings e;
   e.dim = dim;
-  e.words.reserve(rows);
-  size_t start = 0;
-  while (start < words->size()) {
-    const size_t nl = words->find('\n', start);
-    if (nl == std::string::npos) break;
-    e.words.emplace_back(words->substr(start, nl - start));
-    start = nl + 1;
-  }
-  if (e.words.size() != rows) {
-    return Status::Corruption("entry 'embedding/words' holds " + std::to_string(e.words.size()) +
-                              " words, 'embedding/meta' says " + std::to_string(rows));
-  }
+  e.words = std::move(*word_list);
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   e.vectors.resize(rows * static_cast<size_t>(dim));
   size_t have = 0;

@@ -296,8 +296,15 @@ TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
       return Metric(HttpGet(run.port(), "/metrics").second, "streamvec_snapshot_bytes") > 0;
     })) << m;
     const std::string after = HttpGet(run.port(), "/metrics").second;
-    EXPECT_GE(Metric(after, "streamvec_snapshot_written_bytes_total"),
+    // The first snapshot is a checkpoint and writes every entry; later ones only what changed.
+    EXPECT_GE(Metric(after, "streamvec_snapshot_entry_bytes_total"),
+              Metric(after, "streamvec_snapshot_written_bytes_total"));
+    EXPECT_GE(Metric(after, "streamvec_snapshot_entry_bytes_total"),
               Metric(after, "streamvec_snapshot_bytes"));
+    EXPECT_GT(Metric(after, "streamvec_snapshot_written_bytes_total"), 0);
+    EXPECT_GE(Metric(after, "streamvec_checkpoints_total"), 1);
+    EXPECT_GE(Metric(after, "streamvec_snapshots_total"),
+              Metric(after, "streamvec_checkpoints_total"));
     EXPECT_GT(Metric(after, "streamvec_state_disk_bytes"), 0);
     EXPECT_GE(Metric(after, "streamvec_process_write_bytes_total"), 0);  // 0 on tmpfs
   }

@@ -24,6 +24,7 @@
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/snapshot_reader.h"
 #include "streamvec/store/state_store.h"
 
 namespace streamvec {
@@ -348,6 +349,50 @@ TEST_F(KafkaTrainerTest, UncleanStopRetrainsOnlyWhatFollowsTheLastSnapshot) {
       StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
   ASSERT_TRUE(learner.ok());
   EXPECT_EQ((*learner)->stats().words_seen, words);
+}
+
+// Two cadences: between checkpoints the snapshots publish only the serving vectors (fresher than
+// the checkpoint, with the learner's entries and offsets carried from it), and a crash replays
+// from the checkpoint: nothing lost, the documents after it trained again.
+TEST_F(KafkaTrainerTest, PublicationsServeFreshVectorsAndACrashResumesFromTheLastCheckpoint) {
+  ProduceDocs(*broker_, 5, 25);  // 100 documents
+  KafkaTrainerOptions o = Options(*broker_);
+  o.micro_batch_max_docs = 10;
+  o.snapshot_every_s = 0;
+  o.snapshot_every_bytes = 20 * DocumentToJson(Doc("s0", 5)).size();
+  o.checkpoint_every_s = 1000;  // none but the first within the test
+  o.final_snapshot = false;     // a crash
+  const KafkaTrainerStats crashed = RunToIdle(o);
+  EXPECT_EQ(crashed.documents, 100u);
+  EXPECT_EQ(crashed.checkpoints, 1u);
+  ASSERT_GE(crashed.snapshots, 3u);
+  EXPECT_LT(crashed.snapshot_written_bytes_total, crashed.snapshot_bytes_total);
+  const uint64_t covered = Entry(kTrainerCountersEntry).at("documents").get<uint64_t>();
+  EXPECT_LT(covered, 50u);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), static_cast<int64_t>(covered));
+  {
+    auto reader = SnapshotReader::OpenNewest((dir_ / "state").string());
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    const json meta = json::parse((*reader)->info().metadata_json);
+    EXPECT_EQ(meta.at("kind"), "publication");
+    EXPECT_EQ(meta.at("checkpoint_version"), crashed.checkpoint_version);
+    EXPECT_GT(meta.at("documents").get<uint64_t>(), covered);
+    EXPECT_EQ(SumOffsets(meta.at("offsets")), static_cast<int64_t>(covered));
+    // The served vectors are the learner's after more words than the checkpoint holds.
+    auto learner = StreamingLearner::LoadState(
+        [&reader](const std::string& k) { return (*reader)->Get(k); });
+    ASSERT_TRUE(learner.ok()) << learner.status().ToString();
+    EXPECT_GT(meta.at("words_trained").get<uint64_t>(), (*learner)->stats().words_trained);
+    auto served = ReadEmbeddingEntries([&reader](const std::string& k) { return (*reader)->Get(k); });
+    ASSERT_TRUE(served.ok()) << served.status().ToString();
+    EXPECT_EQ(served->words.size(), meta.at("admitted").get<size_t>());
+  }
+  KafkaTrainerOptions resume = Options(*broker_);
+  resume.checkpoint_every_s = 1000;
+  const KafkaTrainerStats resumed = RunToIdle(resume);
+  EXPECT_EQ(resumed.documents, 100u - covered);  // from the checkpoint's offsets
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), 100);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 100);  // the final snapshot is a checkpoint
 }
 
 // Manual assignment: no group join (the embedded broker's first join of a group takes 3 s), every

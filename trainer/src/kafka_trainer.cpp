@@ -191,6 +191,9 @@ struct KafkaTrainer::Impl {
   size_t batch_bytes = 0;
   Clock::time_point batch_started;
   bool dirty = false;             // trained or rejected something since the last snapshot
+  bool since_checkpoint = false;  // ... since the last checkpoint (or its failure)
+  Clock::time_point last_checkpoint_time = Clock::now();
+  uint64_t stats_checkpoint_version = 0;  // StateStore version of the last checkpoint
   bool snapshots_allowed = true;  // false once Run stopped without a final snapshot
   uint64_t bytes_since_snapshot = 0;
   // Message bytes consumed per partition since the last snapshot, and the largest of them.
@@ -231,7 +234,9 @@ struct KafkaTrainer::Impl {
     std::string metadata;
     std::map<int32_t, int64_t> offsets;  // next offset per partition, committed once durable
     std::string why;
+    bool checkpoint = true;  // false: a serving publication (keep_unwritten, no commit)
     uint64_t bytes = 0;  // of the entries
+    uint64_t written = 0;  // of those, written anew by the store
     double capture_s = 0;
     Clock::time_point started;
   };
@@ -329,7 +334,7 @@ void KafkaTrainer::Impl::OnRevoke(RdKafka::KafkaConsumer* c,
       spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
     }
   }
-  if (snapshots_allowed && (dirty || !batch.empty())) {
+  if (snapshots_allowed && (dirty || since_checkpoint || !batch.empty())) {
     if (Status s = Snapshot("rebalance"); !s.ok()) {
       spdlog::warn("trainer: snapshot before a rebalance failed (the previous one is kept): {}",
                    s.message());
@@ -366,6 +371,7 @@ void KafkaTrainer::Impl::Reject(const RdKafka::Message& m, const std::string& re
   producer->poll(0);
   ++total_rejected;
   dirty = true;
+  since_checkpoint = true;
   std::lock_guard<std::mutex> lock(mu);
   ++stats.rejected;
 }
@@ -434,6 +440,7 @@ Status KafkaTrainer::Impl::TrainPending() {
   batch.clear();
   batch_bytes = 0;
   dirty = true;
+  since_checkpoint = true;
   if (options.commit_before_durable) {
     const auto commit_t0 = Clock::now();
     CommitAsync(next_offsets);
@@ -466,8 +473,20 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   }
   auto snap = std::make_unique<InFlightSnapshot>();
   snap->why = why;
+  // A serving publication where allowed: the periodic, pause and byte triggers between
+  // checkpoints. A requested, rebalance or final snapshot, the first one, and one taken after a
+  // failed checkpoint (since_checkpoint with an old last_checkpoint_time) are checkpoints.
+  const std::string_view reason(why);
+  snap->checkpoint =
+      options.checkpoint_every_s <= 0 || store->version() == 0 ||
+      !(reason == "periodic" || reason == "pause" || reason == "partition lag") ||
+      SecondsSince(last_checkpoint_time) >= options.checkpoint_every_s;
   snap->offsets = next_offsets;
-  const std::string offsets = OffsetsJson();
+  std::string offsets = OffsetsJson();
+  if (!snap->checkpoint) {
+    // What a restart resumes from: the last checkpoint's offsets (carried into this version).
+    if (auto covered = store->Get(kKafkaOffsetsEntry); covered.ok()) offsets = *covered;
+  }
   std::map<std::string, int64_t> positions_copy;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -478,6 +497,8 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   meta["rejected"] = total_rejected;
   meta["bytes"] = total_bytes;
   meta["offsets"] = json::parse(offsets);
+  meta["kind"] = snap->checkpoint ? "checkpoint" : "publication";
+  if (!snap->checkpoint) meta["checkpoint_version"] = stats_checkpoint_version;
   snap->metadata = meta.dump();
   // The learner's entries are copied while its workers are idle (SaveState drains them), so
   // the copy is the state that covers `offsets`; training goes on while they are written.
@@ -486,13 +507,19 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     snap->bytes += key.size() + value.size();
     return Status::Ok();
   };
-  SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
-  SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
-  SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
-  SV_RETURN_IF_ERROR(capture(kTrainerCountersEntry, json{{"documents", total_documents},
-                                                         {"bytes", total_bytes},
-                                                         {"rejected", total_rejected}}
-                                                        .dump()));
+  if (snap->checkpoint) {
+    SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
+    SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
+    SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
+    SV_RETURN_IF_ERROR(capture(kTrainerCountersEntry, json{{"documents", total_documents},
+                                                           {"bytes", total_bytes},
+                                                           {"rejected", total_rejected}}
+                                                          .dump()));
+    since_checkpoint = false;
+    last_checkpoint_time = Clock::now();
+  } else {
+    SV_RETURN_IF_ERROR(WriteServingEntries(*learner, capture));
+  }
   learner->TakeLoss();  // the loss figure restarts with each snapshot
   dirty = false;
   bytes_since_snapshot = 0;
@@ -505,12 +532,15 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   InFlightSnapshot* raw = snap.get();
   StateStore* st = store.get();
   snap->thread = std::thread([raw, st] {
+    SnapshotWriteOptions write;
+    write.keep_unwritten = !raw->checkpoint;
     raw->status = st->WriteSnapshot(
         [raw](const SnapshotSink& sink) -> Status {
           for (const auto& [key, value] : raw->entries) SV_RETURN_IF_ERROR(sink(key, value));
           return Status::Ok();
         },
-        raw->metadata);
+        raw->metadata, write);
+    if (raw->status.ok()) raw->written = st->last_write_stats().written_bytes;
     raw->entries.clear();
     raw->entries.shrink_to_fit();
     raw->done.store(true);
@@ -527,8 +557,13 @@ Status KafkaTrainer::Impl::FinishSnapshot(bool commit) {
   std::unique_ptr<InFlightSnapshot> snap = std::move(in_flight);
   if (!snap->status.ok()) {
     dirty = true;  // what it held is still to be made durable
+    if (snap->checkpoint) {
+      since_checkpoint = true;
+      last_checkpoint_time = Clock::time_point{};  // the next snapshot is a checkpoint
+    }
     return snap->status;
   }
+  if (snap->checkpoint) stats_checkpoint_version = store->version();
   const uint64_t disk = DiskBytes(options.state_dir);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -536,13 +571,21 @@ Status KafkaTrainer::Impl::FinishSnapshot(bool commit) {
     stats.snapshot_version = store->version();
     stats.snapshot_bytes = snap->bytes;
     stats.snapshot_bytes_total += snap->bytes;
+    stats.snapshot_written_bytes = snap->written;
+    stats.snapshot_written_bytes_total += snap->written;
     stats.state_disk_bytes = disk;
+    if (snap->checkpoint) {
+      ++stats.checkpoints;
+      stats.checkpoint_version = store->version();
+    }
   }
-  spdlog::info("trainer: snapshot {} ({}): {:.1f} MB, state copied in {:.3f} s, written in "
-               "{:.3f} s; state directory {:.1f} MB",
-               store->version(), snap->why, snap->bytes / 1e6, snap->capture_s,
+  spdlog::info("trainer: {} {} ({}): {:.1f} MB of entries, {:.1f} MB written, state copied in "
+               "{:.3f} s, written in {:.3f} s; state directory {:.1f} MB",
+               snap->checkpoint ? "checkpoint" : "publication", store->version(), snap->why,
+               snap->bytes / 1e6, snap->written / 1e6, snap->capture_s,
                SecondsSince(snap->started), disk / 1e6);
-  if (commit) {
+  // A publication covers no offsets a restart would resume from: nothing to commit.
+  if (commit && snap->checkpoint) {
     const auto commit_t0 = Clock::now();
     Commit(snap->offsets);
     commit_s += SecondsSince(commit_t0);
@@ -890,8 +933,12 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     }
     // A snapshot due while the previous one is still being written waits for it (StartSnapshot):
     // triggers keep their spacing, and at most one copy of the state is in memory.
-    if (m.dirty &&
-        (requested || pause || (m.options.snapshot_every_s > 0 &&
+    // A checkpoint due while the stream is quiet (publications keep serving fresh; the learner
+    // still has to become durable within checkpoint_every_s).
+    const bool checkpoint_due = m.options.checkpoint_every_s > 0 && m.since_checkpoint &&
+                                SecondsSince(m.last_checkpoint_time) >= m.options.checkpoint_every_s;
+    if ((m.dirty || checkpoint_due) &&
+        (requested || pause || checkpoint_due || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
                      m.bytes_since_snapshot >= m.options.snapshot_every_bytes) ||
@@ -933,7 +980,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
   }
   if (m.options.final_snapshot && fatal.ok()) {
-    if (m.dirty || !m.batch.empty() || m.store->version() == 0) {
+    if (m.dirty || m.since_checkpoint || !m.batch.empty() || m.store->version() == 0) {
       if (Status s = m.Snapshot("final"); !s.ok()) {
         result =
             Status(s.code(), "final snapshot failed (the previous one is kept): " + s.message());
@@ -992,10 +1039,15 @@ StatusOr<std::map<std::string, int64_t>> KafkaTrainer::ReadSourcePositions(
 
 Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink) {
   SV_RETURN_IF_ERROR(learner.SaveState(sink));
+  return WriteServingEntries(learner, sink);
+}
+
+Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink) {
   std::vector<std::string> words;
+  std::vector<uint32_t> slots;
   std::vector<const float*> rows;  // the learner's rows: no dense copy during a snapshot
-  learner.ExportRows(&words, &rows);
-  return WriteEmbeddingEntries(words, rows, learner.options().dim, sink);
+  learner.ExportRowsBySlot(&words, &slots, &rows);
+  return WriteEmbeddingTable(words, slots, rows, learner.options().dim, sink);
 }
 
 std::string LearnerMetadataJson(const StreamingLearner& learner) {

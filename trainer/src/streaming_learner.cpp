@@ -791,6 +791,22 @@ void StreamingLearner::ExportRows(std::vector<std::string>* words,
   }
 }
 
+void StreamingLearner::ExportRowsBySlot(std::vector<std::string>* words,
+                                        std::vector<uint32_t>* slots,
+                                        std::vector<const float*>* slot_rows) const {
+  std::vector<const float*> rows;
+  ExportRows(words, &rows);  // drains
+  const Impl& m = *impl_;
+  slots->clear();
+  slots->reserve(rows.size());
+  slot_rows->assign(m.words.size(), nullptr);
+  for (const float* row : rows) {
+    const auto s = static_cast<uint32_t>((row - m.input.data()) / static_cast<ptrdiff_t>(m.stride));
+    slots->push_back(s);
+    (*slot_rows)[s] = row;
+  }
+}
+
 void StreamingLearner::ExportVectors(std::vector<std::string>* words,
                                      std::vector<float>* vectors) const {
   std::vector<const float*> rows;
@@ -907,12 +923,14 @@ std::string ChunkKey(const char* table, size_t chunk) {
   return buf;
 }
 
-// Entries are kept small (256 KiB of rows, 1 MiB of noise table): RocksDB holds a value whole
+// Entries are kept small (32 KiB of rows, 1 MiB of noise table): RocksDB holds a value whole
 // in its write batch, its memtable and one table block, so 4-16 MiB values showed up as
-// resident-memory spikes at every snapshot. LoadState accepts any chunking (states written with
-// the earlier 4 MiB row chunks and one 'noise' entry load too).
+// resident-memory spikes at every snapshot; and the state store writes again only the entries
+// whose bytes changed, so a few dozen rows an entry keep a slow stream's snapshots small.
+// LoadState accepts any chunking (states written with the earlier 4 MiB and 256 KiB row chunks
+// and one 'noise' entry load too).
 size_t RowsPerChunk(size_t stride) {
-  return std::max<size_t>(1, (size_t{256} << 10) / (stride * sizeof(float)));
+  return std::max<size_t>(1, (size_t{32} << 10) / (stride * sizeof(float)));
 }
 constexpr size_t kNoisePerChunk = (size_t{1} << 20) / sizeof(uint32_t);
 

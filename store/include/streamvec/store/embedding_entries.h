@@ -7,9 +7,16 @@
 //   "embedding/words"      the words joined by '\n'
 //   "embedding/rows/<i>"   chunk i (i = 0, 1, ...) of row-major float32 rows (host byte order),
 //                          at most 256 KiB each (4 MiB in earlier snapshots), whole rows only
+// or, written by WriteEmbeddingTable, the rows in a stable order of their own (a learner's
+// slots), so that a snapshot of a slowly changing model has few entries whose bytes changed:
+//   "embedding/slots"      uint32 per word (host byte order): its row in the table
+//   "embedding/table"      "<table rows>"
+//   "embedding/table/<i>"  chunk i (8 decimal digits) of the table's float32 rows (dim each,
+//                          zeros for rows no word uses), at most 32 KiB each, whole rows only
 #ifndef STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 #define STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,7 +38,16 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& words,
                              const std::vector<const float*>& rows, int dim,
                              const SnapshotSink& sink);
 
-// Reads entries written by WriteEmbeddingEntries. Errors: NotFound if the snapshot has none,
+// The table layout: `words` in serving order (most frequent first), `slots[i]` the table row of
+// words[i], `table_rows[r]` the `dim` floats of table row r (nullptr: no word uses it, written
+// as zeros). Errors: InvalidArgument for dim <= 0, a word empty or holding '\n', sizes that
+// differ, a slot outside the table or used twice, a used slot without a row; the sink's.
+Status WriteEmbeddingTable(const std::vector<std::string>& words,
+                           const std::vector<uint32_t>& slots,
+                           const std::vector<const float*>& table_rows, int dim,
+                           const SnapshotSink& sink);
+
+// Reads entries written by WriteEmbeddingEntries or WriteEmbeddingTable. Errors: NotFound if the snapshot has none,
 // Corruption naming the entry that is malformed or missing.
 StatusOr<Embeddings> ReadEmbeddingEntries(
     const std::function<StatusOr<std::string>(const std::string& key)>& get);

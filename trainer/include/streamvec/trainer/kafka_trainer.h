@@ -82,6 +82,14 @@ struct KafkaTrainerOptions {
   // could take more, and snapshots are as rare as the ring allows (docs/pipeline.md, "Flow
   // control"). Raise it with the ingestor's budget on a Kafka cluster with real retention.
   uint64_t snapshot_partition_bytes = uint64_t{7} << 19;  // 3.5 MiB
+  // Two cadences (issue 29). 0: every snapshot is a recovery checkpoint (the whole learner with
+  // the offsets it covers; its offsets are committed once it is durable). > 0: the triggers
+  // above take serving publications (the admitted words' input vectors and the metadata, which
+  // `serve` reads; the learner's entries are carried from the last checkpoint, no offsets are
+  // committed), and a checkpoint is taken at most this many seconds after the last one while
+  // something was trained since, and at a requested, rebalance or final snapshot. After a crash
+  // the trainer resumes from the last checkpoint: the replay is at most this interval of stream.
+  double checkpoint_every_s = 0;
   // Commit offsets as soon as their documents are trained, before a snapshot covers them. Only
   // for a broker that dies with the trainer's process (`streamvec run`'s embedded one): after a
   // crash nothing is read back from it (the connectors resend from the snapshot's source
@@ -118,8 +126,12 @@ struct KafkaTrainerStats {
   uint64_t evictions = 0;         // words that lost their slot (space-saving), state's lifetime
   double loss = 0;                // mean loss per positive pair since the last snapshot, nats
   // Where Run's thread spends its time, wall seconds (docs/pipeline.md, "Where the time goes"):
-  uint64_t snapshot_bytes = 0;          // entry bytes of the last snapshot (what it wrote)
+  uint64_t snapshot_bytes = 0;          // entry bytes the last snapshot passed to the store
   uint64_t snapshot_bytes_total = 0;    // entry bytes of this process's snapshots
+  uint64_t snapshot_written_bytes = 0;  // of those, written anew by the last (changed entries)
+  uint64_t snapshot_written_bytes_total = 0;  // written anew by this process's snapshots
+  uint64_t checkpoints = 0;             // of the snapshots, recovery checkpoints
+  uint64_t checkpoint_version = 0;      // StateStore version of the last checkpoint
   uint64_t state_disk_bytes = 0;        // the state directory's files after the last snapshot
                                         // (hard-linked checkpoint files counted once)
   double consume_seconds = 0;     // inside consume(): waiting for messages, rebalance callbacks
@@ -173,10 +185,14 @@ class KafkaTrainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Writes a learner's snapshot entries: its state (SaveState) and the serving embedding of its
-// admitted words (ExportRows -> WriteEmbeddingEntries, one 256 KiB chunk of rows at a time).
-// Shared by the Kafka trainer and `train --stream`.
+// Writes a learner's snapshot entries: its state (SaveState) and the serving embedding
+// (WriteServingEntries). Shared by the Kafka trainer and `train --stream`.
 Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink);
+
+// The serving embedding of a learner's admitted words, in its slot order (ExportRowsBySlot ->
+// WriteEmbeddingTable, 32 KiB chunks of rows: a row that did not change keeps its chunk's
+// bytes, which the state store then does not write again). What a serving publication writes.
+Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",
 // "words_trained", "vocab_size", "admitted", "evictions", "dim", "window", "negative", "sample",

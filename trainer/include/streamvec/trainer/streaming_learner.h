@@ -146,6 +146,12 @@ class StreamingLearner {
   // PaddedStride(dim) row), valid until the next call that trains, loads or destroys the
   // learner: snapshots write the serving embedding from these without a dense copy.
   void ExportRows(std::vector<std::string>* words, std::vector<const float*>* rows) const;
+  // The same words with, for each, its slot (the row of the learner's table that holds its
+  // vector; stable while the word stays in the vocabulary), and one pointer per slot to its
+  // input row (dim floats), nullptr for a slot whose word is not admitted: snapshots write the
+  // serving rows in slot order, so that rows that did not change keep their bytes.
+  void ExportRowsBySlot(std::vector<std::string>* words, std::vector<uint32_t>* slots,
+                        std::vector<const float*>* slot_rows) const;
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
   bool Admitted(std::string_view word) const;
