@@ -51,6 +51,7 @@ struct RunFlags {
   int partitions = 16;
   double snapshot_every_s = 2;
   double checkpoint_every_s = 30;
+  double snapshot_write_rate_mb = 3;
   bool no_follow = false;
   bool doc_per_file = false;
   double max_idle_s = 0;
@@ -229,6 +230,7 @@ int RunPipeline(RunFlags f) {
   }
   if (!(f.snapshot_every_s > 0)) return Usage("--snapshot-every must be > 0 seconds");
   if (!(f.checkpoint_every_s >= 0)) return Usage("--checkpoint-every must be >= 0 seconds");
+  if (!(f.snapshot_write_rate_mb >= 0)) return Usage("--snapshot-write-rate must be >= 0 MB/s");
   f.learner.threads = f.threads;
   f.learner.isa = DetectBestIsa();
   if (Status s = ValidateStreamingOptions(f.learner); !s.ok()) return Usage(s.message());
@@ -278,6 +280,7 @@ int RunPipeline(RunFlags f) {
   to.learner = f.learner;
   to.snapshot_every_s = f.snapshot_every_s;
   to.checkpoint_every_s = f.checkpoint_every_s;
+  to.snapshot_write_rate = f.snapshot_write_rate_mb * 1e6;
   to.normalize_text = true;
   to.max_idle_s = f.max_idle_s;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
@@ -526,6 +529,10 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "Seconds between recovery checkpoints (the whole learner and the source "
                   "positions; a crash replays at most this much of the stream; 0: every "
                   "snapshot)")
+      ->capture_default_str();
+  cmd->add_option("--snapshot-write-rate", flags->snapshot_write_rate_mb,
+                  "MB/s that snapshots may write on average (0: no limit); a snapshot that "
+                  "rewrote many rows is followed by a longer pause")
       ->capture_default_str();
   cmd->add_flag("--no-follow", flags->no_follow, "Read --data once instead of following it");
   cmd->add_option("--feeds", flags->feeds,

@@ -251,6 +251,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     }
   }
   o.checkpoint_every_s = f.checkpoint_every_s;
+  o.snapshot_write_rate = f.snapshot_write_rate_mb * 1e6;
   if (f.snapshot_partition_bytes >= 0) {
     o.snapshot_partition_bytes = static_cast<uint64_t>(f.snapshot_partition_bytes);
   }

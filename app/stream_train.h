@@ -38,6 +38,7 @@ struct KafkaTrainFlags {
   std::string assign;           // "" (join the group), "all" or "P,P,..." (manual assignment)
   int64_t snapshot_partition_bytes = -1;  // -1: KafkaTrainerOptions' default
   double checkpoint_every_s = 0;           // KafkaTrainerOptions::checkpoint_every_s
+  double snapshot_write_rate_mb = 0;       // KafkaTrainerOptions::snapshot_write_rate, MB/s
   StreamingOptions options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };

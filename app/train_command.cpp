@@ -53,6 +53,7 @@ struct TrainFlags {
   std::string assign;
   int64_t snapshot_partition_bytes = -1;
   double checkpoint_every = -1;  // -1: not given
+  double snapshot_write_rate = -1;  // MB/s; -1: not given
 };
 
 std::string Human(double x) {
@@ -164,6 +165,7 @@ int RunKafka(TrainFlags& f) {
   k.assign = f.assign;
   k.snapshot_partition_bytes = f.snapshot_partition_bytes;
   k.checkpoint_every_s = std::max(0.0, f.checkpoint_every);
+  k.snapshot_write_rate_mb = std::max(0.0, f.snapshot_write_rate);
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -179,10 +181,12 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize ||
-      !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0) {
+      !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0 ||
+      f.snapshot_write_rate >= 0) {
     return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, "
-                                        "--assign, --snapshot-partition-bytes and "
-                                        "--checkpoint-every need --brokers or --bootstrap-file"),
+                                        "--assign, --snapshot-partition-bytes, "
+                                        "--checkpoint-every and --snapshot-write-rate need "
+                                        "--brokers or --bootstrap-file"),
                 2);
   }
   if (f.input.empty()) {
@@ -392,6 +396,10 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Kafka: seconds between recovery checkpoints; the --snapshot-every triggers "
                   "between them publish only the serving vectors, and offsets are committed at "
                   "checkpoints (default: every snapshot is a checkpoint)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--snapshot-write-rate", flags->snapshot_write_rate,
+                  "Kafka: MB/s that snapshots may write on average; a triggered snapshot waits "
+                  "while the earlier ones wrote more (default: no limit)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");

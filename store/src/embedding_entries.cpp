@@ -13,9 +13,7 @@ constexpr size_t kChunkBytes = size_t{256} << 10;
 
 std::string RowsKey(size_t chunk) { return "embedding/rows/" + std::to_string(chunk); }
 
-// Table chunks: small (a few dozen rows), since a snapshot rewrites only the chunks whose bytes
-// changed; keys ascending in byte order (the store writes them to one table file).
-constexpr size_t kTableChunkBytes = size_t{32} << 10;
+// Table chunk keys ascend in byte order (the store writes them to one table file).
 std::string TableKey(size_t chunk) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "embedding/table/%08zu", chunk);
@@ -95,9 +93,11 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& word_list,
 
 Status WriteEmbeddingTable(const std::vector<std::string>& word_list,
                            const std::vector<uint32_t>& slots,
-                           const std::vector<const float*>& table_rows, int dim,
-                           const SnapshotSink& sink) {
-  if (dim <= 0) return Status::InvalidArgument("embedding dim must be positive");
+                           const std::vector<const float*>& table_rows, int dim, int stride,
+                           size_t rows_per_chunk, const SnapshotSink& sink) {
+  if (dim <= 0 || stride < dim || rows_per_chunk == 0) {
+    return Status::InvalidArgument("embedding table needs 0 < dim <= stride and rows per chunk");
+  }
   if (slots.size() != word_list.size()) {
     return Status::InvalidArgument("embedding has " + std::to_string(slots.size()) +
                                    " slots for " + std::to_string(word_list.size()) + " words");
@@ -121,17 +121,16 @@ Status WriteEmbeddingTable(const std::vector<std::string>& word_list,
   SV_RETURN_IF_ERROR(sink("embedding/slots",
                           std::string_view(reinterpret_cast<const char*>(slots.data()),
                                            slots.size() * sizeof(uint32_t))));
-  SV_RETURN_IF_ERROR(sink("embedding/table", std::to_string(table_rows.size())));
-  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  const size_t rows_per_chunk = std::max<size_t>(1, kTableChunkBytes / row_bytes);
+  SV_RETURN_IF_ERROR(sink("embedding/table", std::to_string(table_rows.size()) + " " +
+                                                 std::to_string(stride)));
+  const size_t row_bytes = static_cast<size_t>(stride) * sizeof(float);
   std::string chunk_bytes;
   size_t chunk = 0;
   for (size_t r = 0; r < table_rows.size(); r += rows_per_chunk, ++chunk) {
     const size_t n = std::min(rows_per_chunk, table_rows.size() - r);
     chunk_bytes.assign(n * row_bytes, '\0');
     for (size_t q = 0; q < n; ++q) {
-      // Rows no served word uses are zeros: a candidate's training does not change the chunk.
-      if (table_rows[r + q] != nullptr && used[r + q]) {
+      if (table_rows[r + q] != nullptr) {
         std::memcpy(chunk_bytes.data() + q * row_bytes, table_rows[r + q], row_bytes);
       }
     }
@@ -152,8 +151,9 @@ StatusOr<Embeddings> ReadTable(
   StatusOr<std::string> table = get("embedding/table");
   if (!table.ok()) return Status::Corruption("entry 'embedding/table': " + table.status().message());
   unsigned long long table_rows = 0;
-  if (std::sscanf(table->c_str(), "%llu", &table_rows) != 1 || table_rows < rows ||
-      table_rows > (uint64_t{1} << 32)) {
+  int stride = 0;
+  if (std::sscanf(table->c_str(), "%llu %d", &table_rows, &stride) != 2 || table_rows < rows ||
+      table_rows > (uint64_t{1} << 32) || stride < dim || stride > (1 << 20)) {
     return Status::Corruption("entry 'embedding/table' is malformed: '" + *table + "'");
   }
   std::vector<int64_t> place(table_rows, -1);  // table row -> word
@@ -170,7 +170,8 @@ StatusOr<Embeddings> ReadTable(
   e.dim = dim;
   e.words = std::move(words);
   e.vectors.resize(rows * static_cast<size_t>(dim));
-  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const size_t row_bytes = static_cast<size_t>(stride) * sizeof(float);
+  const size_t vector_bytes = static_cast<size_t>(dim) * sizeof(float);
   size_t have = 0;  // table rows read
   for (size_t chunk = 0; have < table_rows; ++chunk) {
     StatusOr<std::string> part = get(TableKey(chunk));
@@ -186,7 +187,7 @@ StatusOr<Embeddings> ReadTable(
       const int64_t i = place[have + q];
       if (i >= 0) {
         std::memcpy(e.vectors.data() + static_cast<size_t>(i) * dim, part->data() + q * row_bytes,
-                    row_bytes);
+                    vector_bytes);
       }
     }
     have += n;

@@ -34,7 +34,7 @@ bool GetU64(const std::string& in, size_t* pos, uint64_t* v) {
   return true;
 }
 
-constexpr uint64_t kManifestMagic = 0x3174736566696e6dULL;  // "mnifst1" as little-endian bytes
+constexpr uint64_t kManifestMagic = 0x3274736566696e6dULL;  // "mnifst2" as little-endian bytes
 
 }  // namespace
 
@@ -49,7 +49,10 @@ std::string EncodeManifest(const Manifest& m) {
     PutU64(&out, ref.writer);
     PutU64(&out, ref.size);
     PutU64(&out, ref.hash);
+    PutU64(&out, ref.hash_high);
     out.push_back(ref.direct ? 1 : 0);
+    PutU64(&out, ref.stored_key.size());
+    out += ref.stored_key;
   }
   PutU64(&out, m.written.size());
   for (const auto& [writer, bytes] : m.written) {
@@ -72,10 +75,14 @@ StatusOr<Manifest> DecodeManifest(const std::string& in, const std::string& wher
     pos += len;
     EntryRef ref;
     if (!GetU64(in, &pos, &ref.writer) || !GetU64(in, &pos, &ref.size) ||
-        !GetU64(in, &pos, &ref.hash) || pos >= in.size()) {
+        !GetU64(in, &pos, &ref.hash) || !GetU64(in, &pos, &ref.hash_high) || pos >= in.size()) {
       return bad;
     }
     ref.direct = in[pos++] != 0;
+    uint64_t stored = 0;
+    if (!GetU64(in, &pos, &stored) || in.size() - pos < stored) return bad;
+    ref.stored_key = in.substr(pos, stored);
+    pos += stored;
     m.entries.emplace(std::move(key), ref);
   }
   if (!GetU64(in, &pos, &n)) return bad;
@@ -101,7 +108,8 @@ std::string SmallPrefix(uint64_t writer) {
 }
 
 std::string EntryKey(const std::string& key, const EntryRef& ref) {
-  return (ref.direct ? DataPrefix(ref.writer) : SmallPrefix(ref.writer)) + key;
+  return (ref.direct ? DataPrefix(ref.writer) : SmallPrefix(ref.writer)) +
+         (ref.stored_key.empty() ? key : ref.stored_key);
 }
 
 StatusOr<std::string> ReadEntry(rocksdb::DB* db, uint64_t version, const Manifest* manifest,

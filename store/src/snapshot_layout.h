@@ -9,8 +9,9 @@
 //                                      <writer> into table files of their own (ingested)
 //   small/<writer, 16 hex>/<key>       bytes of a smaller entry (through the memtables)
 //   snap/<version, 16 hex>/<key>       entries of a version in kStateFormatV1 (no manifest)
-// A version refers to bytes written by itself or, where an entry did not change, by an earlier
-// version: a writer's bytes are dropped (its table files at once) when no entry of the current
+// A version refers to bytes written by itself or, where an entry's bytes are already on disk
+// (the same key unchanged, or another entry with the same bytes), by an earlier version or
+// another key: a writer's bytes are dropped (its table files at once) when no entry of the current
 // version refers to them.
 // <state_dir>/checkpoints/<v, 20 dec>/ a published snapshot, appears by one rename:
 //   metadata.json                      the same metadata, readable without RocksDB
@@ -48,8 +49,10 @@ inline constexpr size_t kDirectBytes = size_t{8} << 10;
 struct EntryRef {
   uint64_t writer = 0;  // the version that wrote them
   uint64_t size = 0;    // bytes
-  uint64_t hash = 0;    // XXH3-64 of the bytes
-  bool direct = false;  // under data/ (else small/)
+  uint64_t hash = 0;    // XXH3-128 of the bytes (low, high)
+  uint64_t hash_high = 0;
+  bool direct = false;     // under data/ (else small/)
+  std::string stored_key;  // the entry key they were written under; empty: this entry's own
 };
 
 // The entries of one version and the bytes each earlier writer still has on disk.

@@ -22,6 +22,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 #include <system_error>
 #include <vector>
 
@@ -478,23 +479,47 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
     batch.Clear();
     return st;
   };
+  // Bytes already on disk, by content: the current version's entries (unless rewriting all)
+  // and this one's as they are written. An entry with the same size and XXH3-128 hash refers to
+  // them: an unchanged entry, or one with the bytes of another (a serving table chunk that
+  // equals a learner's row chunk).
+  struct ContentKey {
+    uint64_t size, low, high;
+    bool operator==(const ContentKey& o) const {
+      return size == o.size && low == o.low && high == o.high;
+    }
+  };
+  struct ContentHash {
+    size_t operator()(const ContentKey& k) const { return static_cast<size_t>(k.low ^ k.size); }
+  };
+  std::unordered_map<ContentKey, internal::EntryRef, ContentHash> by_content;
+  auto stored = [](const std::string& key, const internal::EntryRef& ref) {
+    internal::EntryRef r = ref;
+    if (r.stored_key.empty()) r.stored_key = key;
+    return r;
+  };
+  if (!full) {
+    for (const auto& [key, ref] : m.manifest.entries) {
+      by_content.emplace(ContentKey{ref.size, ref.hash, ref.hash_high}, stored(key, ref));
+    }
+  }
   SnapshotSink sink = [&](const std::string& key, std::string_view value) -> Status {
     internal::EntryRef ref;
     ref.writer = next;
     ref.size = value.size();
-    ref.hash = XXH3_64bits(value.data(), value.size());
+    const XXH128_hash_t h = XXH3_128bits(value.data(), value.size());
+    ref.hash = h.low64;
+    ref.hash_high = h.high64;
     auto [slot, inserted] = next_manifest.entries.emplace(key, ref);
     if (!inserted) {
       return Status::InvalidArgument("snapshot entry '" + key + "' passed twice");
     }
     stats.passed_bytes += value.size();
-    if (!full) {
-      auto old = m.manifest.entries.find(key);
-      if (old != m.manifest.entries.end() && old->second.size == ref.size &&
-          old->second.hash == ref.hash) {
-        slot->second = old->second;  // unchanged: refer to the bytes already on disk
-        return Status::Ok();
-      }
+    const ContentKey content{ref.size, ref.hash, ref.hash_high};
+    if (auto same = by_content.find(content); same != by_content.end()) {
+      slot->second = same->second;  // already on disk: refer to those bytes
+      if (slot->second.stored_key == key) slot->second.stored_key.clear();
+      return Status::Ok();
     }
     stats.written_bytes += value.size();
     if (value.size() >= internal::kDirectBytes) {
@@ -520,12 +545,14 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
                       "state write to " + m.dir));
         f.last_key = std::move(full_key);
         slot->second.direct = true;
+        by_content.emplace(content, stored(key, slot->second));
         return Status::Ok();
       }
     }
     SV_RETURN_IF_ERROR(
         FromRocks(batch.Put(small_prefix + key, rocksdb::Slice(value.data(), value.size())),
                   "state write to " + m.dir));
+    by_content.emplace(content, stored(key, slot->second));
     if (batch.GetDataSize() >= kBatchBytes) return flush();
     return Status::Ok();
   };

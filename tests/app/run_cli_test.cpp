@@ -199,7 +199,7 @@ std::vector<std::string> Args(std::vector<std::string> args) {
 TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   const int docs = WriteData("a.txt", 1500);
   RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                               "--snapshot-every", "0.5"})));
+                               "--snapshot-every", "0.5", "--checkpoint-every", "1"})));
   ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
 
   // Every line becomes a document that a snapshot covers, and REST serves that snapshot.
@@ -235,7 +235,8 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   const int docs = WriteData("a.txt", 1000000) + WriteData("b.txt", 1000000);
   {
     RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                                 "--snapshot-every", "0.3", "--no-follow"})));
+                                 "--snapshot-every", "0.3", "--checkpoint-every", "0.3",
+                                 "--no-follow"})));
     ASSERT_GT(run.port(), 0);
     ASSERT_TRUE(WaitFor([&] {
       const nlohmann::json c = Entry("trainer/counters");
@@ -249,7 +250,8 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
 
   // The restart resumes the connector from the snapshot's positions on a fresh embedded broker.
   RunProcess again(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                                 "--snapshot-every", "1", "--no-follow", "--max-idle", "3"})));
+                                 "--snapshot-every", "1", "--checkpoint-every", "1", "--no-follow",
+                                 "--max-idle", "3"})));
   ASSERT_GT(again.port(), 0);
   EXPECT_EQ(again.Wait(), 0);
   // Documents are counted in the state: the snapshot at the kill covered at least the lines before
@@ -276,7 +278,8 @@ double Metric(const std::string& text, const std::string& name) {
 TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
   WriteData("a.txt", 200);
   RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                       "--snapshot-every", "0.5", "--admin-token", "t0ken"}));
+                       "--snapshot-every", "0.5", "--checkpoint-every", "1", "--admin-token",
+                       "t0ken"}));
   ASSERT_GT(run.port(), 0);
   // The five bundled feeds hold 136 items (tests/crawler/data/feed_expectations.tsv).
   ASSERT_TRUE(WaitFor([&] {

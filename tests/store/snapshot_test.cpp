@@ -294,6 +294,67 @@ TEST_F(SnapshotTest, EmbeddingRoundTripsThroughASnapshotAndAReader) {
       StatusCode::kNotFound);
 }
 
+// The table layout: rows in a stable order with a stride of their own, words served most
+// frequent first through their slots; a chunk equal to another entry (a learner's rows) is
+// stored once, and one changed row rewrites one chunk.
+TEST_F(SnapshotTest, EmbeddingTableRoundTripsAndSharesEqualChunks) {
+  constexpr int kDim = 5, kStride = 8;
+  constexpr size_t kSlots = 1000, kPerChunk = 64;
+  std::vector<float> table(kSlots * kStride);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i) * 0.5f - 3;
+  std::vector<const float*> rows(kSlots);
+  for (size_t r = 0; r < kSlots; ++r) rows[r] = table.data() + r * kStride;
+  rows[7] = nullptr;  // not used by any word: zeros
+  std::vector<std::string> words;
+  std::vector<uint32_t> slots;
+  for (uint32_t s = kSlots - 1; s > 500; s -= 3) {  // served order unlike slot order
+    words.push_back("w" + std::to_string(s));
+    slots.push_back(s);
+  }
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  auto write = [&] {
+    return store->WriteSnapshot([&](const SnapshotSink& sink) {
+      // The "learner's" own entry for the rows of chunk 3.
+      SV_RETURN_IF_ERROR(sink("input/00000003",
+                              std::string_view(reinterpret_cast<const char*>(rows[3 * kPerChunk]),
+                                               kPerChunk * kStride * sizeof(float))));
+      return WriteEmbeddingTable(words, slots, rows, kDim, kStride, kPerChunk, sink);
+    });
+  };
+  ASSERT_TRUE(write().ok());
+  const uint64_t chunk_bytes = kPerChunk * kStride * sizeof(float);
+  EXPECT_EQ(store->last_write_stats().entry_bytes - store->last_write_stats().written_bytes,
+            chunk_bytes);  // chunk 3 once
+  table[900 * kStride + 1] = 42;  // one row of the served words changes
+  ASSERT_TRUE(write().ok());
+  EXPECT_LT(store->last_write_stats().written_bytes, chunk_bytes + (16 << 10));
+  auto reader = SnapshotReader::OpenNewest(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  StatusOr<Embeddings> back =
+      ReadEmbeddingEntries([&](const std::string& k) { return (*reader)->Get(k); });
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->dim, kDim);
+  EXPECT_EQ(back->words, words);
+  for (size_t i = 0; i < words.size(); ++i) {
+    for (int d = 0; d < kDim; ++d) {
+      ASSERT_EQ(back->vectors[i * kDim + d], table[slots[i] * kStride + d]) << words[i] << " " << d;
+    }
+  }
+  // A slot outside the table, or used twice, is refused before anything is written.
+  std::vector<uint32_t> bad = slots;
+  bad.back() = kSlots;
+  EXPECT_EQ(WriteEmbeddingTable(words, bad, rows, kDim, kStride, kPerChunk,
+                                [](const std::string&, std::string_view) { return Status::Ok(); })
+                .code(),
+            StatusCode::kInvalidArgument);
+  bad.back() = bad.front();
+  EXPECT_EQ(WriteEmbeddingTable(words, bad, rows, kDim, kStride, kPerChunk,
+                                [](const std::string&, std::string_view) { return Status::Ok(); })
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(SnapshotTest, SecondWriterInThisProcessIsRefusedAsInUse) {
   auto first = OpenOrDie(dir_);
   ASSERT_NE(first, nullptr);

@@ -213,8 +213,12 @@ TEST_F(StateStoreTest, ReadOnlyOpenOfMissingStateIsNotFound) {
   EXPECT_FALSE(fs::exists(dir_));
 }
 
-// Chunk `c` of a table: 32 KiB of `fill`.
-std::string Chunk(char fill) { return std::string(size_t{32} << 10, fill); }
+// 32 KiB of `fill`, its first bytes telling chunk `c` from the others.
+std::string Chunk(char fill, size_t c = 0) {
+  std::string s(size_t{32} << 10, fill);
+  std::snprintf(s.data(), 16, "%015zu", c);
+  return s;
+}
 std::string ChunkKey(size_t c) {
   char key[32];
   std::snprintf(key, sizeof key, "rows/%08zu", c);
@@ -238,7 +242,7 @@ TEST_F(StateStoreTest, UnchangedEntriesAreNotWrittenAgain) {
   auto write = [&](StateStore& store) {
     return store.WriteSnapshot([&](const SnapshotSink& sink) {
       SV_RETURN_IF_ERROR(sink("scalars", "small value"));
-      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c])));
+      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c], c)));
       return Status::Ok();
     });
   };
@@ -254,8 +258,8 @@ TEST_F(StateStoreTest, UnchangedEntriesAreNotWrittenAgain) {
     EXPECT_EQ(st.written_bytes, 2 * Chunk('a').size());
     EXPECT_EQ(st.entry_bytes, kChunks * Chunk('a').size() + 11);
     EXPECT_FALSE(st.full_rewrite);
-    EXPECT_EQ(*(*store)->Get(ChunkKey(3)), Chunk('b'));
-    EXPECT_EQ(*(*store)->Get(ChunkKey(4)), Chunk('a'));
+    EXPECT_EQ(*(*store)->Get(ChunkKey(3)), Chunk('b', 3));
+    EXPECT_EQ(*(*store)->Get(ChunkKey(4)), Chunk('a', 4));
     // Nothing changed: nothing written.
     ASSERT_TRUE(write(**store).ok());
     EXPECT_EQ((*store)->last_write_stats().written_bytes, 0u);
@@ -265,7 +269,7 @@ TEST_F(StateStoreTest, UnchangedEntriesAreNotWrittenAgain) {
     for (size_t c = 0; c < kChunks; ++c) {
       StatusOr<std::string> v = get(ChunkKey(c));
       ASSERT_TRUE(v.ok()) << c << ": " << v.status().ToString();
-      EXPECT_EQ(*v, Chunk(fills[c])) << c;
+      EXPECT_EQ(*v, Chunk(fills[c], c)) << c;
     }
     EXPECT_EQ(*get("scalars"), "small value");
   };
@@ -299,6 +303,27 @@ TEST_F(StateStoreTest, KeepUnwrittenCarriesTheCurrentEntries) {
   EXPECT_EQ(*(*store)->Get("serving"), "v3");
 }
 
+// Entries with the same bytes under different keys (a serving table chunk equal to a learner's
+// row chunk) are written once, in one version or across versions.
+TEST_F(StateStoreTest, EqualBytesUnderAnotherKeyAreWrittenOnce) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(WriteEntries(**store, {{"input/0", Chunk('x', 1)}, {"table/0", Chunk('x', 1)}}).ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, Chunk('x').size());
+  EXPECT_EQ((*store)->last_write_stats().entry_bytes, 2 * Chunk('x').size());
+  // The key that wrote them goes; the other still reads them.
+  ASSERT_TRUE(WriteEntries(**store, {{"table/0", Chunk('x', 1)}, {"input/0", Chunk('y', 1)}}).ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, Chunk('y').size());
+  ASSERT_TRUE(WriteEntries(**store, {{"table/0", Chunk('x', 1)}}).ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, 0u);
+  EXPECT_EQ(*(*store)->Get("table/0"), Chunk('x', 1));
+  store->reset();
+  auto reader = SnapshotReader::OpenNewest(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ(*(*reader)->Get("table/0"), Chunk('x', 1));
+  EXPECT_EQ((*reader)->Get("input/0").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(StateStoreTest, AKeyPassedTwiceIsRefused) {
   auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -324,7 +349,7 @@ TEST_F(StateStoreTest, SupersededBytesAreBoundedByAFullRewrite) {
   for (int v = 0; v < 40; ++v) {
     if (v > 0) fills[static_cast<size_t>(v) % kChunks] = static_cast<char>('b' + v % 20);
     Status st = (*store)->WriteSnapshot([&](const SnapshotSink& sink) {
-      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c])));
+      for (size_t c = 0; c < kChunks; ++c) SV_RETURN_IF_ERROR(sink(ChunkKey(c), Chunk(fills[c], c)));
       return Status::Ok();
     });
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -335,7 +360,7 @@ TEST_F(StateStoreTest, SupersededBytesAreBoundedByAFullRewrite) {
     // Table files: the live ones (published checkpoints hold links of their own, elsewhere).
     EXPECT_LE(TableBytes(dir_), 2 * live + (64 << 10)) << "snapshot " << v;
   }
-  for (size_t c = 0; c < kChunks; ++c) EXPECT_EQ(*(*store)->Get(ChunkKey(c)), Chunk(fills[c]));
+  for (size_t c = 0; c < kChunks; ++c) EXPECT_EQ(*(*store)->Get(ChunkKey(c)), Chunk(fills[c], c));
   EXPECT_GE(full, 3);
   EXPECT_LE(full, 12);
 }

@@ -27,6 +27,8 @@ namespace {
 
 // Seconds without a message after which pending training is snapshotted and committed.
 constexpr double kIdleSnapshotSeconds = 0.5;
+// The snapshot write budget holds at most this many seconds of its rate.
+constexpr double kWriteBurstSeconds = 60;
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
@@ -194,6 +196,17 @@ struct KafkaTrainer::Impl {
   bool since_checkpoint = false;  // ... since the last checkpoint (or its failure)
   Clock::time_point last_checkpoint_time = Clock::now();
   uint64_t stats_checkpoint_version = 0;  // StateStore version of the last checkpoint
+  // Snapshot write budget (KafkaTrainerOptions::snapshot_write_rate): bytes that may be written
+  // now; refilled at the rate, capped at kWriteBurstSeconds of it, charged after each write.
+  double write_tokens = 0;
+  Clock::time_point tokens_at = Clock::now();
+  void RefillWriteTokens() {
+    const double rate = options.snapshot_write_rate;
+    if (rate <= 0) return;
+    write_tokens = std::min(rate * kWriteBurstSeconds,
+                            write_tokens + rate * SecondsSince(tokens_at));
+    tokens_at = Clock::now();
+  }
   bool snapshots_allowed = true;  // false once Run stopped without a final snapshot
   uint64_t bytes_since_snapshot = 0;
   // Message bytes consumed per partition since the last snapshot, and the largest of them.
@@ -478,14 +491,22 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   // failed checkpoint (since_checkpoint with an old last_checkpoint_time) are checkpoints.
   const std::string_view reason(why);
   snap->checkpoint =
-      options.checkpoint_every_s <= 0 || store->version() == 0 ||
+      options.checkpoint_every_s <= 0 ||
       !(reason == "periodic" || reason == "pause" || reason == "partition lag") ||
       SecondsSince(last_checkpoint_time) >= options.checkpoint_every_s;
   snap->offsets = next_offsets;
   std::string offsets = OffsetsJson();
   if (!snap->checkpoint) {
-    // What a restart resumes from: the last checkpoint's offsets (carried into this version).
-    if (auto covered = store->Get(kKafkaOffsetsEntry); covered.ok()) offsets = *covered;
+    // What a restart resumes from: the last checkpoint's offsets (carried into this version),
+    // none before the first checkpoint.
+    auto covered = store->Get(kKafkaOffsetsEntry);
+    offsets = covered.ok() ? *covered
+                           : json{{"cluster_id", cluster_id.empty() ? snapshot_cluster_id
+                                                                    : cluster_id},
+                                  {"group", group},
+                                  {"topic", topic},
+                                  {"partitions", json::object()}}
+                                 .dump();
   }
   std::map<std::string, int64_t> positions_copy;
   {
@@ -564,6 +585,8 @@ Status KafkaTrainer::Impl::FinishSnapshot(bool commit) {
     return snap->status;
   }
   if (snap->checkpoint) stats_checkpoint_version = store->version();
+  RefillWriteTokens();
+  write_tokens -= static_cast<double>(snap->written);
   const uint64_t disk = DiskBytes(options.state_dir);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -765,8 +788,25 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
       StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen);
   if (!store.ok()) return store.status();
   m.store = std::move(store).value();
-  if (m.store->version() > 0) {
+  // A state of serving publications only (a crash before the first checkpoint) holds no learner:
+  // start afresh, from the beginning of the stream.
+  const bool has_checkpoint =
+      m.store->version() > 0 && m.store->Get(kTrainerCountersEntry).ok();
+  if (m.store->version() > 0 && !has_checkpoint) {
+    spdlog::info("trainer: {} holds no checkpoint yet (snapshot {} is a serving publication): "
+                 "starting from the beginning", o.state_dir, m.store->version());
+  }
+  if (has_checkpoint) {
     StateStore& st = *m.store;
+    // The checkpoint's version: the current one, or the one a publication names.
+    m.stats_checkpoint_version = m.store->version();
+    if (auto meta = st.CurrentMetadata(); meta.ok()) {
+      const json j = json::parse(*meta, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("kind", "") == "publication") {
+        m.stats_checkpoint_version = j.value("checkpoint_version", uint64_t{0});
+      }
+    }
+    m.stats.checkpoint_version = m.stats_checkpoint_version;
     auto loaded = StreamingLearner::LoadState([&st](const std::string& key) { return st.Get(key); },
                                               o.learner.isa, o.learner.threads);
     if (!loaded.ok()) {
@@ -937,7 +977,13 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     // still has to become durable within checkpoint_every_s).
     const bool checkpoint_due = m.options.checkpoint_every_s > 0 && m.since_checkpoint &&
                                 SecondsSince(m.last_checkpoint_time) >= m.options.checkpoint_every_s;
-    if ((m.dirty || checkpoint_due) &&
+    // The write budget spaces the triggered snapshots (not a requested one): a snapshot that
+    // changed many rows, as in a backlog, is followed by a longer pause.
+    m.RefillWriteTokens();
+    // (The one in flight is charged when it completes: wait for it.)
+    const bool within_budget =
+        m.options.snapshot_write_rate <= 0 || (!m.in_flight && m.write_tokens >= 0);
+    if ((m.dirty || checkpoint_due) && (requested || within_budget) &&
         (requested || pause || checkpoint_due || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&
@@ -1046,8 +1092,11 @@ Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& 
   std::vector<std::string> words;
   std::vector<uint32_t> slots;
   std::vector<const float*> rows;  // the learner's rows: no dense copy during a snapshot
-  learner.ExportRowsBySlot(&words, &slots, &rows);
-  return WriteEmbeddingTable(words, slots, rows, learner.options().dim, sink);
+  int stride = 0;
+  size_t rows_per_chunk = 0;
+  learner.ExportRowsBySlot(&words, &slots, &rows, &stride, &rows_per_chunk);
+  return WriteEmbeddingTable(words, slots, rows, learner.options().dim, stride, rows_per_chunk,
+                             sink);
 }
 
 std::string LearnerMetadataJson(const StreamingLearner& learner) {

@@ -121,6 +121,9 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// Rows per "input/" and "output/" entry of SaveState (defined with it below).
+size_t RowsPerChunk(size_t stride);
+
 }  // namespace
 
 struct StreamingLearner::Impl {
@@ -793,18 +796,21 @@ void StreamingLearner::ExportRows(std::vector<std::string>* words,
 
 void StreamingLearner::ExportRowsBySlot(std::vector<std::string>* words,
                                         std::vector<uint32_t>* slots,
-                                        std::vector<const float*>* slot_rows) const {
+                                        std::vector<const float*>* slot_rows, int* stride,
+                                        size_t* rows_per_chunk) const {
   std::vector<const float*> rows;
   ExportRows(words, &rows);  // drains
   const Impl& m = *impl_;
   slots->clear();
   slots->reserve(rows.size());
-  slot_rows->assign(m.words.size(), nullptr);
   for (const float* row : rows) {
-    const auto s = static_cast<uint32_t>((row - m.input.data()) / static_cast<ptrdiff_t>(m.stride));
-    slots->push_back(s);
-    (*slot_rows)[s] = row;
+    slots->push_back(
+        static_cast<uint32_t>((row - m.input.data()) / static_cast<ptrdiff_t>(m.stride)));
   }
+  slot_rows->resize(m.words.size());
+  for (size_t s = 0; s < m.words.size(); ++s) (*slot_rows)[s] = m.input.data() + s * m.stride;
+  *stride = static_cast<int>(m.stride);
+  *rows_per_chunk = RowsPerChunk(m.stride);
 }
 
 void StreamingLearner::ExportVectors(std::vector<std::string>* words,

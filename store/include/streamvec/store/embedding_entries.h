@@ -10,9 +10,9 @@
 // or, written by WriteEmbeddingTable, the rows in a stable order of their own (a learner's
 // slots), so that a snapshot of a slowly changing model has few entries whose bytes changed:
 //   "embedding/slots"      uint32 per word (host byte order): its row in the table
-//   "embedding/table"      "<table rows>"
-//   "embedding/table/<i>"  chunk i (8 decimal digits) of the table's float32 rows (dim each,
-//                          zeros for rows no word uses), at most 32 KiB each, whole rows only
+//   "embedding/table"      "<table rows> <stride>" (stride: floats per row, >= dim; the vector
+//                          is a row's first dim floats)
+//   "embedding/table/<i>"  chunk i (8 decimal digits) of the table's float32 rows, whole rows
 #ifndef STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 #define STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 
@@ -39,13 +39,15 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& words,
                              const SnapshotSink& sink);
 
 // The table layout: `words` in serving order (most frequent first), `slots[i]` the table row of
-// words[i], `table_rows[r]` the `dim` floats of table row r (nullptr: no word uses it, written
-// as zeros). Errors: InvalidArgument for dim <= 0, a word empty or holding '\n', sizes that
-// differ, a slot outside the table or used twice, a used slot without a row; the sink's.
+// words[i], `table_rows[r]` the `stride` floats of table row r (nullptr: written as zeros),
+// `rows_per_chunk` rows an entry. With a learner's own row layout (stride, chunking) a chunk
+// equals the learner's state entry of the same rows, and the state store writes it once.
+// Errors: InvalidArgument for dim <= 0, stride < dim, rows_per_chunk 0, a word empty or holding
+// '\n', sizes that differ, a slot outside the table, used twice or without a row; the sink's.
 Status WriteEmbeddingTable(const std::vector<std::string>& words,
                            const std::vector<uint32_t>& slots,
-                           const std::vector<const float*>& table_rows, int dim,
-                           const SnapshotSink& sink);
+                           const std::vector<const float*>& table_rows, int dim, int stride,
+                           size_t rows_per_chunk, const SnapshotSink& sink);
 
 // Reads entries written by WriteEmbeddingEntries or WriteEmbeddingTable. Errors: NotFound if the snapshot has none,
 // Corruption naming the entry that is malformed or missing.

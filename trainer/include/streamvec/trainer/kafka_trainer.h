@@ -90,6 +90,12 @@ struct KafkaTrainerOptions {
   // something was trained since, and at a requested, rebalance or final snapshot. After a crash
   // the trainer resumes from the last checkpoint: the replay is at most this interval of stream.
   double checkpoint_every_s = 0;
+  // Bytes per second that snapshots may write on average (0: no limit). A triggered snapshot
+  // (publication or checkpoint, not a requested or final one) waits while the bytes written by
+  // the earlier ones exceed this rate since (a budget refilled at the rate, holding at most 60 s
+  // of it): where every row changes (a backlog: a bulk load) publications are spaced by their
+  // cost; where few change (a slow stream) they stay at the snapshot interval.
+  double snapshot_write_rate = 0;
   // Commit offsets as soon as their documents are trained, before a snapshot covers them. Only
   // for a broker that dies with the trainer's process (`streamvec run`'s embedded one): after a
   // crash nothing is read back from it (the connectors resend from the snapshot's source
@@ -190,8 +196,9 @@ class KafkaTrainer {
 Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink& sink);
 
 // The serving embedding of a learner's admitted words, in its slot order (ExportRowsBySlot ->
-// WriteEmbeddingTable, 32 KiB chunks of rows: a row that did not change keeps its chunk's
-// bytes, which the state store then does not write again). What a serving publication writes.
+// WriteEmbeddingTable with the learner's row layout: a chunk whose rows did not change keeps its
+// bytes, and at a checkpoint equals the learner's "input/" entry, so the state store writes it
+// once). What a serving publication writes.
 Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",

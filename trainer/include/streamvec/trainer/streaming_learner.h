@@ -148,10 +148,13 @@ class StreamingLearner {
   void ExportRows(std::vector<std::string>* words, std::vector<const float*>* rows) const;
   // The same words with, for each, its slot (the row of the learner's table that holds its
   // vector; stable while the word stays in the vocabulary), and one pointer per slot to its
-  // input row (dim floats), nullptr for a slot whose word is not admitted: snapshots write the
-  // serving rows in slot order, so that rows that did not change keep their bytes.
+  // input row (*stride floats, the vector first), for every slot. *rows_per_chunk: the rows of
+  // each "input/" entry SaveState writes. Snapshots write the serving rows in slot order with
+  // this layout, so a chunk whose rows did not change keeps its bytes, and at a checkpoint
+  // equals the learner's own entry (the state store writes such bytes once).
   void ExportRowsBySlot(std::vector<std::string>* words, std::vector<uint32_t>* slots,
-                        std::vector<const float*>* slot_rows) const;
+                        std::vector<const float*>* slot_rows, int* stride,
+                        size_t* rows_per_chunk) const;
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
   bool Admitted(std::string_view word) const;
