@@ -50,8 +50,8 @@ struct RunFlags {
   std::string prefix = "streamvec";
   int partitions = 16;
   double snapshot_every_s = 2;
-  double checkpoint_every_s = 30;
-  double snapshot_write_rate_mb = 3;
+  double checkpoint_every_s = 60;
+  double snapshot_write_rate_mb = 4;
   bool no_follow = false;
   bool doc_per_file = false;
   double max_idle_s = 0;
@@ -531,7 +531,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "snapshot)")
       ->capture_default_str();
   cmd->add_option("--snapshot-write-rate", flags->snapshot_write_rate_mb,
-                  "MB/s that snapshots may write on average (0: no limit); a snapshot that "
+                  "MB/s that snapshots may write on average (0: no limit): a publication that "
                   "rewrote many rows is followed by a longer pause")
       ->capture_default_str();
   cmd->add_flag("--no-follow", flags->no_follow, "Read --data once instead of following it");

@@ -13,6 +13,12 @@ Three parts (`--only bulk|steady|trickle`, comma-separated; all by default):
            at --rate bytes/s for --seconds: the write rate over the steady window (after
            --warmup seconds). Bar: under 5 MB/s at 0.5 MB/s of text.
   trickle  the same at one short document a second. Bar: under 1 MB/s.
+  kill     `streamvec run` following a folder at --rate, killed with SIGKILL at --kills random
+           moments (--kill-min..--kill-max seconds into each run) and restarted on the same
+           state, then drained (--no-follow --max-idle 3): documents trained against lines
+           written (none lost), and per kill the documents trained again after the restart
+           against the lines written in one checkpoint interval. Bar: 0 lost, each replay at
+           most one --checkpoint-every interval of documents.
 
 Standard library only; every process started here is stopped here; 127.0.0.1 only.
 """
@@ -20,6 +26,8 @@ Standard library only; every process started here is stopped here; 127.0.0.1 onl
 import argparse
 import datetime as dt
 import os
+import random
+import urllib.request
 import re
 import shutil
 import signal
@@ -31,7 +39,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
-PARTS = ("bulk", "steady", "trickle")
+PARTS = ("bulk", "steady", "trickle", "kill")
 
 
 def log(msg):
@@ -167,6 +175,123 @@ def stream(sv, work, a, name, rate, line_bytes):
     return res
 
 
+def appender(path, words, pos, rate, line_bytes):
+    """Returns a function that appends whole lines to `path` at `rate` bytes/s while called."""
+    state = {"pos": pos, "sent": 0, "lines": 0, "t0": time.monotonic()}
+    out = open(path, "ab")
+
+    def pump():
+        due = rate * (time.monotonic() - state["t0"])
+        while state["sent"] < due:
+            line, n = [], 0
+            while n < line_bytes:
+                w = words[state["pos"] % len(words)]
+                state["pos"] += 1
+                line.append(w)
+                n += len(w) + 1
+            b = b" ".join(line) + b"\n"
+            out.write(b)
+            state["sent"] += len(b)
+            state["lines"] += 1
+        out.flush()
+    return pump, state, out
+
+
+def metric(base, name):
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    m = re.search(r"^" + re.escape(name) + r" ([0-9.eE+-]+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_serving(p, logfile, timeout=60):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout and p.poll() is None:
+        m = re.search(r"serving (http://127\.0\.0\.1:\d+)", logfile.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+        time.sleep(0.1)
+    return None
+
+
+def kill_rounds(sv, work, a):
+    data = work / "kill-data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir()
+    state = work / "kill.state"
+    shutil.rmtree(state, ignore_errors=True)
+    target = data / "stream.txt"
+    target.write_text("")
+    words = a.stream_corpus.read_bytes().split()
+    rng = random.Random(a.seed)
+    line_bytes = 2000
+    every = 60.0
+    for i, arg in enumerate(a.run_arg):
+        if arg == "--checkpoint-every" and i + 1 < len(a.run_arg):
+            every = float(a.run_arg[i + 1])
+    per_interval = a.rate * every / line_bytes
+    lines, pos, rounds, trained_at_kill = 0, 0, [], 0
+    for k in range(a.kills):
+        logfile = work / f"kill-{k}.log"
+        p, cmd = start_run(sv, state, data, a.run_arg, logfile)
+        base = wait_serving(p, logfile)
+        text = logfile.read_text(errors="replace")
+        m = re.search(r"resuming .*?, (\d+) documents,", text)
+        covered = int(m.group(1)) if m else 0
+        if k > 0:
+            rounds[-1]["replayed"] = trained_at_kill - covered
+        pump, st, out = appender(target, words, pos, a.rate, line_bytes)
+        at = rng.uniform(a.kill_min, a.kill_max)
+        t0 = time.monotonic()
+        last = 0
+        while time.monotonic() - t0 < at and p.poll() is None:
+            pump()
+            time.sleep(0.1)
+        # Stop appending, let the trainer take what was written, read its count, then kill.
+        time.sleep(1.0)
+        v = metric(base, "streamvec_train_documents_total") if base else None
+        if v is not None:
+            last = int(v)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        out.close()
+        pos, lines = st["pos"], lines + st["lines"]
+        trained_at_kill = covered + last
+        rounds.append({"at_s": round(at, 1), "lines": lines, "trained_at_kill": trained_at_kill})
+    # Drain: the rest of the file, then a final checkpoint.
+    logfile = work / "kill-final.log"
+    p, cmd = start_run(sv, state, data, a.run_arg + ["--no-follow", "--max-idle", "3"], logfile)
+    base = wait_serving(p, logfile)
+    text = logfile.read_text(errors="replace")
+    m = re.search(r"resuming .*?, (\d+) documents,", text)
+    covered = int(m.group(1)) if m else 0
+    if rounds:
+        rounds[-1]["replayed"] = trained_at_kill - covered
+    try:
+        p.wait(a.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return {"error": "drain did not stop", "command": " ".join(cmd)}
+    # The final state's documents, as the next start reads them.
+    final_docs = None
+    p2, _ = start_run(sv, state, data, ["--no-follow", "--max-idle", "1"], work / "kill-check.log")
+    wait_serving(p2, work / "kill-check.log")
+    p2.wait(120)
+    m3 = re.search(r"resuming .*?, (\d+) documents,",
+                   (work / "kill-check.log").read_text(errors="replace"))
+    if m3:
+        final_docs = int(m3.group(1))
+    res = {"command": " ".join(cmd), "lines": lines, "documents": final_docs, "rounds": rounds,
+           "per_interval": per_interval, "every": every}
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return res
+
+
 def mb(x):
     return "-" if x is None else f"{x / 1e6:.1f} MB"
 
@@ -185,6 +310,10 @@ def main():
     p.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec")
     p.add_argument("--results", type=Path, default=BENCH_DIR / "results")
     p.add_argument("--keep-state", action="store_true")
+    p.add_argument("--kills", type=int, default=5, help="kill: SIGKILLs")
+    p.add_argument("--kill-min", type=float, default=15, help="kill: earliest moment, s")
+    p.add_argument("--kill-max", type=float, default=75, help="kill: latest moment, s")
+    p.add_argument("--seed", type=int, default=29, help="kill: random moments")
     a = p.parse_args()
     parts = [x for x in a.only.split(",") if x]
     if not set(parts) <= set(PARTS):
@@ -220,6 +349,23 @@ def main():
             f"writes {mb(w)}/s after {a.warmup:g} s (bar < {bar / 1e6:g} MB/s: "
             f"{'MET' if w is not None and w < bar else 'NOT MET'}); state directory "
             f"{mb(r['state'])}, largest checkpoint {mb(r['checkpoint'])}")
+    if "kill" in parts:
+        log(f"kill: {a.kills} SIGKILLs of run following a folder at {a.rate:g} B/s ...")
+        r = kill_rounds(sv, work, a)
+        if "error" in r:
+            lines.append(f"kill: FAILED {r['error']}")
+        else:
+            # documents = lines - lost + replayed (each replayed document counted twice)
+            replayed = sum(x.get("replayed", 0) for x in r["rounds"])
+            lost = None if r["documents"] is None else r["lines"] + replayed - r["documents"]
+            worst = max((x.get("replayed", 0) for x in r["rounds"]), default=0)
+            lines.append(
+                f"kill: {r['command']}\n  {r['lines']} lines written, {r['documents']} documents "
+                f"in the final state: lost {lost} (bar 0: {'MET' if lost == 0 else 'NOT MET'}); "
+                f"replayed per kill {[x.get('replayed') for x in r['rounds']]} at "
+                f"{[x['at_s'] for x in r['rounds']]} s, at most {worst} against "
+                f"{r['per_interval']:.0f} lines in one {r['every']:g} s checkpoint interval "
+                f"(bar: {'MET' if worst <= r['per_interval'] else 'NOT MET'})")
     text = "\n".join(lines)
     print(text)
     out = a.results / f"snapshot-{stamp}.txt"

@@ -977,13 +977,16 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     // still has to become durable within checkpoint_every_s).
     const bool checkpoint_due = m.options.checkpoint_every_s > 0 && m.since_checkpoint &&
                                 SecondsSince(m.last_checkpoint_time) >= m.options.checkpoint_every_s;
-    // The write budget spaces the triggered snapshots (not a requested one): a snapshot that
-    // changed many rows, as in a backlog, is followed by a longer pause.
+    // The write budget spaces the triggered publications: a snapshot that changed many rows, as
+    // in a backlog, is followed by a longer pause.
     m.RefillWriteTokens();
     // (The one in flight is charged when it completes: wait for it.)
     const bool within_budget =
         m.options.snapshot_write_rate <= 0 || (!m.in_flight && m.write_tokens >= 0);
-    if ((m.dirty || checkpoint_due) && (requested || within_budget) &&
+    // A due checkpoint is not held back (the replay after a crash stays within
+    // checkpoint_every_s); what it writes is charged to the budget, so the publications after it
+    // wait longer.
+    if ((m.dirty || checkpoint_due) && (requested || within_budget || checkpoint_due) &&
         (requested || pause || checkpoint_due || (m.options.snapshot_every_s > 0 &&
                      SecondsSince(m.last_snapshot_time) >= m.options.snapshot_every_s) ||
                     (m.options.snapshot_every_bytes > 0 &&

@@ -90,11 +90,12 @@ struct KafkaTrainerOptions {
   // something was trained since, and at a requested, rebalance or final snapshot. After a crash
   // the trainer resumes from the last checkpoint: the replay is at most this interval of stream.
   double checkpoint_every_s = 0;
-  // Bytes per second that snapshots may write on average (0: no limit). A triggered snapshot
-  // (publication or checkpoint, not a requested or final one) waits while the bytes written by
-  // the earlier ones exceed this rate since (a budget refilled at the rate, holding at most 60 s
-  // of it): where every row changes (a backlog: a bulk load) publications are spaced by their
-  // cost; where few change (a slow stream) they stay at the snapshot interval.
+  // Bytes per second that snapshots may write on average (0: no limit). A triggered publication
+  // waits while the bytes written by the earlier snapshots exceed this rate since (a budget
+  // refilled at the rate, holding at most 60 s of it): where every row changes (a backlog: a bulk
+  // load) publications are spaced by their cost; where few change (a slow stream) they stay at
+  // the snapshot interval. Checkpoints (due, requested, final) are not held back, but charged.
+  // With checkpoint_every_s 0 every snapshot is a checkpoint and this budget spaces them.
   double snapshot_write_rate = 0;
   // Commit offsets as soon as their documents are trained, before a snapshot covers them. Only
   // for a broker that dies with the trainer's process (`streamvec run`'s embedded one): after a
