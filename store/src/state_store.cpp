@@ -559,8 +559,17 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   Status st = fill(sink);
   // The current version's entries the fill did not pass, carried over.
   if (st.ok() && write_options.keep_unwritten && m.version > 0) {
-    if (m.has_manifest) {
+    if (m.has_manifest && !full) {
       for (const auto& [key, ref] : m.manifest.entries) next_manifest.entries.emplace(key, ref);
+    } else if (m.has_manifest) {
+      // A full rewrite: the carried entries are written anew too, or the old files they live
+      // in would stay (and every following snapshot would be a full rewrite again).
+      for (const auto& [key, ref] : m.manifest.entries) {
+        if (!st.ok()) break;
+        if (next_manifest.entries.count(key)) continue;
+        StatusOr<std::string> value = internal::ReadEntry(db, m.version, &m.manifest, key, m.dir);
+        st = value.ok() ? sink(key, *value) : value.status();
+      }
     } else {
       // First layout: copy the bytes (once; the new version has a manifest).
       const std::string old_prefix = Prefix(m.version);

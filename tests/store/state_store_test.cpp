@@ -324,6 +324,34 @@ TEST_F(StateStoreTest, EqualBytesUnderAnotherKeyAreWrittenOnce) {
   EXPECT_EQ((*reader)->Get("input/0").status().code(), StatusCode::kNotFound);
 }
 
+// A full rewrite of a partial snapshot writes the carried entries anew as well, so the old
+// files go and the next snapshots are incremental again.
+TEST_F(StateStoreTest, FullRewriteOfAPartialSnapshotRewritesTheCarriedEntries) {
+  auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(WriteEntries(**store, {{"learner", Chunk('l')}, {"serving", Chunk('s')}}).ok());
+  SnapshotWriteOptions keep;
+  keep.keep_unwritten = true;
+  keep.full_rewrite = true;
+  ASSERT_TRUE((*store)
+                  ->WriteSnapshot(
+                      [](const SnapshotSink& sink) { return sink("serving", Chunk('t')); }, "{}",
+                      keep)
+                  .ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, 2 * Chunk('l').size());
+  EXPECT_EQ((*store)->last_write_stats().disk_bytes, 2 * Chunk('l').size());
+  EXPECT_EQ(*(*store)->Get("learner"), Chunk('l'));
+  EXPECT_EQ(*(*store)->Get("serving"), Chunk('t'));
+  keep.full_rewrite = false;
+  ASSERT_TRUE((*store)
+                  ->WriteSnapshot(
+                      [](const SnapshotSink& sink) { return sink("serving", Chunk('u')); }, "{}",
+                      keep)
+                  .ok());
+  EXPECT_EQ((*store)->last_write_stats().written_bytes, Chunk('u').size());
+  EXPECT_FALSE((*store)->last_write_stats().full_rewrite);
+}
+
 TEST_F(StateStoreTest, AKeyPassedTwiceIsRefused) {
   auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
   ASSERT_TRUE(store.ok()) << store.status().ToString();

@@ -30,6 +30,11 @@ constexpr double kIdleSnapshotSeconds = 0.5;
 // The snapshot write budget holds at most this many seconds of its rate.
 constexpr double kWriteBurstSeconds = 60;
 
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
@@ -196,6 +201,7 @@ struct KafkaTrainer::Impl {
   bool since_checkpoint = false;  // ... since the last checkpoint (or its failure)
   Clock::time_point last_checkpoint_time = Clock::now();
   uint64_t stats_checkpoint_version = 0;  // StateStore version of the last checkpoint
+  double checkpoint_wall_time = 0;        // unix seconds of the last checkpoint's capture
   // Snapshot write budget (KafkaTrainerOptions::snapshot_write_rate): bytes that may be written
   // now; refilled at the rate, capped at kWriteBurstSeconds of it, charged after each write.
   double write_tokens = 0;
@@ -519,7 +525,10 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   meta["bytes"] = total_bytes;
   meta["offsets"] = json::parse(offsets);
   meta["kind"] = snap->checkpoint ? "checkpoint" : "publication";
-  if (!snap->checkpoint) meta["checkpoint_version"] = stats_checkpoint_version;
+  if (!snap->checkpoint) {
+    meta["checkpoint_version"] = stats_checkpoint_version;
+    meta["checkpoint_created_at"] = checkpoint_wall_time;
+  }
   snap->metadata = meta.dump();
   // The learner's entries are copied while its workers are idle (SaveState drains them), so
   // the copy is the state that covers `offsets`; training goes on while they are written.
@@ -538,6 +547,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
                                                           .dump()));
     since_checkpoint = false;
     last_checkpoint_time = Clock::now();
+    checkpoint_wall_time = WallSeconds();
   } else {
     SV_RETURN_IF_ERROR(WriteServingEntries(*learner, capture));
   }
@@ -802,8 +812,18 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     m.stats_checkpoint_version = m.store->version();
     if (auto meta = st.CurrentMetadata(); meta.ok()) {
       const json j = json::parse(*meta, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.value("kind", "") == "publication") {
-        m.stats_checkpoint_version = j.value("checkpoint_version", uint64_t{0});
+      if (j.is_object()) {
+        double created = j.value("created_at", 0.0);
+        if (j.value("kind", "") == "publication") {
+          m.stats_checkpoint_version = j.value("checkpoint_version", uint64_t{0});
+          created = j.value("checkpoint_created_at", 0.0);
+        }
+        // The checkpoint interval runs from the checkpoint, not from this start: a process
+        // restarted again and again before an interval has passed still bounds the replay.
+        const double age = std::clamp(WallSeconds() - created, 0.0, 1e6);
+        m.last_checkpoint_time = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                    std::chrono::duration<double>(age));
+        m.checkpoint_wall_time = created;
       }
     }
     m.stats.checkpoint_version = m.stats_checkpoint_version;
