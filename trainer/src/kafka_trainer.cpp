@@ -805,6 +805,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   if (m.store->version() > 0 && !has_checkpoint) {
     spdlog::info("trainer: {} holds no checkpoint yet (snapshot {} is a serving publication): "
                  "starting from the beginning", o.state_dir, m.store->version());
+    // What the crashed process trained is trained again: checkpoint as soon as it is.
+    m.last_checkpoint_time = Clock::time_point{};
   }
   if (has_checkpoint) {
     StateStore& st = *m.store;
