@@ -201,7 +201,12 @@ struct KafkaTrainer::Impl {
   bool since_checkpoint = false;  // ... since the last checkpoint (or its failure)
   Clock::time_point last_checkpoint_time = Clock::now();
   uint64_t stats_checkpoint_version = 0;  // StateStore version of the last checkpoint
-  double checkpoint_wall_time = 0;        // unix seconds of the last checkpoint's capture
+  // Unix seconds since which what the learner trained is not in a checkpoint: the last
+  // checkpoint's capture, or the start of the first process on this state before any.
+  double checkpoint_wall_time = 0;
+  // Every assigned partition read to its end once since this start (a restart's replay done).
+  bool caught_up = false;
+  Clock::time_point started = Clock::now();
   // Snapshot write budget (KafkaTrainerOptions::snapshot_write_rate): bytes that may be written
   // now; refilled at the rate, capped at kWriteBurstSeconds of it, charged after each write.
   double write_tokens = 0;
@@ -805,8 +810,18 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   if (m.store->version() > 0 && !has_checkpoint) {
     spdlog::info("trainer: {} holds no checkpoint yet (snapshot {} is a serving publication): "
                  "starting from the beginning", o.state_dir, m.store->version());
-    // What the crashed process trained is trained again: checkpoint as soon as it is.
-    m.last_checkpoint_time = Clock::time_point{};
+  }
+  m.checkpoint_wall_time = WallSeconds();
+  if (m.store->version() > 0 && !has_checkpoint) {
+    // Uncovered since the first process on this state started (its publications say when).
+    if (auto meta = m.store->CurrentMetadata(); meta.ok()) {
+      const json j = json::parse(*meta, nullptr, /*allow_exceptions=*/false);
+      const double since = j.is_object() ? j.value("checkpoint_created_at", 0.0) : 0.0;
+      if (since > 0) m.checkpoint_wall_time = std::min(since, m.checkpoint_wall_time);
+    }
+    const double age = std::clamp(WallSeconds() - m.checkpoint_wall_time, 0.0, 1e6);
+    m.last_checkpoint_time = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(age));
   }
   if (has_checkpoint) {
     StateStore& st = *m.store;
@@ -997,8 +1012,14 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     // triggers keep their spacing, and at most one copy of the state is in memory.
     // A checkpoint due while the stream is quiet (publications keep serving fresh; the learner
     // still has to become durable within checkpoint_every_s).
-    const bool checkpoint_due = m.options.checkpoint_every_s > 0 && m.since_checkpoint &&
-                                SecondsSince(m.last_checkpoint_time) >= m.options.checkpoint_every_s;
+    if (!m.assigned.empty() && m.at_end.size() == m.assigned.size()) m.caught_up = true;
+    // Due once the interval since the last checkpoint has passed; after a restart not before the
+    // replay of what the crash lost is trained (every partition read to its end once), or one
+    // interval has passed since the start: the next checkpoint then covers the replay.
+    const bool checkpoint_due =
+        m.options.checkpoint_every_s > 0 && m.since_checkpoint &&
+        SecondsSince(m.last_checkpoint_time) >= m.options.checkpoint_every_s &&
+        (m.caught_up || SecondsSince(m.started) >= m.options.checkpoint_every_s);
     // The write budget spaces the triggered publications: a snapshot that changed many rows, as
     // in a backlog, is followed by a longer pause.
     m.RefillWriteTokens();
