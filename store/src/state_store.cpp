@@ -438,15 +438,27 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
       }
     }
   }
-  // Entries equal to the current version's are referred to, not written: unless asked, or the
-  // bytes on disk behind the current version (its live entries and superseded ones sharing their
-  // table files) have grown past kRewriteRatio times its size, or it is of the first layout.
-  uint64_t current_entry_bytes = 0, current_disk_bytes = 0;
-  for (const auto& [key, ref] : m.manifest.entries) current_entry_bytes += ref.size;
-  for (const auto& [writer, bytes] : m.manifest.written) current_disk_bytes += bytes;
-  const bool full = write_options.full_rewrite || !m.has_manifest ||
-                    static_cast<double>(current_disk_bytes) >
-                        kRewriteRatio * static_cast<double>(current_entry_bytes);
+  // Entries whose bytes are on disk already are referred to, not written: unless asked, or the
+  // current version is of the first layout. A writer whose bytes are mostly superseded (its live
+  // ones under 1/kRewriteRatio of what it wrote: they share its table files with dead ones) is
+  // evacuated: its live entries are written again, and its files go at the commit. So the bytes
+  // on disk behind a version stay under kRewriteRatio times its distinct bytes.
+  const bool full = write_options.full_rewrite || !m.has_manifest;
+  std::set<uint64_t> evacuate;
+  {
+    std::map<uint64_t, uint64_t> live;
+    std::set<std::pair<uint64_t, std::string>> seen;
+    for (const auto& [key, ref] : m.manifest.entries) {
+      if (seen.emplace(ref.writer, ref.stored_key.empty() ? key : ref.stored_key).second) {
+        live[ref.writer] += ref.size;
+      }
+    }
+    for (const auto& [writer, bytes] : m.manifest.written) {
+      if (static_cast<double>(live[writer]) * kRewriteRatio < static_cast<double>(bytes)) {
+        evacuate.insert(writer);
+      }
+    }
+  }
   internal::Manifest next_manifest;
   SnapshotWriteStats stats;
   stats.full_rewrite = full;
@@ -500,6 +512,7 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   };
   if (!full) {
     for (const auto& [key, ref] : m.manifest.entries) {
+      if (evacuate.count(ref.writer)) continue;
       by_content.emplace(ContentKey{ref.size, ref.hash, ref.hash_high}, stored(key, ref));
     }
   }
@@ -559,14 +572,16 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   Status st = fill(sink);
   // The current version's entries the fill did not pass, carried over.
   if (st.ok() && write_options.keep_unwritten && m.version > 0) {
-    if (m.has_manifest && !full) {
-      for (const auto& [key, ref] : m.manifest.entries) next_manifest.entries.emplace(key, ref);
-    } else if (m.has_manifest) {
-      // A full rewrite: the carried entries are written anew too, or the old files they live
-      // in would stay (and every following snapshot would be a full rewrite again).
+    if (m.has_manifest) {
+      // Carried as they are, except from an evacuated writer or in a full rewrite: written anew
+      // (read back first), or the old files they live in would stay.
       for (const auto& [key, ref] : m.manifest.entries) {
         if (!st.ok()) break;
         if (next_manifest.entries.count(key)) continue;
+        if (!full && !evacuate.count(ref.writer)) {
+          next_manifest.entries.emplace(key, ref);
+          continue;
+        }
         StatusOr<std::string> value = internal::ReadEntry(db, m.version, &m.manifest, key, m.dir);
         st = value.ok() ? sink(key, *value) : value.status();
       }

@@ -12,9 +12,10 @@
 // stream, which changes few rows, writes few bytes. A snapshot may also carry the current
 // version's entries it does not pass (SnapshotWriteOptions::keep_unwritten: a serving
 // publication over the last recovery checkpoint). A writer's bytes are dropped once no entry of
-// the current version refers to them; when the bytes kept on disk for the current version exceed
-// kRewriteRatio times its size (superseded entries sharing table files with live ones), the next
-// snapshot rewrites every entry and the old files go.
+// the current version refers to them; a writer whose bytes are mostly superseded (what it wrote
+// over kRewriteRatio times what is still live: dead entries share its table files with live
+// ones) is evacuated by the next snapshot, which writes its live entries again, so the bytes on
+// disk behind a version stay within kRewriteRatio times its distinct bytes.
 //
 // Entries of 8 KiB or more (rows, noise table: nearly all the bytes) go to table files written
 // directly (RocksDB's SstFileWriter, one per key family such as "input/", keys ascending) and
@@ -48,8 +49,7 @@ namespace streamvec {
 // Value of the "meta/format" entry of every streamvec state directory.
 inline constexpr char kStateFormat[] = "streamvec-state v2";
 
-// A full rewrite is due when the bytes on disk behind the current version exceed this many
-// times the bytes of its entries.
+// A writer is evacuated when it wrote more than this many times the bytes of it still live.
 inline constexpr double kRewriteRatio = 1.5;
 
 // Receives one entry of a snapshot.
@@ -77,7 +77,7 @@ struct SnapshotWriteStats {
   uint64_t written_bytes = 0;  // written anew by it
   uint64_t passed_bytes = 0;   // passed by the fill (written or found unchanged)
   uint64_t disk_bytes = 0;     // on disk behind the new version (live and superseded entries)
-  bool full_rewrite = false;   // every entry was written (asked, or kRewriteRatio reached)
+  bool full_rewrite = false;   // every entry was written (asked, or a first-layout store)
 };
 
 class StateStore {
