@@ -489,14 +489,17 @@ int RunPipeline(RunFlags f) {
   const IngestStats is = (*ingestor)->stats();
   std::fprintf(stderr,
                "streamvec run: %llu documents ingested (%llu rejected), %llu trained, %llu words "
-               "trained in %.2f s from the trainer's start (%.0f words/s), snapshot %llu in %s, %.1f s\n",
+               "trained in %.2f s from the trainer's start (%.0f words/s), snapshot %llu in %s, %.1f s; "
+               "since the state began: %llu documents, %llu words\n",
                static_cast<unsigned long long>(is.documents_delivered),
                static_cast<unsigned long long>(is.rejected + ts.rejected),
                static_cast<unsigned long long>(ts.documents),
                static_cast<unsigned long long>(ts.words), ts.trained_until_seconds,
                ts.trained_until_seconds > 0 ? ts.words / ts.trained_until_seconds : 0.0,
                static_cast<unsigned long long>(ts.snapshot_version), f.state.c_str(),
-               std::chrono::duration<double>(Clock::now() - t0).count());
+               std::chrono::duration<double>(Clock::now() - t0).count(),
+               static_cast<unsigned long long>(ts.state_documents),
+               static_cast<unsigned long long>(ts.state_words));
   if (!trainer_status.ok()) {
     std::fprintf(stderr, "streamvec run: trainer: %s\n", trainer_status.message().c_str());
     return 1;

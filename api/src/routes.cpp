@@ -596,13 +596,18 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
                               " numbers; snapshot " + std::to_string(s.version()) + " has dim " +
                               std::to_string(s.dim()));
       }
+      // The length, scaled by the largest magnitude first: components near 1e200 would overflow
+      // the sum of squares (and call a vector of them "all zeros").
+      double scale = 0;
+      for (double x : query_vector) scale = std::max(scale, std::abs(x));
+      if (!(scale > 0)) return Error(400, "vector has no direction (all zeros)");
       double norm = 0;
-      for (double x : query_vector) norm += x * x;
+      for (double x : query_vector) norm += (x / scale) * (x / scale);
       norm = std::sqrt(norm);
-      if (!(norm > 0) || !std::isfinite(norm))
-        return Error(400, "vector has no direction (all zeros)");
       std::vector<float> unit(query_vector.size());
-      for (size_t j = 0; j < unit.size(); ++j) unit[j] = static_cast<float>(query_vector[j] / norm);
+      for (size_t j = 0; j < unit.size(); ++j) {
+        unit[j] = static_cast<float>((query_vector[j] / scale) / norm);
+      }
       std::string out = "{\"neighbors\":";
       AppendNeighbors(&out, s, served->Nearest(unit.data(), static_cast<size_t>(k), {}, limit));
       out += ",\"snapshot\":" + std::to_string(s.version()) + "}";

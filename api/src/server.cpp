@@ -153,6 +153,9 @@ struct Server::Impl {
       l->support([this](http::http_request r) { Handle(std::move(r)); });
       // cpprest answers OPTIONS itself unless told otherwise: CORS preflights (or 405) are ours.
       l->support(http::methods::OPTIONS, [this](http::http_request r) { Handle(std::move(r)); });
+      // cpprest also answers TRACE itself, echoing the request's headers (Authorization,
+      // Cookie): ours too, so it gets the 405 every unsupported method gets.
+      l->support(http::methods::TRCE, [this](http::http_request r) { Handle(std::move(r)); });
       l->open().wait();
       listener = std::move(l);
       port = port_to_try;

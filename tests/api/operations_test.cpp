@@ -163,6 +163,15 @@ TEST_F(OperationsTest, CorsIsOffByDefaultAndOnWithAnOrigin) {
   http::http_response r = client_->Raw(http::methods::GET, "/healthz");
   EXPECT_FALSE(r.headers().has("Access-Control-Allow-Origin"));
   EXPECT_EQ(client_->Raw(http::methods::OPTIONS, "/v1/vectors/king").status_code(), 405);
+  // TRACE is not answered by the listener with an echo of the request's credentials.
+  {
+    http::http_response t =
+        client_->Raw(http::methods::TRCE, "/v1/vectors/king", "Bearer s3cret");
+    EXPECT_EQ(t.status_code(), 405);
+    const std::string body = t.extract_string().get();
+    EXPECT_EQ(body.find("s3cret"), std::string::npos) << body;
+    EXPECT_NE(body.find("\"error\""), std::string::npos) << body;
+  }
   server_.reset();
   ServeOptions options;
   options.cors_origin = "https://example.org";

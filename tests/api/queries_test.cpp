@@ -106,6 +106,15 @@ TEST_F(QueriesTest, NeighborsOfARawVector) {
   const std::vector<std::string> want = Reference(e, {42}, {}, 4, e.rows());
   const std::vector<std::string> got = Words(r.body["neighbors"]);
   EXPECT_EQ(std::vector<std::string>(got.begin() + 1, got.end()), want);
+  // Components near the largest double: the length is computed without overflow.
+  std::vector<double> huge(v.begin(), v.end());
+  for (double& x : huge) x *= 1e200;
+  r = client_->Post("/v1/neighbors", json{{"vector", huge}, {"k", 1}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["neighbors"][0]["word"], "w42");
+  r = client_->Post("/v1/neighbors", json{{"vector", std::vector<double>(10, 0.0)}}.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.dump().find("all zeros"), std::string::npos) << r.body;
   r = client_->Post("/v1/neighbors", json{{"vector", v}, {"restrict_vocab", 10}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   for (const json& n : r.body["neighbors"]) {

@@ -41,6 +41,7 @@ class RunProcess {
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], 1);
+      ::dup2(out[1], 2);
       ::close(out[0]);
       ::close(out[1]);
       std::vector<char*> argv;
@@ -56,6 +57,7 @@ class RunProcess {
     std::FILE* f = ::fdopen(out[0], "r");
     char line[1024];
     while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+      output_ += line;
       int port = 0;
       if (std::sscanf(line, "serving http://127.0.0.1:%d", &port) == 1) {
         port_ = port;
@@ -63,10 +65,10 @@ class RunProcess {
       }
     }
     // Keep draining stdout so the child never blocks on a full pipe.
-    drain_ = std::thread([f] {
+    drain_ = std::thread([this, f] {
       char buf[4096];
-      while (f != nullptr && std::fread(buf, 1, sizeof buf, f) > 0) {
-      }
+      size_t n = 0;
+      while (f != nullptr && (n = std::fread(buf, 1, sizeof buf, f)) > 0) output_.append(buf, n);
       if (f != nullptr) std::fclose(f);
     });
   }
@@ -79,6 +81,11 @@ class RunProcess {
   }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
+  // stdout and stderr, once the process has exited (after Wait).
+  const std::string& Output() {
+    if (drain_.joinable()) drain_.join();
+    return output_;
+  }
   void Signal(int sig) { ::kill(pid_, sig); }
   // The exit status, or -1 if killed by a signal.
   int Wait() {
@@ -92,6 +99,7 @@ class RunProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   bool waited_ = false;
+  std::string output_;
   std::thread drain_;
 };
 
@@ -259,6 +267,11 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   // sent again), and the restart sent every line after them.
   const int trained = Entry("trainer/counters").value("documents", 0);
   EXPECT_GE(trained, docs);
+  // The summary line counts this run's words and, beside them, the state's since it began.
+  EXPECT_NE(again.Output().find("since the state began: " + std::to_string(trained) +
+                                " documents"),
+            std::string::npos)
+      << again.Output().substr(again.Output().size() > 2000 ? again.Output().size() - 2000 : 0);
   EXPECT_LT(trained - docs, at_kill + 1) << "more duplicates than the snapshot at the kill held";
   const nlohmann::json positions = Entry("ingest/positions");
   for (const char* name : {"a.txt", "b.txt"}) {

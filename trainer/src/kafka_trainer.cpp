@@ -449,6 +449,8 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.micro_batches += 1;
     stats.words = ls.words_seen - start_words;
     stats.words_trained = ls.words_trained - start_words_trained;
+    stats.state_documents = total_documents + batch.size();
+    stats.state_words = ls.words_seen;
     stats.active_seconds = SecondsSince(first_message);
     stats.trained_until_seconds = SecondsSince(run_start);
     stats.vocab_size = ls.vocab_size;
@@ -884,6 +886,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   const StreamingStats ls = m.learner->stats();
   m.start_words = ls.words_seen;
   m.start_words_trained = ls.words_trained;
+  m.stats.state_documents = m.total_documents;
+  m.stats.state_words = ls.words_seen;
   m.stats.snapshot_version = m.store->version();
 
   m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));

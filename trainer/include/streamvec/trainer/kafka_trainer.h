@@ -116,7 +116,9 @@ struct KafkaTrainerOptions {
 struct KafkaTrainerStats {
   uint64_t documents = 0;         // valid documents trained by this process
   uint64_t bytes = 0;             // message bytes consumed (valid and rejected)
-  uint64_t words = 0;             // words counted by the learner (StreamingStats::words_seen)
+  uint64_t words = 0;             // words counted by the learner in this process
+  uint64_t state_documents = 0;   // documents in the state since it began (resumed ones too)
+  uint64_t state_words = 0;       // words counted since the state began (words_seen)
   uint64_t words_trained = 0;     // words trained on (admitted, kept by subsampling)
   uint64_t rejected = 0;          // messages sent to <prefix>.rejected
   uint64_t micro_batches = 0;     // TrainMicroBatch calls
