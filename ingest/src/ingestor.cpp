@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -329,6 +330,15 @@ struct Ingestor::Impl {
       const size_t bad = FindInvalidUtf8(piece);
       if (bad != std::string_view::npos) {
         Reject(src, start, "invalid UTF-8 at byte " + std::to_string(start + bad), piece);
+        continue;
+      }
+      // Binary data given as text (a NUL, an escape): rejected like invalid UTF-8.
+      if (const size_t ctl = FindControlByte(piece); ctl != std::string_view::npos) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(piece[ctl]));
+        Reject(src, start,
+               std::string("control byte ") + hex + " at byte " + std::to_string(start + ctl),
+               piece);
         continue;
       }
       if (!ProduceDocument(src, start, piece, piece_end, stop)) {

@@ -208,6 +208,25 @@ TEST_F(IngestorTest, InvalidUtf8LineIsRejectedWithReasonAndTheRestGoesThrough) {
   EXPECT_THAT(j.at("payload").get<std::string>(), HasSubstr("line"));
 }
 
+// Binary data given as text: a line holding a NUL or another non-whitespace control byte is
+// rejected with the byte and its offset; tabs and carriage returns are text.
+TEST_F(IngestorTest, LineWithAControlByteIsRejectedWithReasonAndTheRestGoesThrough) {
+  const std::string text = std::string("good\tone\r\nELF\x7f bin") + '\0' + "ary\ngood two\n";
+  const std::string path = Write("binary.txt", text);
+  const IngestStats stats = RunToEnd(Options(path));
+  EXPECT_EQ(stats.documents_delivered, 2);
+  EXPECT_EQ(stats.rejected, 1);
+  TestConsumer docs_consumer(broker_->bootstrap(), "t.docs");
+  const std::vector<Document> docs = Docs(docs_consumer.Read(2, 10000));
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1].text, "good two");
+  TestConsumer rejected_consumer(broker_->bootstrap(), "t.rejected");
+  const std::vector<Record> rejected = rejected_consumer.Read(1, 10000);
+  ASSERT_EQ(rejected.size(), 1u);
+  const nlohmann::json j = nlohmann::json::parse(rejected[0].value);
+  EXPECT_EQ(j.at("reason").get<std::string>(), "control byte 0x7F at byte 13");
+}
+
 TEST_F(IngestorTest, DocPerFileSendsEachFileOfADirectoryAsOneDocument) {
   const std::string a = Write("d/a.txt", "first line\nsecond line\n");
   const std::string b = Write("d/sub/b.txt", "bee");

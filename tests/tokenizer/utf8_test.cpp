@@ -16,5 +16,21 @@ TEST(Utf8Test, FindInvalidUtf8FindsTheFirstBadByte) {
   EXPECT_EQ(FindInvalidUtf8("\xC3\xA9\x80"), 2u);        // stray continuation byte
 }
 
+// Every byte value in every position of a word-sized window, and at the tail.
+TEST(FindControlByteTest, FindsEveryControlByteAndNothingElse) {
+  for (int c = 0; c < 256; ++c) {
+    const bool control = (c < 0x20 && (c < 0x09 || c > 0x0D)) || c == 0x7F;
+    for (size_t at : {0u, 3u, 7u, 8u, 13u, 17u}) {
+      std::string text(18, 'a');
+      text[at] = static_cast<char>(c);
+      EXPECT_EQ(FindControlByte(text), control ? at : std::string_view::npos)
+          << "byte " << c << " at " << at;
+    }
+  }
+  EXPECT_EQ(FindControlByte("tab\there\r and \xC3\xA9t\xC3\xA9 \xFF"), std::string_view::npos);
+  EXPECT_EQ(FindControlByte(std::string("two\ttabs\tthen a ") + '\0'), 16u);
+  EXPECT_EQ(FindControlByte(""), std::string_view::npos);
+}
+
 }  // namespace
 }  // namespace streamvec

@@ -14,6 +14,12 @@ namespace streamvec {
 // O(n); ASCII bytes take a fast path.
 size_t FindInvalidUtf8(std::string_view text);
 
+// Byte index of the first control byte that text never holds: C0 controls other than the
+// whitespace ones (tab, line feed, vertical tab, form feed, carriage return) and DEL, that is
+// 0x00-0x08, 0x0E-0x1F and 0x7F; std::string_view::npos if none. A NUL or an escape in a line
+// marks binary data (an executable, an image) given as text. O(n).
+size_t FindControlByte(std::string_view text);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_TOKENIZER_UTF8_H_
