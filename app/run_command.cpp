@@ -59,6 +59,7 @@ struct RunFlags {
   bool no_crawl = false;
   double crawl_interval_s = 900;
   std::string admin_token;
+  std::string admin_token_file;
   std::vector<std::string> similarity;
   std::string analogy;
   int threads = 1;
@@ -223,6 +224,11 @@ int RunPipeline(RunFlags f) {
   }
   if (f.data.empty()) f.data = BundledPath("data/run");
   if (f.data.empty()) return Usage("--data: the bundled data/run was not found; give --data DIR");
+  std::string admin_token;
+  if (std::string error;
+      !ResolveAdminToken(f.admin_token_file, f.admin_token, &admin_token, &error)) {
+    return Usage(error);
+  }
   {
     std::error_code ec;
     if (!std::filesystem::exists(f.data, ec)) return Usage("--data: " + f.data + " does not exist");
@@ -339,7 +345,7 @@ int RunPipeline(RunFlags f) {
   so.host = host;
   so.port = port;
   so.poll_interval_s = 0.25;
-  so.admin_token = f.admin_token;
+  so.admin_token = admin_token;
   so.similarity_files = f.similarity;
   so.analogy_file = f.analogy;
   so.hnsw_ef_search = f.hnsw_ef;
@@ -544,9 +550,11 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->add_flag("--no-crawl", flags->no_crawl, "Do not crawl feeds");
   cmd->add_option("--crawl-interval", flags->crawl_interval_s, "Seconds between passes over a feed")
       ->capture_default_str();
+  AddAdminTokenFileFlag(cmd, &flags->admin_token_file);
   cmd->add_option("--admin-token", flags->admin_token,
-                  "Bearer token for POST /v1/admin/... (snapshot, ingest pause/resume); "
-                  "empty: admin routes off");
+                  "Bearer token for POST /v1/admin/... (snapshot, ingest pause/resume), on the "
+                  "command line: visible to every user in `ps`; prefer --admin-token-file or $" +
+                      std::string(kAdminTokenEnv));
   cmd->add_option("--similarity", flags->similarity,
                   "Word-pair file scored on every snapshot (repeatable; WS-353, MEN)");
   cmd->add_option("--analogy", flags->analogy, "Analogy file scored on every snapshot");

@@ -55,14 +55,11 @@ int RunServe(const ServeFlags& flags) {
   options.index_rebuild_interval_s = flags.index_rebuild_s;
   options.history_snapshots = flags.history;
   options.web_root = flags.web_root;
-  if (!flags.admin_token_file.empty()) {
-    // A file, not a flag value: a token on the command line is visible in `ps`.
-    std::ifstream in(flags.admin_token_file);
-    if (!in || !std::getline(in, options.admin_token) || options.admin_token.empty()) {
-      std::fprintf(stderr, "streamvec serve: --admin-token-file: cannot read a token from '%s'\n",
-                   flags.admin_token_file.c_str());
-      return 2;
-    }
+  // A file or the environment, not a flag value: a token on the command line is visible in `ps`.
+  if (std::string error;
+      !ResolveAdminToken(flags.admin_token_file, "", &options.admin_token, &error)) {
+    std::fprintf(stderr, "streamvec serve: %s\n", error.c_str());
+    return 2;
   }
   if (!ParseHostPort(flags.http, &options.host, &options.port)) {
     std::fprintf(stderr,
@@ -137,9 +134,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--poll-interval", flags->poll_interval_s,
                   "Seconds between checks for a newer snapshot")
       ->capture_default_str();
-  cmd->add_option("--admin-token-file", flags->admin_token_file,
-                  "File whose first line is the bearer token of POST /v1/admin/* (default: admin "
-                  "routes disabled, 403)");
+  AddAdminTokenFileFlag(cmd, &flags->admin_token_file);
   cmd->add_option(
       "--cors-origin", flags->cors_origin,
       "Allow browser pages from this origin (Access-Control-Allow-Origin; default off)");

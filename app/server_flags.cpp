@@ -1,5 +1,8 @@
 #include "server_flags.h"
 
+#include <cstdlib>
+#include <fstream>
+
 namespace streamvec::app {
 
 void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads) {
@@ -19,6 +22,32 @@ void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s) {
                   "snapshot carries the last index over meanwhile)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+void AddAdminTokenFileFlag(CLI::App* cmd, std::string* file) {
+  cmd->add_option("--admin-token-file", *file,
+                  std::string("File whose first line is the bearer token of POST /v1/admin/* "
+                              "(else $") +
+                      kAdminTokenEnv + "; neither: admin routes disabled, 403)");
+}
+
+bool ResolveAdminToken(const std::string& file, const std::string& flag_token, std::string* token,
+                       std::string* error) {
+  token->clear();
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in || !std::getline(in, *token) || token->empty()) {
+      *error = "--admin-token-file: cannot read a token from '" + file + "'";
+      return false;
+    }
+    return true;
+  }
+  if (!flag_token.empty()) {
+    *token = flag_token;
+    return true;
+  }
+  if (const char* env = std::getenv(kAdminTokenEnv); env != nullptr) *token = env;
+  return true;
 }
 
 }  // namespace streamvec::app

@@ -206,8 +206,11 @@ std::vector<std::string> Args(std::vector<std::string> args) {
 
 TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   const int docs = WriteData("a.txt", 1500);
+  const std::string token_file = (dir_ / "token").string();
+  std::ofstream(token_file) << "f1le-t0ken\n";
   RunProcess run(NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                               "--snapshot-every", "0.5", "--checkpoint-every", "1"})));
+                               "--snapshot-every", "0.5", "--checkpoint-every", "1",
+                               "--admin-token-file", token_file})));
   ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
 
   // Every line becomes a document that a snapshot covers, and REST serves that snapshot.
@@ -221,6 +224,9 @@ TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   })) << HttpGet(run.port(), "/v1/neighbors?word=music&k=3").second;
   EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/the").first, 200);
   EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/zqxjvword").first, 404);
+  // The admin token from --admin-token-file (its first line).
+  EXPECT_EQ(HttpPost(run.port(), "/v1/admin/snapshot", "wrong"), 401);
+  EXPECT_EQ(HttpPost(run.port(), "/v1/admin/snapshot", "f1le-t0ken"), 200);
 
   // A line appended to a followed file is trained and its new word becomes queryable.
   {
@@ -290,9 +296,11 @@ double Metric(const std::string& text, const std::string& name) {
 
 TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
   WriteData("a.txt", 200);
+  // The token from the environment: not on the command line, where `ps` shows it to everyone.
+  ::setenv("STREAMVEC_ADMIN_TOKEN", "t0ken", 1);
   RunProcess run(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                       "--snapshot-every", "0.5", "--checkpoint-every", "1", "--admin-token",
-                       "t0ken"}));
+                       "--snapshot-every", "0.5", "--checkpoint-every", "1"}));
+  ::unsetenv("STREAMVEC_ADMIN_TOKEN");
   ASSERT_GT(run.port(), 0);
   // The five bundled feeds hold 136 items (tests/crawler/data/feed_expectations.tsv).
   ASSERT_TRUE(WaitFor([&] {
@@ -418,7 +426,9 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--trainer-policy realtime --http 127.0.0.1:0 --no-crawl" + state, "--trainer-policy"},
            {"--hnsw-ef 0 --http 127.0.0.1:0 --no-crawl" + state, "--hnsw-ef"},
            {"--index-rebuild-interval -1 --http 127.0.0.1:0 --no-crawl" + state,
-            "--index-rebuild-interval"}}) {
+            "--index-rebuild-interval"},
+           {"--admin-token-file /nonexistent/token --http 127.0.0.1:0 --no-crawl" + state,
+            "--admin-token-file"}}) {
     const CliRun run = Shell("SV run " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
@@ -431,7 +441,9 @@ TEST(ServeCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--state /nonexistent/streamvec --http-threads 5000", "--http-threads"},
            {"--state /nonexistent/streamvec --index-rebuild-interval -1",
             "--index-rebuild-interval"},
-           {"--state /nonexistent/streamvec --hnsw-ef 0", "--hnsw-ef"}}) {
+           {"--state /nonexistent/streamvec --hnsw-ef 0", "--hnsw-ef"},
+           {"--state /nonexistent/streamvec --admin-token-file /nonexistent/token",
+            "--admin-token-file"}}) {
     const CliRun run = Shell("SV serve " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;
