@@ -281,6 +281,9 @@ std::string Service::Metrics() const {
   AppendMetric(&out, "streamvec_snapshot_version", "gauge",
                "Version of the snapshot being served (0: none yet).",
                s ? static_cast<double>(s->snapshot->version()) : 0);
+  AppendMetric(&out, "streamvec_snapshots_damaged", "gauge",
+               "Published snapshots skipped at the last listing because they are damaged.",
+               static_cast<double>(source_->damaged()));
   if (s) {
     const ServingSnapshot& snap = *s->snapshot;
     AppendMetric(&out, "streamvec_snapshot_age_seconds", "gauge",

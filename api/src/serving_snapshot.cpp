@@ -1,8 +1,12 @@
 // ServingSnapshot (exact cosine scan over blocked unit rows) and the state-directory source.
 #include "streamvec/api/serving_snapshot.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <set>
 
 #include "streamvec/kernels/dot.h"
 #include "streamvec/store/embedding_entries.h"
@@ -119,11 +123,24 @@ class StateDirSnapshotSource : public SnapshotSource {
   explicit StateDirSnapshotSource(std::string state_dir) : state_dir_(std::move(state_dir)) {}
 
   StatusOr<std::vector<SnapshotInfo>> List() override {
-    StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(state_dir_);
+    std::vector<std::string> damaged;
+    StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(state_dir_, &damaged);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      damaged_ = damaged.size();
+      for (const std::string& d : damaged) {
+        if (logged_.insert(d).second) spdlog::warn("serve: skipping a damaged snapshot: {}", d);
+      }
+    }
     if (!list.ok() && list.status().code() == StatusCode::kNotFound) {
       return std::vector<SnapshotInfo>{};  // no state directory yet: nothing published
     }
     return list;
+  }
+
+  size_t damaged() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return damaged_;
   }
 
   StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) override {
@@ -156,6 +173,9 @@ class StateDirSnapshotSource : public SnapshotSource {
 
  private:
   const std::string state_dir_;
+  mutable std::mutex mu_;
+  size_t damaged_ = 0;
+  std::set<std::string> logged_;  // damaged checkpoints already logged
 };
 
 }  // namespace

@@ -57,7 +57,8 @@ struct SnapshotReader::Impl {
 SnapshotReader::SnapshotReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SnapshotReader::~SnapshotReader() = default;
 
-StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& state_dir) {
+StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& state_dir,
+                                                          std::vector<std::string>* damaged) {
   std::error_code ec;
   const fs::path root = fs::path(state_dir) / internal::kCheckpointsDir;
   if (!fs::is_directory(root, ec)) {
@@ -74,10 +75,17 @@ StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& stat
     if (!json.ok() && json.status().code() == StatusCode::kNotFound) continue;
     if (!json.ok()) return json.status();
     StatusOr<SnapshotInfo> info = ParseInfo(*json, meta_path);
-    if (!info.ok()) return info.status();
+    // A damaged checkpoint is left out: readers go on with the intact ones.
+    if (!info.ok()) {
+      if (damaged != nullptr) damaged->push_back(info.status().message());
+      continue;
+    }
     if (info->version != version) {
-      return Status::Corruption("snapshot metadata " + meta_path + " says version " +
-                                std::to_string(info->version));
+      if (damaged != nullptr) {
+        damaged->push_back("snapshot metadata " + meta_path + " says version " +
+                           std::to_string(info->version));
+      }
+      continue;
     }
     out.push_back(std::move(*info));
   }

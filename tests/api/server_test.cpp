@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -360,6 +361,39 @@ class StateDirServerTest : public ::testing::Test {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Server> server_;
 };
+
+// A checkpoint whose metadata.json is damaged is skipped (logged, counted in a metric): the
+// newest intact snapshot is served and listed, and /v1/snapshots does not fail.
+TEST_F(StateDirServerTest, DamagedSnapshotMetadataIsSkippedAndTheNewestIntactOneServed) {
+  Write(Toy(1), 100);
+  Write(Toy(2), 200);
+  Write(Toy(3), 300);
+  const std::filesystem::path meta =
+      dir_ / "checkpoints" / "00000000000000000003" / "metadata.json";
+  ASSERT_TRUE(std::filesystem::exists(meta));
+  std::ofstream(meta, std::ios::trunc) << "{bad";
+  ServeOptions options;
+  options.state_dir = dir_.string();
+  options.port = 0;
+  options.poll_interval_s = 0.02;
+  StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  server_ = std::move(*s);
+  EXPECT_EQ(server_->snapshot_version(), 2u);
+  Client client(server_->port());
+  Reply r = client.Get("/v1/vectors/king");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["vector"][0], 2.0);
+  r = client.Get("/v1/snapshots");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.body["snapshots"].size(), 2u);
+  EXPECT_EQ(r.body["snapshots"][1]["version"], 2);
+  http::http_response m = client.Raw(http::methods::GET, "/metrics");
+  EXPECT_NE(m.extract_string().get().find("streamvec_snapshots_damaged 1"), std::string::npos);
+  // A newer intact snapshot is served as usual.
+  Write(Toy(4), 400);
+  WaitForVersion(4);
+}
 
 TEST_F(StateDirServerTest, FollowsPublishedSnapshotsWhileServing) {
   Write(Toy(1), 100);

@@ -105,10 +105,13 @@ class SnapshotSource {
   // `version`; nullptr when there is nothing newer (or nothing published yet).
   // Errors: Corruption / IoError when the newest snapshot cannot be read or holds no embedding.
   virtual StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) = 0;
+  // Published snapshots left out at the last listing because they are damaged (0 if the source
+  // cannot tell).
+  virtual size_t damaged() const { return 0; }
 };
 
 // Reads the snapshots a StateStore publishes in `state_dir` (SnapshotReader): List is
-// SnapshotReader::List, LoadNewerThan opens the newest checkpoint and copies its embedding entries
+// SnapshotReader::List (a damaged checkpoint is logged once, counted in damaged() and skipped), LoadNewerThan opens the newest checkpoint and copies its embedding entries
 // (store/embedding_entries.h) into a ServingSnapshot. A missing or empty directory is "nothing
 // published yet", not an error, so a server can start before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);

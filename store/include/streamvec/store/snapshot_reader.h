@@ -37,12 +37,16 @@ struct SnapshotInfo {
 
 class SnapshotReader {
  public:
-  // Published snapshots of `state_dir`, oldest first (empty if none yet). Errors: NotFound when
-  // state_dir is not a streamvec state directory.
-  static StatusOr<std::vector<SnapshotInfo>> List(const std::string& state_dir);
+  // Published snapshots of `state_dir`, oldest first (empty if none yet). A checkpoint whose
+  // metadata.json is not a JSON object with version and created_at, or names another version
+  // (a damaged file), is left out, and described in `damaged` ("<path>: <reason>") when given.
+  // Errors: NotFound when state_dir is not a streamvec state directory; IoError from listing.
+  static StatusOr<std::vector<SnapshotInfo>> List(const std::string& state_dir,
+                                                  std::vector<std::string>* damaged = nullptr);
 
-  // Opens the newest published snapshot. If the writer retires it while it is being opened,
-  // falls back to the next newest (listing again up to three times). Errors: NotFound if none
+  // Opens the newest published snapshot (of those List gives: damaged metadata is skipped). If
+  // the writer retires it while it is being opened, falls back to the next newest (listing again
+  // up to three times). Errors: NotFound if none
   // is published yet (or no state directory), Corruption / IoError from RocksDB with the
   // checkpoint's path (a checkpoint that is still listed but does not open).
   static StatusOr<std::unique_ptr<SnapshotReader>> OpenNewest(const std::string& state_dir);
