@@ -63,6 +63,7 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   auto insert = [&] {
     std::vector<float> unit(static_cast<size_t>(dim));
     for (size_t r = next++; r < rows; r = next++) {
+      if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) return;
       snapshot.UnitVector(r, unit.data());
       impl->graph->addPoint(unit.data(), static_cast<hnswlib::labeltype>(r));
     }
@@ -71,6 +72,7 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   for (int t = 1; t < std::max(options.threads, 1); ++t) threads.emplace_back(insert);
   insert();
   for (std::thread& t : threads) t.join();
+  if (options.cancel != nullptr && options.cancel->load()) return nullptr;
   std::unique_ptr<AnnIndex> index(new AnnIndex(std::move(impl)));
   index->ef_search_ = static_cast<size_t>(std::max(options.ef_search, 10));
   index->build_seconds_ =

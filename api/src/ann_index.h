@@ -5,6 +5,7 @@
 #ifndef STREAMVEC_API_SRC_ANN_INDEX_H_
 #define STREAMVEC_API_SRC_ANN_INDEX_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -19,6 +20,9 @@ struct AnnOptions {
   int ef_construction = 100;    // candidate list while inserting
   int ef_search = 100;          // candidate list while searching (raised to k when k is larger)
   int threads = 1;              // threads inserting rows while building
+  // Set (by another thread) to give up a build: Build returns nullptr soon after (each inserting
+  // thread checks it between rows). Null: never cancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Immutable once built: Search is safe from any number of threads at once (hnswlib's searchKnn
@@ -27,7 +31,7 @@ class AnnIndex {
  public:
   // Builds the graph over every row of `snapshot` (labels are its rows; the index keeps its own
   // copy of the unit rows). Cost: about rows x log(rows) x M distance computations (tens of
-  // seconds for 200k x 100).
+  // seconds for 200k x 100). nullptr when options.cancel was set during the build.
   static std::unique_ptr<AnnIndex> Build(const ServingSnapshot& snapshot,
                                          const AnnOptions& options);
   ~AnnIndex();

@@ -148,13 +148,16 @@ double MeasureRecallAt10(const Served& served, size_t queries) {
 }
 
 std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot> snapshot,
-                                           const ServeOptions& options) {
+                                           const ServeOptions& options,
+                                           const std::atomic<bool>* cancel) {
   AnnOptions ann;
+  ann.cancel = cancel;
   ann.m = options.hnsw_m;
   ann.ef_construction = options.hnsw_ef_construction;
   ann.ef_search = options.hnsw_ef_search;
   ann.threads = options.index_threads;
   std::unique_ptr<AnnIndex> index = AnnIndex::Build(*snapshot, ann);
+  if (!index) return nullptr;  // cancelled
   Served probe;
   probe.snapshot = snapshot;
   probe.index_snapshot = snapshot;

@@ -4,6 +4,7 @@
 #ifndef STREAMVEC_API_SRC_SERVED_H_
 #define STREAMVEC_API_SRC_SERVED_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -87,9 +88,11 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
 
 // An HNSW index over `snapshot` (seconds for tens of thousands of words, about a minute for 200k
 // on one core): built on the server's index thread while snapshots keep being served.
-// Its recall_at_10 is measured (options.recall_queries rows) before it is returned.
+// Its recall_at_10 is measured (options.recall_queries rows) before it is returned. nullptr when
+// `cancel` (may be null) was set during the build (the server stopping).
 std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot> snapshot,
-                                           const ServeOptions& options);
+                                           const ServeOptions& options,
+                                           const std::atomic<bool>* cancel = nullptr);
 
 // A copy of `served` searched by `index`, which was built over `index_snapshot` (carried over
 // when that is not served.snapshot). quality["index"] describes it.

@@ -169,12 +169,16 @@ void Service::IndexOnce() {
   }
   std::shared_ptr<const AnnIndex> index;
   try {
-    index = BuildIndex(served->snapshot, options_);
+    index = BuildIndex(served->snapshot, options_, &cancel_index_);
   } catch (const std::exception& e) {
     spdlog::warn("serve: building the index of snapshot {} failed: {}", version, e.what());
     next_build_ = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(options_.index_rebuild_interval_s));
+    return;
+  }
+  if (!index) {
+    spdlog::info("serve: index build of snapshot {} cancelled (stopping)", version);
     return;
   }
   // The next build waits at least as long as this one took: indexing takes at most half a core
@@ -247,6 +251,7 @@ void Service::StopPolling() {
     if (stopping_) return;
     stopping_ = true;
   }
+  cancel_index_ = true;  // a build under way gives up (a stop within a moment, not its seconds)
   wake_.notify_all();
   poll_wake_.notify_all();
   if (poller_.joinable()) poller_.join();

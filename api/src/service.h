@@ -84,6 +84,7 @@ class Service {
   std::condition_variable poll_wake_;  // the polling thread's
   std::condition_variable wake_;       // the index thread's
   bool stopping_ = false;       // GUARDED_BY(mu_)
+  std::atomic<bool> cancel_index_{false};  // set at stop: an HNSW build under way gives up
   bool index_pending_ = false;  // GUARDED_BY(mu_): a snapshot was swapped in
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "streamvec/eval/neighbors.h"
+#include "ann_index.h"
 #include "test_util.h"
 
 namespace streamvec::api {
@@ -165,6 +166,26 @@ TEST_F(QueriesTest, QueryErrorsAreClear4xx) {
   const Reply big = client_->Post("/v1/neighbors", std::string(1048577, ' '));
   EXPECT_EQ(big.status, 400);
   EXPECT_NE(big.body["error"].get<std::string>().find("1048576"), std::string::npos) << big.body;
+}
+
+// A stopping server gives an HNSW build up (the build checks its cancel flag between rows):
+// Build returns no index instead of finishing the graph.
+TEST(AnnIndexTest, ACancelledBuildReturnsNoIndex) {
+  const ServingSnapshot snapshot(RandomEmbeddings(2000, 16, 5), SnapshotInfo{});
+  AnnOptions options;
+  options.threads = 2;
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  std::unique_ptr<AnnIndex> built = AnnIndex::Build(snapshot, options);
+  ASSERT_NE(built, nullptr);  // not cancelled: the whole graph
+  const float* row = snapshot.embeddings().row(7);
+  std::vector<float> unit(row, row + 16);
+  float norm = 0;
+  for (float x : unit) norm += x * x;
+  for (float& x : unit) x /= std::sqrt(norm);
+  EXPECT_EQ(built->Search(unit.data(), 1, {})[0].row, 7u);
+  cancel = true;
+  EXPECT_EQ(AnnIndex::Build(snapshot, options), nullptr);
 }
 
 }  // namespace
