@@ -217,6 +217,12 @@ def wait_serving(p, logfile, timeout=60):
     return None
 
 
+def resumed_documents(logfile):
+    """Documents of the checkpoint a run resumed from (its "resuming" line), 0 if none."""
+    m = re.search(r"resuming .*?, (\d+) documents,", logfile.read_text(errors="replace"))
+    return int(m.group(1)) if m else 0
+
+
 def kill_rounds(sv, work, a):
     data = work / "kill-data"
     shutil.rmtree(data, ignore_errors=True)
@@ -238,9 +244,7 @@ def kill_rounds(sv, work, a):
         logfile = work / f"kill-{k}.log"
         p, cmd = start_run(sv, state, data, a.run_arg, logfile)
         base = wait_serving(p, logfile)
-        text = logfile.read_text(errors="replace")
-        m = re.search(r"resuming .*?, (\d+) documents,", text)
-        covered = int(m.group(1)) if m else 0
+        covered = resumed_documents(logfile)
         if k > 0:
             rounds[-1]["replayed"] = trained_at_kill - covered
         pump, st, out = appender(target, words, pos, a.rate, line_bytes)
@@ -264,10 +268,8 @@ def kill_rounds(sv, work, a):
     # Drain: the rest of the file, then a final checkpoint.
     logfile = work / "kill-final.log"
     p, cmd = start_run(sv, state, data, a.run_arg + ["--no-follow", "--max-idle", "3"], logfile)
-    base = wait_serving(p, logfile)
-    text = logfile.read_text(errors="replace")
-    m = re.search(r"resuming .*?, (\d+) documents,", text)
-    covered = int(m.group(1)) if m else 0
+    wait_serving(p, logfile)
+    covered = resumed_documents(logfile)
     if rounds:
         rounds[-1]["replayed"] = trained_at_kill - covered
     try:
@@ -281,10 +283,9 @@ def kill_rounds(sv, work, a):
     p2, _ = start_run(sv, state, data, ["--no-follow", "--max-idle", "1"], work / "kill-check.log")
     wait_serving(p2, work / "kill-check.log")
     p2.wait(120)
-    m3 = re.search(r"resuming .*?, (\d+) documents,",
-                   (work / "kill-check.log").read_text(errors="replace"))
-    if m3:
-        final_docs = int(m3.group(1))
+    if re.search(r"resuming .*?, (\d+) documents,",
+                 (work / "kill-check.log").read_text(errors="replace")):
+        final_docs = resumed_documents(work / "kill-check.log")
     res = {"command": " ".join(cmd), "lines": lines, "documents": final_docs, "rounds": rounds,
            "per_interval": per_interval, "every": every}
     if not a.keep_state:

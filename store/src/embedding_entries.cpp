@@ -31,6 +31,15 @@ Status JoinWords(const std::vector<std::string>& word_list, std::string* words) 
   return Status::Ok();
 }
 
+// "embedding/meta" and "embedding/words", shared by both layouts.
+Status WriteWords(const std::vector<std::string>& word_list, int dim, const SnapshotSink& sink) {
+  std::string words;
+  SV_RETURN_IF_ERROR(JoinWords(word_list, &words));
+  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
+                                                std::to_string(dim)));
+  return sink("embedding/words", words);
+}
+
 StatusOr<std::vector<std::string>> SplitWords(const std::string& words, size_t expected) {
   std::vector<std::string> out;
   out.reserve(expected);
@@ -70,12 +79,7 @@ Status WriteEmbeddingEntries(const std::vector<std::string>& word_list,
     return Status::InvalidArgument("embedding has " + std::to_string(rows.size()) + " rows for " +
                                    std::to_string(word_list.size()) + " words");
   }
-  std::string words;
-  SV_RETURN_IF_ERROR(JoinWords(word_list, &words));
-  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
-                                                std::to_string(dim)));
-  SV_RETURN_IF_ERROR(sink("embedding/words", words));
-  words = std::string();
+  SV_RETURN_IF_ERROR(WriteWords(word_list, dim, sink));
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   const size_t rows_per_chunk = std::max<size_t>(1, kChunkBytes / row_bytes);
   std::string chunk_bytes;
@@ -112,12 +116,7 @@ Status WriteEmbeddingTable(const std::vector<std::string>& word_list,
     }
     used[s] = true;
   }
-  std::string words;
-  SV_RETURN_IF_ERROR(JoinWords(word_list, &words));
-  SV_RETURN_IF_ERROR(sink("embedding/meta", std::to_string(word_list.size()) + " " +
-                                                std::to_string(dim)));
-  SV_RETURN_IF_ERROR(sink("embedding/words", words));
-  words = std::string();
+  SV_RETURN_IF_ERROR(WriteWords(word_list, dim, sink));
   SV_RETURN_IF_ERROR(sink("embedding/slots",
                           std::string_view(reinterpret_cast<const char*>(slots.data()),
                                            slots.size() * sizeof(uint32_t))));

@@ -353,19 +353,32 @@ StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, M
 
 uint64_t StateStore::version() const { return impl_->version; }
 
+namespace {
+
+// Table files wholly inside [from, to) go at once, without compaction (a writer's data/ files
+// are: ingested into a range of their own).
+void DropFiles(rocksdb::DB* db, const std::string& from, const std::string& to) {
+  const rocksdb::Slice b(from), e(to);
+  (void)rocksdb::DeleteFilesInRange(db, db->DefaultColumnFamily(), &b, &e, /*include_end=*/false);
+}
+
+// Drops every byte a writer (version) stored: its data/ table files, and its small/ entries by a
+// range deletion. data/ holds only ingested table files, so dropping them leaves nothing behind
+// (no range deletion there: its tombstone would span newer writers' ranges and make their
+// ingestion overlap). Best effort: what stays is unreferenced and dropped by a later call.
+void DropWriter(rocksdb::DB* db, uint64_t writer) {
+  DropFiles(db, internal::DataPrefix(writer), internal::DataPrefix(writer + 1));
+  (void)db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(),
+                        internal::SmallPrefix(writer), internal::SmallPrefix(writer + 1));
+}
+
+}  // namespace
+
 void StateStore::Impl::DropUnreferenced() {
   rocksdb::DB* d = db.get();
-  auto drop_files = [d](const std::string& from, const std::string& to) {
-    // Table files wholly inside the range go at once, without compaction (a writer's data/
-    // files are: ingested into a range of their own).
-    const rocksdb::Slice b(from), e(to);
-    (void)rocksdb::DeleteFilesInRange(d, d->DefaultColumnFamily(), &b, &e, /*include_end=*/false);
-  };
   std::set<uint64_t> live;
   for (const auto& [key, ref] : manifest.entries) live.insert(ref.writer);
-  // Every writer present under data/ or small/ that no entry refers to. data/ holds only
-  // ingested table files, so dropping them leaves nothing behind (no range deletion there: its
-  // tombstone would span newer writers' ranges and make their ingestion overlap).
+  // Every writer present under data/ or small/ that no entry refers to.
   std::unique_ptr<rocksdb::Iterator> it(d->NewIterator(rocksdb::ReadOptions()));
   for (const bool direct : {true, false}) {
     const std::string root = direct ? "data/" : "small/";
@@ -377,17 +390,12 @@ void StateStore::Impl::DropUnreferenced() {
       } catch (const std::exception&) {
         break;  // not ours; leave it
       }
-      const std::string from = direct ? internal::DataPrefix(w) : internal::SmallPrefix(w);
-      const std::string to = direct ? internal::DataPrefix(w + 1) : internal::SmallPrefix(w + 1);
-      if (!live.count(w)) {
-        drop_files(from, to);
-        if (!direct) (void)d->DeleteRange(rocksdb::WriteOptions(), d->DefaultColumnFamily(), from, to);
-      }
-      it->Seek(to);
+      if (!live.count(w)) DropWriter(d, w);
+      it->Seek(direct ? internal::DataPrefix(w + 1) : internal::SmallPrefix(w + 1));
     }
   }
   // The first layout's entries, once a version with a manifest is current.
-  drop_files("snap/", "snap0");
+  DropFiles(d, "snap/", "snap0");
   it->Seek("snap/");
   if (it->Valid() && it->key().starts_with("snap/")) {
     (void)d->DeleteRange(rocksdb::WriteOptions(), d->DefaultColumnFamily(), "snap/", "snap0");
@@ -417,15 +425,7 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   }
   rocksdb::DB* db = m.db.get();
   const std::string data_prefix = internal::DataPrefix(next);
-  const std::string data_end = internal::DataPrefix(next + 1);
   const std::string small_prefix = internal::SmallPrefix(next);
-  const std::string small_end = internal::SmallPrefix(next + 1);
-  auto drop_next = [&] {
-    const rocksdb::Slice b(data_prefix), e(data_end);
-    (void)rocksdb::DeleteFilesInRange(db, db->DefaultColumnFamily(), &b, &e, false);
-    (void)db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), small_prefix,
-                          small_end);
-  };
   // Remove what a failed earlier attempt may have left under this version.
   {
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
@@ -433,7 +433,7 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
       it->Seek(p);
       if (!it->status().ok()) return FromRocks(it->status(), "state read from " + m.dir);
       if (it->Valid() && it->key().starts_with(p)) {
-        drop_next();
+        DropWriter(db, next);
         break;
       }
     }
@@ -638,7 +638,7 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
   }
   if (!st.ok()) {
     // Best effort: the partial version is invisible anyway and is removed by the next attempt.
-    drop_next();
+    DropWriter(db, next);
     return st;
   }
   m.format = kStateFormat;

@@ -144,6 +144,17 @@ class KafkaTrainerTest : public ::testing::Test {
     return o;
   }
 
+  // Micro-batches of 10 documents, a snapshot every 20 documents' bytes, and a checkpoint
+  // interval no test reaches: the triggered snapshots are serving publications.
+  KafkaTrainerOptions TwoCadenceOptions() {
+    KafkaTrainerOptions o = Options(*broker_);
+    o.micro_batch_max_docs = 10;
+    o.snapshot_every_s = 0;
+    o.snapshot_every_bytes = 20 * DocumentToJson(Doc("s0", 5)).size();
+    o.checkpoint_every_s = 1000;
+    return o;
+  }
+
   // Runs a trainer until the topic is idle; returns its stats.
   static KafkaTrainerStats RunToIdle(const KafkaTrainerOptions& o) {
     auto trainer = KafkaTrainer::Create(o);
@@ -356,11 +367,7 @@ TEST_F(KafkaTrainerTest, UncleanStopRetrainsOnlyWhatFollowsTheLastSnapshot) {
 // from the checkpoint: nothing lost, the documents after it trained again.
 TEST_F(KafkaTrainerTest, PublicationsServeFreshVectorsAndACrashResumesFromTheLastCheckpoint) {
   ProduceDocs(*broker_, 5, 25);  // 100 documents
-  KafkaTrainerOptions o = Options(*broker_);
-  o.micro_batch_max_docs = 10;
-  o.snapshot_every_s = 0;
-  o.snapshot_every_bytes = 20 * DocumentToJson(Doc("s0", 5)).size();
-  o.checkpoint_every_s = 1000;  // none but the final one within the test
+  KafkaTrainerOptions o = TwoCadenceOptions();
   const KafkaTrainerStats first = RunToIdle(o);
   EXPECT_EQ(first.documents, 100u);
   EXPECT_EQ(first.checkpoints, 1u);  // the final snapshot
@@ -405,11 +412,7 @@ TEST_F(KafkaTrainerTest, PublicationsServeFreshVectorsAndACrashResumesFromTheLas
 // afresh from the beginning of the stream.
 TEST_F(KafkaTrainerTest, CrashBeforeTheFirstCheckpointStartsFromTheBeginning) {
   ProduceDocs(*broker_, 5, 25);  // 100 documents
-  KafkaTrainerOptions o = Options(*broker_);
-  o.micro_batch_max_docs = 10;
-  o.snapshot_every_s = 0;
-  o.snapshot_every_bytes = 20 * DocumentToJson(Doc("s0", 5)).size();
-  o.checkpoint_every_s = 1000;
+  KafkaTrainerOptions o = TwoCadenceOptions();
   o.final_snapshot = false;
   const KafkaTrainerStats crashed = RunToIdle(o);
   EXPECT_EQ(crashed.checkpoints, 0u);
@@ -423,11 +426,7 @@ TEST_F(KafkaTrainerTest, CrashBeforeTheFirstCheckpointStartsFromTheBeginning) {
 // The write budget spaces triggered snapshots by what they wrote; the final one is taken anyway.
 TEST_F(KafkaTrainerTest, WriteBudgetSpacesTriggeredSnapshots) {
   ProduceDocs(*broker_, 5, 25);  // 100 documents
-  KafkaTrainerOptions o = Options(*broker_);
-  o.micro_batch_max_docs = 10;
-  o.snapshot_every_s = 0;
-  o.snapshot_every_bytes = 20 * DocumentToJson(Doc("s0", 5)).size();
-  o.checkpoint_every_s = 1000;
+  KafkaTrainerOptions o = TwoCadenceOptions();
   o.snapshot_write_rate = 1;  // a byte a second: the first snapshot spends it for the test
   const KafkaTrainerStats st = RunToIdle(o);
   EXPECT_EQ(st.documents, 100u);

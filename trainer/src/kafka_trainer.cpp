@@ -275,7 +275,8 @@ struct KafkaTrainer::Impl {
   void OnAssign(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void UpdateLag();
-  std::string OffsetsJson() const;
+  // The kafka/offsets entry: what a restart resumes from (no partitions: from the beginning).
+  std::string OffsetsJson(bool with_partitions = true) const;
   // Assignment mode: takes the configured partitions (waiting, until `stop`, for the topic to
   // exist). False when stopped first.
   bool AssignManually(const std::atomic<bool>& stop);
@@ -475,13 +476,15 @@ Status KafkaTrainer::Impl::TrainPending() {
   return s;
 }
 
-std::string KafkaTrainer::Impl::OffsetsJson() const {
+std::string KafkaTrainer::Impl::OffsetsJson(bool with_partitions) const {
   json parts = json::object();
-  // Offsets of the snapshot not applied yet (partitions not assigned since the start) stay.
-  for (const auto& [p, offset] : resume_offsets) {
-    if (offset >= 0) parts[std::to_string(p)] = offset;
+  if (with_partitions) {
+    // Offsets of the snapshot not applied yet (partitions not assigned since the start) stay.
+    for (const auto& [p, offset] : resume_offsets) {
+      if (offset >= 0) parts[std::to_string(p)] = offset;
+    }
+    for (const auto& [p, offset] : next_offsets) parts[std::to_string(p)] = offset;
   }
-  for (const auto& [p, offset] : next_offsets) parts[std::to_string(p)] = offset;
   json j = {{"cluster_id", cluster_id.empty() ? snapshot_cluster_id : cluster_id},
             {"group", group},
             {"topic", topic},
@@ -513,13 +516,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     // What a restart resumes from: the last checkpoint's offsets (carried into this version),
     // none before the first checkpoint.
     auto covered = store->Get(kKafkaOffsetsEntry);
-    offsets = covered.ok() ? *covered
-                           : json{{"cluster_id", cluster_id.empty() ? snapshot_cluster_id
-                                                                    : cluster_id},
-                                  {"group", group},
-                                  {"topic", topic},
-                                  {"partitions", json::object()}}
-                                 .dump();
+    offsets = covered.ok() ? *covered : OffsetsJson(/*with_partitions=*/false);
   }
   std::map<std::string, int64_t> positions_copy;
   {
@@ -813,13 +810,24 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     spdlog::info("trainer: {} holds no checkpoint yet (snapshot {} is a serving publication): "
                  "starting from the beginning", o.state_dir, m.store->version());
   }
+  // The checkpoint interval runs from when the state's training stopped being covered, not from
+  // this start: a process restarted again and again before an interval has passed still bounds
+  // the replay. That is the checkpoint's time (a publication names its checkpoint), or, before
+  // any checkpoint, the first process's start (its publications say when).
   m.checkpoint_wall_time = WallSeconds();
-  if (m.store->version() > 0 && !has_checkpoint) {
-    // Uncovered since the first process on this state started (its publications say when).
+  if (m.store->version() > 0) {
+    if (has_checkpoint) m.stats_checkpoint_version = m.store->version();
     if (auto meta = m.store->CurrentMetadata(); meta.ok()) {
       const json j = json::parse(*meta, nullptr, /*allow_exceptions=*/false);
-      const double since = j.is_object() ? j.value("checkpoint_created_at", 0.0) : 0.0;
-      if (since > 0) m.checkpoint_wall_time = std::min(since, m.checkpoint_wall_time);
+      if (j.is_object()) {
+        const bool publication = j.value("kind", "") == "publication";
+        if (publication && has_checkpoint) {
+          m.stats_checkpoint_version = j.value("checkpoint_version", uint64_t{0});
+        }
+        const double since =
+            publication ? j.value("checkpoint_created_at", 0.0) : j.value("created_at", 0.0);
+        if (since > 0) m.checkpoint_wall_time = std::min(since, m.checkpoint_wall_time);
+      }
     }
     const double age = std::clamp(WallSeconds() - m.checkpoint_wall_time, 0.0, 1e6);
     m.last_checkpoint_time = Clock::now() - std::chrono::duration_cast<Clock::duration>(
@@ -827,24 +835,6 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   }
   if (has_checkpoint) {
     StateStore& st = *m.store;
-    // The checkpoint's version: the current one, or the one a publication names.
-    m.stats_checkpoint_version = m.store->version();
-    if (auto meta = st.CurrentMetadata(); meta.ok()) {
-      const json j = json::parse(*meta, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object()) {
-        double created = j.value("created_at", 0.0);
-        if (j.value("kind", "") == "publication") {
-          m.stats_checkpoint_version = j.value("checkpoint_version", uint64_t{0});
-          created = j.value("checkpoint_created_at", 0.0);
-        }
-        // The checkpoint interval runs from the checkpoint, not from this start: a process
-        // restarted again and again before an interval has passed still bounds the replay.
-        const double age = std::clamp(WallSeconds() - created, 0.0, 1e6);
-        m.last_checkpoint_time = Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(age));
-        m.checkpoint_wall_time = created;
-      }
-    }
     m.stats.checkpoint_version = m.stats_checkpoint_version;
     auto loaded = StreamingLearner::LoadState([&st](const std::string& key) { return st.Get(key); },
                                               o.learner.isa, o.learner.threads);

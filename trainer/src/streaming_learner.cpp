@@ -233,6 +233,20 @@ struct StreamingLearner::Impl {
                ? 1.0
                : std::exp2(static_cast<double>(decay_words) / opt.count_half_life);
   }
+  // The admitted slots, most frequent first (ties: slot order), once the workers are drained.
+  std::vector<uint32_t> AdmittedByCount() {
+    Drain();
+    const double scale = Scale();
+    std::vector<uint32_t> order;
+    for (uint32_t s = 0; s < words.size(); ++s) {
+      if (AdmittedSlot(s, scale)) order.push_back(s);
+    }
+    std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+      return counts[a] > counts[b] || (counts[a] == counts[b] && a < b);
+    });
+    return order;
+  }
+
   bool AdmittedSlot(uint32_t s, double scale) const {
     return counts[s] - errors[s] >= static_cast<double>(opt.min_count) * scale;
   }
@@ -774,16 +788,8 @@ const StreamingOptions& StreamingLearner::options() const { return impl_->opt; }
 
 void StreamingLearner::ExportRows(std::vector<std::string>* words,
                                   std::vector<const float*>* rows) const {
-  impl_->Drain();
+  const std::vector<uint32_t> order = impl_->AdmittedByCount();  // drains
   const Impl& m = *impl_;
-  const double scale = m.Scale();
-  std::vector<uint32_t> order;
-  for (uint32_t s = 0; s < m.words.size(); ++s) {
-    if (m.AdmittedSlot(s, scale)) order.push_back(s);
-  }
-  std::sort(order.begin(), order.end(), [&m](uint32_t a, uint32_t b) {
-    return m.counts[a] > m.counts[b] || (m.counts[a] == m.counts[b] && a < b);
-  });
   words->clear();
   rows->clear();
   words->reserve(order.size());
@@ -798,15 +804,11 @@ void StreamingLearner::ExportRowsBySlot(std::vector<std::string>* words,
                                         std::vector<uint32_t>* slots,
                                         std::vector<const float*>* slot_rows, int* stride,
                                         size_t* rows_per_chunk) const {
-  std::vector<const float*> rows;
-  ExportRows(words, &rows);  // drains
+  *slots = impl_->AdmittedByCount();  // drains
   const Impl& m = *impl_;
-  slots->clear();
-  slots->reserve(rows.size());
-  for (const float* row : rows) {
-    slots->push_back(
-        static_cast<uint32_t>((row - m.input.data()) / static_cast<ptrdiff_t>(m.stride)));
-  }
+  words->clear();
+  words->reserve(slots->size());
+  for (uint32_t s : *slots) words->push_back(m.words[s]);
   slot_rows->resize(m.words.size());
   for (size_t s = 0; s < m.words.size(); ++s) (*slot_rows)[s] = m.input.data() + s * m.stride;
   *stride = static_cast<int>(m.stride);
