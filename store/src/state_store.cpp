@@ -5,10 +5,8 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/options.h>
-#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
-#include <xxhash.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -22,11 +20,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unordered_map>
 #include <system_error>
 #include <vector>
 
 #include "snapshot_layout.h"
+#include "version_writer.h"
 
 namespace streamvec {
 namespace {
@@ -36,14 +34,8 @@ using internal::FromRocks;
 using internal::kCurrentKey;
 using internal::kFormatKey;
 using internal::kMetadataKey;
-// Entries go to RocksDB in write batches of about this many bytes; small, since a batch is held
-// whole (and, for a moment, twice) in memory.
-constexpr size_t kBatchBytes = size_t{1} << 20;
-// Entries of at least this many bytes go to table files written directly (SstFileWriter) and
-// ingested, instead of through the memtables.
-constexpr size_t kDirectBytes = size_t{64} << 10;
-// Where those table files are built, inside the state directory (removed at open and after each
-// snapshot).
+// Where a snapshot's table files are built (VersionWriter), inside the state directory (removed
+// at open and after each snapshot).
 constexpr char kIngestDir[] = "ingest";
 
 std::string Prefix(uint64_t version) { return internal::SnapshotPrefix(version); }
@@ -459,115 +451,13 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
       }
     }
   }
-  internal::Manifest next_manifest;
-  SnapshotWriteStats stats;
-  stats.full_rewrite = full;
-  // Large entries (rows, noise table: nearly all the bytes) go to table files written directly,
-  // one per key family ("input/", "output/", ...: their keys come in ascending order), ingested
-  // in one step below, each into a key range no other file holds (data/<version>/<family>), so
-  // RocksDB places them at the bottom level and never compacts them. Small entries, and a large
-  // one whose key is not above its family's last, go through the memtables (write batches of
-  // kBatchBytes) under small/<version>/.
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path ingest_dir = fs::path(m.dir) / kIngestDir;
-  struct DirectFile {
-    std::unique_ptr<rocksdb::SstFileWriter> writer;
-    std::string path, last_key;
-  };
-  std::map<std::string, DirectFile> direct;  // by family
-  std::vector<std::string> ingest_paths;
-  auto remove_ingest_dir = [&] { fs::remove_all(ingest_dir, ec); };
-  rocksdb::WriteBatch batch;
-  // The memtable entries skip the write-ahead log: they are made durable by the flush to table
-  // files before the commit below (one write of the data, and one sync of a tiny log at the
-  // commit, instead of the data twice and a sync of all of it). A crash before that flush loses
-  // only this uncommitted version, which is invisible anyway.
-  rocksdb::WriteOptions unlogged;
-  unlogged.disableWAL = true;
-  auto flush = [&]() -> Status {
-    if (batch.Count() == 0) return Status::Ok();
-    Status st = FromRocks(db->Write(unlogged, &batch), "state write to " + m.dir);
-    batch.Clear();
-    return st;
-  };
-  // Bytes already on disk, by content: the current version's entries (unless rewriting all)
-  // and this one's as they are written. An entry with the same size and XXH3-128 hash refers to
-  // them: an unchanged entry, or one with the bytes of another (a serving table chunk that
-  // equals a learner's row chunk).
-  struct ContentKey {
-    uint64_t size, low, high;
-    bool operator==(const ContentKey& o) const {
-      return size == o.size && low == o.low && high == o.high;
-    }
-  };
-  struct ContentHash {
-    size_t operator()(const ContentKey& k) const { return static_cast<size_t>(k.low ^ k.size); }
-  };
-  std::unordered_map<ContentKey, internal::EntryRef, ContentHash> by_content;
-  auto stored = [](const std::string& key, const internal::EntryRef& ref) {
-    internal::EntryRef r = ref;
-    if (r.stored_key.empty()) r.stored_key = key;
-    return r;
-  };
-  if (!full) {
-    for (const auto& [key, ref] : m.manifest.entries) {
-      if (evacuate.count(ref.writer)) continue;
-      by_content.emplace(ContentKey{ref.size, ref.hash, ref.hash_high}, stored(key, ref));
-    }
-  }
-  SnapshotSink sink = [&](const std::string& key, std::string_view value) -> Status {
-    internal::EntryRef ref;
-    ref.writer = next;
-    ref.size = value.size();
-    const XXH128_hash_t h = XXH3_128bits(value.data(), value.size());
-    ref.hash = h.low64;
-    ref.hash_high = h.high64;
-    auto [slot, inserted] = next_manifest.entries.emplace(key, ref);
-    if (!inserted) {
-      return Status::InvalidArgument("snapshot entry '" + key + "' passed twice");
-    }
-    stats.passed_bytes += value.size();
-    const ContentKey content{ref.size, ref.hash, ref.hash_high};
-    if (auto same = by_content.find(content); same != by_content.end()) {
-      slot->second = same->second;  // already on disk: refer to those bytes
-      if (slot->second.stored_key == key) slot->second.stored_key.clear();
-      return Status::Ok();
-    }
-    stats.written_bytes += value.size();
-    if (value.size() >= internal::kDirectBytes) {
-      const size_t slash = key.rfind('/');
-      const std::string family = slash == std::string::npos ? "" : key.substr(0, slash + 1);
-      DirectFile& f = direct[family];
-      if (!f.writer) {
-        if (ingest_paths.empty()) {
-          fs::create_directories(ingest_dir, ec);
-          if (ec) return FsError("cannot create", ingest_dir.string(), ec);
-        }
-        f.path = (ingest_dir / (std::to_string(next) + "-" + std::to_string(direct.size()) +
-                                ".sst"))
-                     .string();
-        f.writer = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), m.options);
-        SV_RETURN_IF_ERROR(FromRocks(f.writer->Open(f.path), "state write to " + m.dir));
-        ingest_paths.push_back(f.path);
-      }
-      std::string full_key = data_prefix + key;
-      if (f.last_key.empty() || f.last_key < full_key) {
-        SV_RETURN_IF_ERROR(
-            FromRocks(f.writer->Put(full_key, rocksdb::Slice(value.data(), value.size())),
-                      "state write to " + m.dir));
-        f.last_key = std::move(full_key);
-        slot->second.direct = true;
-        by_content.emplace(content, stored(key, slot->second));
-        return Status::Ok();
-      }
-    }
-    SV_RETURN_IF_ERROR(
-        FromRocks(batch.Put(small_prefix + key, rocksdb::Slice(value.data(), value.size())),
-                  "state write to " + m.dir));
-    by_content.emplace(content, stored(key, slot->second));
-    if (batch.GetDataSize() >= kBatchBytes) return flush();
-    return Status::Ok();
+  internal::VersionWriter writer(db, m.options, m.dir, ingest_dir.string(), next, m.manifest,
+                                 evacuate, /*reuse=*/!full);
+  SnapshotSink sink = [&writer](const std::string& key, std::string_view value) {
+    return writer.Put(key, value);
   };
   Status st = fill(sink);
   // The current version's entries the fill did not pass, carried over.
@@ -577,13 +467,13 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
       // (read back first), or the old files they live in would stay.
       for (const auto& [key, ref] : m.manifest.entries) {
         if (!st.ok()) break;
-        if (next_manifest.entries.count(key)) continue;
+        if (writer.Has(key)) continue;
         if (!full && !evacuate.count(ref.writer)) {
-          next_manifest.entries.emplace(key, ref);
+          writer.Carry(key, ref);
           continue;
         }
         StatusOr<std::string> value = internal::ReadEntry(db, m.version, &m.manifest, key, m.dir);
-        st = value.ok() ? sink(key, *value) : value.status();
+        st = value.ok() ? writer.Put(key, *value) : value.status();
       }
     } else {
       // First layout: copy the bytes (once; the new version has a manifest).
@@ -592,33 +482,21 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
       for (it->Seek(old_prefix); st.ok() && it->Valid() && it->key().starts_with(old_prefix);
            it->Next()) {
         const std::string key = it->key().ToString().substr(old_prefix.size());
-        if (next_manifest.entries.count(key)) continue;
-        st = sink(key, std::string_view(it->value().data(), it->value().size()));
+        if (writer.Has(key)) continue;
+        st = writer.Put(key, std::string_view(it->value().data(), it->value().size()));
       }
       if (st.ok()) st = FromRocks(it->status(), "state read from " + m.dir);
     }
   }
-  if (st.ok()) st = flush();
-  for (auto& [family, f] : direct) {
-    if (st.ok()) st = FromRocks(f.writer->Finish(), "state write to " + m.dir);  // synced
-  }
-  direct.clear();
-  if (st.ok() && !ingest_paths.empty()) {
-    rocksdb::IngestExternalFileOptions ingest;
-    ingest.move_files = true;  // hard links: no copy
-    st = FromRocks(db->IngestExternalFile(ingest_paths, ingest), "state write to " + m.dir);
-  }
-  remove_ingest_dir();
-  if (st.ok()) st = FromRocks(db->Flush(rocksdb::FlushOptions()), "state write to " + m.dir);
-  for (const auto& [key, ref] : next_manifest.entries) {
-    stats.entry_bytes += ref.size;
-    if (ref.writer != next && !next_manifest.written.count(ref.writer)) {
-      auto w = m.manifest.written.find(ref.writer);
-      next_manifest.written[ref.writer] = w == m.manifest.written.end() ? 0 : w->second;
-    }
-  }
-  if (stats.written_bytes > 0) next_manifest.written[next] = stats.written_bytes;
-  for (const auto& [writer, bytes] : next_manifest.written) stats.disk_bytes += bytes;
+  if (st.ok()) st = writer.Finish();
+  fs::remove_all(ingest_dir, ec);
+  internal::Manifest next_manifest = writer.TakeManifest();
+  SnapshotWriteStats stats;
+  stats.full_rewrite = full;
+  stats.written_bytes = writer.written_bytes();
+  stats.passed_bytes = writer.passed_bytes();
+  for (const auto& [key, ref] : next_manifest.entries) stats.entry_bytes += ref.size;
+  for (const auto& [w, bytes] : next_manifest.written) stats.disk_bytes += bytes;
   if (st.ok()) {
     // The commit point: one synced batch switches to the new version, with its metadata and
     // manifest.
