@@ -350,6 +350,16 @@ class StateDirServerTest : public ::testing::Test {
         json{{"words_trained", words_trained}, {"vocabulary", e.rows()}}.dump());
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
+  // A server on dir_, polling every 20 ms.
+  void StartServer() {
+    ServeOptions options;
+    options.state_dir = dir_.string();
+    options.port = 0;
+    options.poll_interval_s = 0.02;
+    StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+  }
   void WaitForVersion(uint64_t v) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (server_->snapshot_version() < v && std::chrono::steady_clock::now() < deadline) {
@@ -372,13 +382,8 @@ TEST_F(StateDirServerTest, DamagedSnapshotMetadataIsSkippedAndTheNewestIntactOne
       dir_ / "checkpoints" / "00000000000000000003" / "metadata.json";
   ASSERT_TRUE(std::filesystem::exists(meta));
   std::ofstream(meta, std::ios::trunc) << "{bad";
-  ServeOptions options;
-  options.state_dir = dir_.string();
-  options.port = 0;
-  options.poll_interval_s = 0.02;
-  StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  server_ = std::move(*s);
+  StartServer();
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(server_->snapshot_version(), 2u);
   Client client(server_->port());
   Reply r = client.Get("/v1/vectors/king");
@@ -397,13 +402,8 @@ TEST_F(StateDirServerTest, DamagedSnapshotMetadataIsSkippedAndTheNewestIntactOne
 
 TEST_F(StateDirServerTest, FollowsPublishedSnapshotsWhileServing) {
   Write(Toy(1), 100);
-  ServeOptions options;
-  options.state_dir = dir_.string();
-  options.port = 0;
-  options.poll_interval_s = 0.02;
-  StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  server_ = std::move(*s);
+  StartServer();
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(server_->snapshot_version(), 1u);
   Client client(server_->port());
   Reply r = client.Get("/v1/vectors/king");
@@ -443,13 +443,8 @@ TEST_F(StateDirServerTest, FollowsPublishedSnapshotsWhileServing) {
 }
 
 TEST_F(StateDirServerTest, WaitsForTheFirstSnapshot) {
-  ServeOptions options;
-  options.state_dir = dir_.string();
-  options.port = 0;
-  options.poll_interval_s = 0.02;
-  StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  server_ = std::move(*s);
+  StartServer();
+  ASSERT_FALSE(HasFatalFailure());
   Client client(server_->port());
   EXPECT_EQ(client.Get("/healthz").status, 503);
   Write(Toy(), 10);

@@ -81,6 +81,14 @@ class IngestorTest : public ::testing::Test {
   }
 
   // Runs an ingestor to completion (no follow).
+  // The first `n` records of t.rejected (waiting up to 10 s), parsed.
+  std::vector<nlohmann::json> Rejections(size_t n) {
+    TestConsumer consumer(broker_->bootstrap(), "t.rejected");
+    std::vector<nlohmann::json> out;
+    for (const Record& r : consumer.Read(n, 10000)) out.push_back(nlohmann::json::parse(r.value));
+    return out;
+  }
+
   IngestStats RunToEnd(const IngestOptions& options) {
     StatusOr<std::unique_ptr<Ingestor>> ingestor = Ingestor::Create(options);
     EXPECT_TRUE(ingestor.ok()) << ingestor.status().ToString();
@@ -199,10 +207,9 @@ TEST_F(IngestorTest, InvalidUtf8LineIsRejectedWithReasonAndTheRestGoesThrough) {
   EXPECT_EQ(docs[0].text, "good one");
   EXPECT_EQ(docs[1].text, "good two");
 
-  TestConsumer rejected_consumer(broker_->bootstrap(), "t.rejected");
-  const std::vector<Record> rejected = rejected_consumer.Read(1, 10000);
+  const std::vector<nlohmann::json> rejected = Rejections(1);
   ASSERT_EQ(rejected.size(), 1u);
-  const nlohmann::json j = nlohmann::json::parse(rejected[0].value);
+  const nlohmann::json& j = rejected[0];
   EXPECT_EQ(j.at("reason").get<std::string>(), "invalid UTF-8 at byte 13");
   EXPECT_EQ(j.at("origin").get<std::string>(), path + ":9");
   EXPECT_THAT(j.at("payload").get<std::string>(), HasSubstr("line"));
@@ -220,10 +227,9 @@ TEST_F(IngestorTest, LineWithAControlByteIsRejectedWithReasonAndTheRestGoesThrou
   const std::vector<Document> docs = Docs(docs_consumer.Read(2, 10000));
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[1].text, "good two");
-  TestConsumer rejected_consumer(broker_->bootstrap(), "t.rejected");
-  const std::vector<Record> rejected = rejected_consumer.Read(1, 10000);
+  const std::vector<nlohmann::json> rejected = Rejections(1);
   ASSERT_EQ(rejected.size(), 1u);
-  const nlohmann::json j = nlohmann::json::parse(rejected[0].value);
+  const nlohmann::json& j = rejected[0];
   EXPECT_EQ(j.at("reason").get<std::string>(), "control byte 0x7F at byte 13");
 }
 
