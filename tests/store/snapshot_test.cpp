@@ -341,6 +341,19 @@ TEST_F(SnapshotTest, EmbeddingTableRoundTripsAndSharesEqualChunks) {
       ASSERT_EQ(back->vectors[i * kDim + d], table[slots[i] * kStride + d]) << words[i] << " " << d;
     }
   }
+  // A missing table chunk or malformed slots read as Corruption, never a short table.
+  auto get = [&](const std::string& key) { return (*reader)->Get(key); };
+  auto without_chunk = [&](const std::string& key) -> StatusOr<std::string> {
+    if (key == "embedding/table/00000002") return Status::NotFound(key);
+    return get(key);
+  };
+  EXPECT_EQ(ReadEmbeddingEntries(without_chunk).status().code(), StatusCode::kCorruption);
+  auto short_slots = [&](const std::string& key) -> StatusOr<std::string> {
+    StatusOr<std::string> v = get(key);
+    if (key == "embedding/slots" && v.ok()) v->resize(v->size() - 4);
+    return v;
+  };
+  EXPECT_EQ(ReadEmbeddingEntries(short_slots).status().code(), StatusCode::kCorruption);
   // A slot outside the table, or used twice, is refused before anything is written.
   std::vector<uint32_t> bad = slots;
   bad.back() = kSlots;

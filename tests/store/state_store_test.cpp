@@ -353,6 +353,25 @@ TEST_F(StateStoreTest, FullRewriteOfAPartialSnapshotRewritesTheCarriedEntries) {
   EXPECT_FALSE((*store)->last_write_stats().full_rewrite);
 }
 
+// A damaged manifest is a clear error naming the directory, never a crash or a wrong entry.
+TEST_F(StateStoreTest, DamagedManifestIsCorruptionNamingTheDirectory) {
+  {
+    auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(WriteEntries(**store, {{"a", Chunk('a')}}).ok());
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "meta/manifest", "not a manifest").ok());
+  }
+  auto store = StateStore::Open(dir_, StateStore::Mode::kReadOnly);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(store.status().message().find(dir_), std::string::npos) << store.status().message();
+}
+
 TEST_F(StateStoreTest, AKeyPassedTwiceIsRefused) {
   auto store = StateStore::Open(dir_, StateStore::Mode::kCreateOrOpen);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
