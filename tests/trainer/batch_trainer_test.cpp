@@ -247,6 +247,16 @@ TEST(TrainOptionsTest, ReplicasAreTheDefaultWithSeveralThreads) {
   EXPECT_EQ(EffectiveReplicaSync(o), 8);
   o.threads = 1;  // nothing to share: the shared table, deterministic training
   EXPECT_EQ(EffectiveReplicaSync(o), 0);
+  // Beyond two threads the default is the shared table (the replicas' summed deltas diverged
+  // with 8 and 16 threads); an explicit --replica-sync still holds.
+  o.replica_sync = -1;
+  o.threads = 3;
+  EXPECT_EQ(EffectiveReplicaSync(o), 0);
+  o.threads = 16;
+  EXPECT_EQ(EffectiveReplicaSync(o), 0);
+  o.replica_sync = 8;
+  EXPECT_EQ(EffectiveReplicaSync(o), 8);
+  o.threads = 1;
   o.model = TrainModel::kCbow;
   o.replica_sync = -1;
   EXPECT_EQ(EffectiveReplicaSync(o), 0);

@@ -140,7 +140,7 @@ class OutputReplica {
 int EffectiveReplicaSync(const TrainOptions& o) {
   if (o.threads <= 1) return 0;
   if (o.replica_sync >= 0) return o.replica_sync;
-  return kDefaultReplicaSync;
+  return o.threads <= kMaxDefaultReplicaThreads ? kDefaultReplicaSync : 0;
 }
 
 int EffectiveNegativeShare(const TrainOptions& o) {

@@ -59,8 +59,8 @@ struct TrainOptions {
   // transfer between cores; the replicas keep those rows core-private between merges (2
   // threads: training phase about 25% shorter for CBOW, 15-20% for skip-gram, whose step does
   // about 2 x window times more work per output row written; docs/training.md). 0: no replicas
-  // (Hogwild on the shared output table, word2vec's way); -1: the default, kDefaultReplicaSync
-  // (for either model since 2026-11-23; skip-gram used 0 before). The input table
+  // (Hogwild on the shared output table, word2vec's way); -1: the default (EffectiveReplicaSync:
+  // kDefaultReplicaSync with two threads, 0 with more). The input table
   // is always shared (a replica of its first rows was 6% faster for skip-gram but lowered the
   // analogy score: docs/training.md). Memory: 2 x replica_rows x stride
   // floats per thread (29 MB at dim 100): the 32768 most frequent words take 92% of the negative
@@ -96,8 +96,17 @@ struct TrainOptions {
 // Micro-batches between merges of the per-thread output replicas by default.
 inline constexpr int kDefaultReplicaSync = 32;
 
+// Threads above which the default (replica_sync -1) is the shared table: every thread's replica
+// starts from the same merge and pushes its whole delta, so a hot row moves by the sum of the
+// threads' deltas, each computed without the others' (Downpour's staleness, Dean et al. 2012,
+// section 4.1). With 2 threads that is harmless; with 4 the skip-gram loss on the benchmark
+// corpus rose from 2.58 to 4.09, with 8 and 16 training diverged (loss > 1000, WS-353 0.16-0.24
+// against 0.53; docs/training.md).
+inline constexpr int kMaxDefaultReplicaThreads = 2;
+
 // The replica_sync a training run uses: 0 with one thread (nothing to share), else replica_sync,
-// or for -1 kDefaultReplicaSync.
+// or for -1 kDefaultReplicaSync with up to kMaxDefaultReplicaThreads threads and 0 (the shared
+// table, Hogwild) with more.
 int EffectiveReplicaSync(const TrainOptions& options);
 
 // Skip-gram's default shares a draw of negatives between two positions (trained as one window)
