@@ -15,7 +15,9 @@
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/store/word2vec_format.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/trainer/batch_trainer.h"
+#include "streamvec/trainer/cuda_batch_trainer.h"
 #include "streamvec/trainer/corpus.h"
 
 namespace streamvec::app {
@@ -27,6 +29,7 @@ struct TrainFlags {
   std::string model = "sgns";
   std::string format = "text";
   std::string kernel = "auto";
+  std::string device = "cpu";
   std::string progress = "auto";
   std::optional<float> alpha;
   std::optional<float> min_alpha;
@@ -173,6 +176,20 @@ int RunKafka(TrainFlags& f) {
 
 int RunTrain(TrainFlags& f) {
   const bool streaming = f.stream || !f.brokers.empty() || !f.bootstrap_file.empty();
+  DeviceSpec device;
+  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Fail(s, 2);
+  if (device.cuda && streaming) {
+    return Fail(Status::InvalidArgument("--device " + f.device + " applies to batch training "
+                                        "for now: --stream, --brokers and --bootstrap-file train "
+                                        "on the CPU"),
+                2);
+  }
+  if (device.cuda) {
+    // Before the corpus is read: a missing device or driver fails at once.
+    if (Status s = CudaCheckDevice(device.ordinal, nullptr); !s.ok()) {
+      return Fail(Status::FailedPrecondition("--device " + f.device + ": " + s.message()), 2);
+    }
+  }
   if (streaming && !f.batch_only_flags.empty()) {
     return Fail(Status::InvalidArgument(f.batch_only_flags.front() +
                                         " applies to batch training only (not with --stream, "
@@ -253,7 +270,20 @@ int RunTrain(TrainFlags& f) {
   const bool tty = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
   BatchTrainer trainer(corpus, o);
   TrainSummary summary;
-  if (tty) {
+  if (device.cuda) {
+    StatusOr<TrainSummary> on_device =
+        TrainBatchOnCuda(corpus, o, device.ordinal, trainer.rows(),
+                         tty ? std::function<void(const TrainProgress&)>(DrawProgressBar)
+                             : std::function<void(const TrainProgress&)>(),
+                         0.2);
+    if (tty) std::fputc('\n', stderr);
+    if (!on_device.ok()) {
+      const Status& s = on_device.status();
+      return Fail(Status(s.code(), "--device " + f.device + ": " + s.message()),
+                  s.code() == StatusCode::kFailedPrecondition ? 2 : 1);
+    }
+    summary = on_device.value();
+  } else if (tty) {
     summary = trainer.Train(DrawProgressBar, 0.2);
     std::fputc('\n', stderr);
   } else {
@@ -272,7 +302,7 @@ int RunTrain(TrainFlags& f) {
   const double raw_trained = static_cast<double>(corpus.raw_words) * o.epochs;
   std::fprintf(stderr,
                "streamvec train: %s, dim %d, %llu words (%zu in vocabulary), %d epoch(s), "
-               "%d thread(s), kernel %s: read %.2f s, train %.2f s (%s words/s), write %.2f s, "
+               "%d thread(s), kernel %s: read %.2f s, train %.3f s (%s words/s), write %.2f s, "
                "total %.2f s (%s words/s), loss %.4f\n",
                o.model == TrainModel::kCbow ? "cbow" : "sgns", o.dim,
                static_cast<unsigned long long>(corpus.raw_words), corpus.vocab.size(), o.epochs,
@@ -324,7 +354,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Threads > 1: each thread trains its own replica of the frequent output rows "
                   "and merges it into the shared table every N micro-batches (its 8192 most "
                   "frequent rows; the others every 4N, a quarter at a time; Downpour-style push "
-                  "and fetch); 0: one shared output table (Hogwild, as word2vec). Default 32; "
+                  "and fetch); 0: one shared output table (Hogwild, as word2vec). Default 32 with "
+                  "2 threads, 0 with more (their summed deltas diverge); "
                   "docs/training.md")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
@@ -337,6 +368,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Final learning rate; decays linearly from --alpha (default alpha/4 for sgns, alpha/2 for cbow)");
   cmd->add_option("--seed", o.seed, "Random seed (thread t uses seed + t)")->capture_default_str();
   cmd->add_option("--format", flags->format, "Output format: text or binary")
+      ->capture_default_str();
+  cmd->add_option("--device", flags->device,
+                  "Where batch training runs: cpu, or cuda[:N] (a CUDA GPU; docs/gpu.md)")
       ->capture_default_str();
   cmd->add_option("--kernel", flags->kernel,
                   "auto, avx512, avx2, portable, or reference (scalar, for checks)")

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_util.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/store/word2vec_format.h"
 
 namespace streamvec {
@@ -133,6 +134,26 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
     EXPECT_THAT(run.output, HasSubstr(c.expect)) << c.args;
   }
   EXPECT_FALSE(std::filesystem::exists(Path("x.txt")));
+}
+
+// --device: a bad value, a GPU that is not there, and a device with the streaming paths all exit
+// 2 before any training, naming the flag and the cause. (The GPU itself: tests labelled gpu.)
+TEST_F(TrainCliTest, DeviceFlagErrorsExitTwoNamingTheCause) {
+  const std::string io = " --input " + corpus_ + " --output " + Path("v.txt") + " --min-count 1";
+  CliRun run = Train("--device gpu" + io);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--device must be cpu, cuda or cuda:N"));
+  run = Train("--device cuda --stream" + io);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("applies to batch training"));
+  if (CudaDeviceCount() == 0) {
+    run = Train("--device cuda:0" + io);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("--device cuda:0: "));
+    EXPECT_FALSE(std::filesystem::exists(Path("v.txt")));
+  }
+  run = Train("--device cpu --dim 8 --epochs 1" + io);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
 TEST_F(TrainCliTest, MissingEmptyAndUnwritableFilesExitTwo) {

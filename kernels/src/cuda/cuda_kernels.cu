@@ -23,6 +23,66 @@ Status CudaError(const char* what, cudaError_t e) {
 
 bool CudaBuilt() { return true; }
 
+Status CudaCheckDevice(int ordinal, CudaDeviceInfo* info) {
+  int driver = 0, runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  const cudaError_t de = cudaDriverGetVersion(&driver);
+  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  if (de != cudaSuccess || driver == 0) {
+    cudaGetLastError();
+    return Status::FailedPrecondition("no CUDA driver found (libcuda.so from the NVIDIA driver "
+                                      "is not installed or not loadable)");
+  }
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver || driver < runtime) {
+      return Status::FailedPrecondition("the CUDA driver is too old: it supports CUDA " +
+                                        version(driver) + ", this build needs CUDA " +
+                                        version(runtime) + " (update the NVIDIA driver)");
+    }
+    if (e == cudaErrorNoDevice) return Status::FailedPrecondition("no CUDA device found");
+    return Status::FailedPrecondition(std::string("no usable CUDA device: ") +
+                                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  }
+  if (count == 0) return Status::FailedPrecondition("no CUDA device found");
+  if (ordinal < 0 || ordinal >= count) {
+    return Status::FailedPrecondition("no CUDA device " + std::to_string(ordinal) + ": this " +
+                                      "machine has " + std::to_string(count) + " (cuda:0" +
+                                      (count > 1 ? " to cuda:" + std::to_string(count - 1) : "") +
+                                      ")");
+  }
+  cudaDeviceProp prop{};
+  cudaError_t pe = cudaGetDeviceProperties(&prop, ordinal);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (pe == cudaSuccess) pe = cudaSetDevice(ordinal);
+  if (pe == cudaSuccess) pe = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (pe != cudaSuccess) {
+    cudaGetLastError();
+    return Status::FailedPrecondition("CUDA device " + std::to_string(ordinal) + " is not usable: " +
+                                      cudaGetErrorName(pe) + " (" + cudaGetErrorString(pe) + ")");
+  }
+  if (prop.major < 7) {
+    return Status::FailedPrecondition(std::string("CUDA device ") + std::to_string(ordinal) + " (" +
+                                      prop.name + ") has compute capability " +
+                                      std::to_string(prop.major) + "." +
+                                      std::to_string(prop.minor) + "; streamvec needs 7.0 or newer");
+  }
+  if (info != nullptr) {
+    info->name = prop.name;
+    info->ordinal = ordinal;
+    info->compute_major = prop.major;
+    info->compute_minor = prop.minor;
+    info->multiprocessors = prop.multiProcessorCount;
+    info->total_bytes = total_bytes;
+    info->free_bytes = free_bytes;
+    info->driver_version = driver;
+    info->runtime_version = runtime;
+  }
+  return Status::Ok();
+}
+
 int CudaDeviceCount() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

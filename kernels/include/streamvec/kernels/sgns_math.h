@@ -9,6 +9,8 @@
 #ifndef STREAMVEC_KERNELS_SGNS_MATH_H_
 #define STREAMVEC_KERNELS_SGNS_MATH_H_
 
+#include <cstdint>
+
 #if defined(__CUDACC__)
 #define SV_HOST_DEVICE __host__ __device__
 #else
@@ -41,6 +43,15 @@ SV_HOST_DEVICE inline float TableSigmoid(const float* table, float x) {
 SV_HOST_DEVICE inline float SgnsLogitGradient(const float* table, float logit, float label,
                                               float lr) {
   return (label - TableSigmoid(table, logit)) * lr;
+}
+
+// A draw from an alias table (Walker 1977; Vose 1991) of `size` columns, column i held as
+// entries[2 i] (keep column i if the low 32 random bits are below it) and entries[2 i + 1] (its
+// alias), from one uniform 64-bit random number: the high 32 bits pick the column. The host's
+// UnigramTable::Sample and the device's negative draws (cuda_sgns.h) are this function.
+SV_HOST_DEVICE inline uint32_t AliasDraw(const uint32_t* entries, uint32_t size, uint64_t random) {
+  const uint32_t i = static_cast<uint32_t>(((random >> 32) * size) >> 32);
+  return static_cast<uint32_t>(random) < entries[2 * i] ? i : entries[2 * i + 1];
 }
 
 }  // namespace streamvec

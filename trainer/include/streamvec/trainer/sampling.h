@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "streamvec/base/rng.h"
+#include "streamvec/kernels/sgns_math.h"
 
 namespace streamvec {
 
@@ -23,14 +24,16 @@ class UnigramTable {
 
   // A word id drawn with probability P(w), from a uniform 64-bit random number.
   uint32_t Sample(uint64_t random) const {
-    const uint32_t i = static_cast<uint32_t>(((random >> 32) * size_) >> 32);
-    const Entry e = entries_[i];
-    return static_cast<uint32_t>(random) < e.threshold ? i : e.alias;
+    return AliasDraw(reinterpret_cast<const uint32_t*>(entries_.data()), size_, random);
   }
 
   // The exact probability of drawing `id` (for tests): sum over alias columns.
   double Probability(uint32_t id) const;
   uint32_t size() const { return size_; }
+
+  // The table as AliasDraw (sgns_math.h) reads it: 2 x size() words, column i's threshold then
+  // its alias (for copying to a device).
+  const uint32_t* entries() const { return reinterpret_cast<const uint32_t*>(entries_.data()); }
 
  private:
   struct Entry {
