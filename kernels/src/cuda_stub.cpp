@@ -32,6 +32,13 @@ Status CudaSgnsModel::Step(TrainModel, const MicroBatch&, float, bool, StepStats
   return CudaCheckDevice(0, nullptr);
 }
 Status CudaSgnsModel::SetCorpus(const CudaCorpus&) { return CudaCheckDevice(0, nullptr); }
+Status CudaSgnsModel::AdagradStep(const MicroBatch&, int, float, float, bool, StepStats*) {
+  return CudaCheckDevice(0, nullptr);
+}
+Status CudaSgnsModel::UploadAccumulators(const float*, const float*) {
+  return CudaCheckDevice(0, nullptr);
+}
+Status CudaSgnsModel::DownloadAccumulators(float*, float*) { return CudaCheckDevice(0, nullptr); }
 Status CudaSgnsModel::TrainCorpus(const CudaTrainOptions&,
                                   const std::function<void(uint64_t, const StepStats&)>&) {
   return CudaCheckDevice(0, nullptr);

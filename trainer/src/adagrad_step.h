@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "streamvec/base/cpu_features.h"
+#include "streamvec/kernels/adagrad_math.h"
 #include "streamvec/kernels/sgns_kernel.h"
 
 namespace streamvec {
@@ -58,20 +59,6 @@ constexpr int kAdagradMaxPairContexts = 2 * 255 + 2;
 
 // The helpers below are `static`: every ISA's translation unit compiles its own copy (an inline
 // function built with AVX-512 flags must never be linked into the portable step).
-
-// -log sigma(logit) for a positive pair, -log(1 - sigma(logit)) for a negative (nats; p floored
-// at 1e-30), in double: the loss the steps report (SGNS objective, Mikolov et al. 2013, eq. 4).
-static inline float AdagradPairLoss(float logit, bool positive) {
-  const double sig = 1.0 / (1.0 + std::exp(-static_cast<double>(logit)));
-  const double p = positive ? sig : 1.0 - sig;
-  return static_cast<float>(-std::log(p > 1e-30 ? p : 1e-30));
-}
-
-// The weight of a pair's context word against target t (AdagradPairAt): its occurrences wi in
-// the window of centre i for t = 0, wj in that of centre i + 1 for t = 1, both for a negative.
-static inline int AdagradPairWeight(int t, int wi, int wj) {
-  return t == 0 ? wi : t == 1 ? wj : wi + wj;
-}
 
 // True when positions i and i + 1 train as one window: negative_share 2, i even, i + 1 < n,
 // the same K negatives, and the K + 2 targets [tokens[i], tokens[i + 1], negatives] distinct.

@@ -93,6 +93,20 @@ class CudaSgnsModel {
   // be <= 255 and negative < kMaxTargets.
   Status Step(TrainModel model, const MicroBatch& batch, float lr, bool serial, StepStats* stats);
 
+  // The streaming learner's skip-gram step with per-row Adagrad (trainer/src/adagrad_step.h;
+  // Duchi et al. 2011) on the device rows and their accumulators (one float a row, packed, zero
+  // after Create), the batch's host arrays copied up first; waits for the result. Each context
+  // row takes acc += |g|^2 / dim, row += eta / sqrt(acc + epsilon) g right after its gradient,
+  // each target row after the window. negative_share 2: positions 2m and 2m + 1 of a sentence
+  // with one draw and distinct targets train as one window (context combining). serial as in
+  // Step. stats: nullptr, or accumulates the loss (AdagradPairLoss) and pairs of every window.
+  // The rows' padding must be zero.
+  Status AdagradStep(const MicroBatch& batch, int negative_share, float eta, float epsilon,
+                     bool serial, StepStats* stats);
+  // Copies the Adagrad accumulators (rows floats each) to or from the device.
+  Status UploadAccumulators(const float* acc_in, const float* acc_out);
+  Status DownloadAccumulators(float* acc_in, float* acc_out);
+
   // Copies a corpus to the device (replacing any earlier one). Errors: out of device memory.
   Status SetCorpus(const CudaCorpus& corpus);
 
