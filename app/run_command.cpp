@@ -31,6 +31,7 @@
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/base/thread_priority.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
@@ -45,6 +46,7 @@ struct RunFlags {
   // req/s, most_similar p99 14 -> 4.5 ms with wrk -c16 against 40 threads); 0: its default, 40.
   size_t http_threads = std::max(2u, std::thread::hardware_concurrency());
   std::string data;  // "" = the bundled data/run
+  std::string device = "cpu";  // --device: cpu or cuda[:N]
   std::string state = "streamvec-state";
   std::string http = "127.0.0.1:8080";
   std::string prefix = "streamvec";
@@ -239,6 +241,16 @@ int RunPipeline(RunFlags f) {
   if (!(f.snapshot_write_rate_mb >= 0)) return Usage("--snapshot-write-rate must be >= 0 MB/s");
   f.learner.threads = f.threads;
   f.learner.isa = DetectBestIsa();
+  {
+    DeviceSpec device;
+    if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Usage(s.message());
+    f.learner.cuda_device = device.cuda ? device.ordinal : -1;
+    if (device.cuda) {
+      if (Status s = CudaCheckDevice(device.ordinal, nullptr); !s.ok()) {
+        return Usage("--device " + f.device + ": " + s.message());
+      }
+    }
+  }
   if (Status s = ValidateStreamingOptions(f.learner); !s.ok()) return Usage(s.message());
 
   // Block the stop signals before any thread starts: every thread (ours, librdkafka's,
@@ -576,6 +588,9 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--vocab-capacity", o.vocab_capacity, "Words held at most (space-saving)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "Training threads (Hogwild)")->capture_default_str();
+  cmd->add_option("--device", flags->device,
+                  "Where the learner's rows live and train: cpu, or cuda[:N] (docs/gpu.md)")
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   cmd->add_option("--trainer-nice", flags->trainer_nice,
                   "Nice value of the pipeline's threads (broker, connector, crawler, trainer; "

@@ -99,7 +99,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   if (store.version() > 0) {
     auto loaded = StreamingLearner::LoadState(
         [&store](const std::string& key) { return store.Get(key); }, f.options.isa,
-        f.options.threads);
+        f.options.threads, f.options.cuda_device);
     if (!loaded.ok()) {
       return Fail(Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()),
                   2);
@@ -115,6 +115,9 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                  f.state, store.version(), learner->stats().words_seen);
   } else {
     learner = std::make_unique<StreamingLearner>(f.options);
+    if (Status s = learner->device_status(); !s.ok()) {
+      return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
+    }
   }
 
   // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads.

@@ -112,6 +112,9 @@ int StreamOptionsFromFlags(const TrainFlags& f, const char* mode, StreamingOptio
   so.optimizer = f.optimizer == "constant" ? StreamOptimizer::kConstant : StreamOptimizer::kAdagrad;
   so.alpha = f.alpha.value_or(0.025f);
   so.isa = DetectBestIsa();
+  DeviceSpec device;
+  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Fail(s, 2);
+  so.cuda_device = device.cuda ? device.ordinal : -1;
   if (f.kernel != "auto" && f.kernel != "reference") {
     Isa isa;
     if (!ParseIsa(f.kernel, &isa) || !IsaSupported(isa)) {
@@ -178,12 +181,6 @@ int RunTrain(TrainFlags& f) {
   const bool streaming = f.stream || !f.brokers.empty() || !f.bootstrap_file.empty();
   DeviceSpec device;
   if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Fail(s, 2);
-  if (device.cuda && streaming) {
-    return Fail(Status::InvalidArgument("--device " + f.device + " applies to batch training "
-                                        "for now: --stream, --brokers and --bootstrap-file train "
-                                        "on the CPU"),
-                2);
-  }
   if (device.cuda) {
     // Before the corpus is read: a missing device or driver fails at once.
     if (Status s = CudaCheckDevice(device.ordinal, nullptr); !s.ok()) {
@@ -370,7 +367,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--format", flags->format, "Output format: text or binary")
       ->capture_default_str();
   cmd->add_option("--device", flags->device,
-                  "Where batch training runs: cpu, or cuda[:N] (a CUDA GPU; docs/gpu.md)")
+                  "Where training runs: cpu, or cuda[:N] (a CUDA GPU; batch, --stream and "
+                  "--brokers with Adagrad; docs/gpu.md)")
       ->capture_default_str();
   cmd->add_option("--kernel", flags->kernel,
                   "auto, avx512, avx2, portable, or reference (scalar, for checks)")

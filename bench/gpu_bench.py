@@ -51,17 +51,31 @@ def count_words(path: Path) -> int:
 
 
 def train(a, model: str, device: str, vec: Path) -> dict:
-    cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
-           "--model", model, "--dim", str(a.dim), "--window", str(a.window),
-           "--negative", str(a.negative), "--sample", str(a.sample), "--min-count", "5",
-           "--epochs", str(a.epochs), "--threads", str(a.threads), "--seed", "1",
-           "--device", device, "--progress", "never"]
+    common = ["--dim", str(a.dim), "--window", str(a.window), "--negative", str(a.negative),
+              "--sample", str(a.sample), "--min-count", "5", "--threads", str(a.threads),
+              "--seed", "1", "--device", device, "--progress", "never"]
+    if model == "stream":  # the streaming learner (Adagrad), one pass
+        state = vec.with_suffix(".state")
+        cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
+               "--stream", "--state", str(state), "--vocab-capacity", str(a.vocab_capacity)]
+    else:
+        cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
+               "--model", model, "--epochs", str(a.epochs)]
     t0 = time.monotonic()
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    p = subprocess.run(cmd + common, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         return {"error": f"exit {p.returncode}: {p.stderr.strip()[-400:]}"}
     line = next((ln for ln in p.stderr.splitlines() if ln.startswith("streamvec train:")), "")
+    if model == "stream":
+        m = re.search(r"total ([0-9.]+) s", line)
+        if not m:
+            return {"error": f"no summary line: {p.stderr.strip()[-300:]}"}
+        train_s = float(m.group(1))
+        loss = re.search(r"loss ([0-9.]+)", line)
+        return {"wall_s": wall, "train_s": train_s, "train_wps": a.corpus_words / train_s,
+                "process_wps": a.corpus_words / wall,
+                "loss": float(loss.group(1)) if loss else None, "summary": line}
     m = re.search(r"train ([0-9.]+) s", line)
     words = re.search(r", (\d+) words \(", line)
     loss = re.search(r"loss ([0-9.]+)", line)
@@ -96,7 +110,9 @@ def main() -> int:
     ap.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec")
     ap.add_argument("--corpus", type=Path, default=DATA / "corpus" / "enwiki-text8style-100m.txt")
     ap.add_argument("--eval-dir", type=Path, default=DATA / "eval")
-    ap.add_argument("--models", default="sgns,cbow")
+    ap.add_argument("--models", default="sgns,cbow",
+                    help="sgns, cbow (batch, --epochs) and stream (train --stream: one pass)")
+    ap.add_argument("--vocab-capacity", type=int, default=100000, help="stream: the learner's")
     ap.add_argument("--devices", default="cuda,cpu")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--dim", type=int, default=100)
@@ -148,8 +164,8 @@ def main() -> int:
         if not g:
             continue
         gw = med(g, "train_wps")
-        line = f"{model}: GPU training {gw / 1e6:.1f}M words/s (bar >= 50M: " \
-               f"{'met' if gw >= 50e6 else 'NOT MET'})"
+        line = f"{model}: GPU training {gw / 1e6:.1f}M words/s" + (
+            "" if model == "stream" else f" (bar >= 50M: {'met' if gw >= 50e6 else 'NOT MET'})")
         if c:
             line += f"; GPU/CPU training {gw / med(c, 'train_wps'):.1f}x, process " \
                     f"{med(g, 'process_wps') / med(c, 'process_wps'):.1f}x"

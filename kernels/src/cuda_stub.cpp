@@ -32,7 +32,10 @@ Status CudaSgnsModel::Step(TrainModel, const MicroBatch&, float, bool, StepStats
   return CudaCheckDevice(0, nullptr);
 }
 Status CudaSgnsModel::SetCorpus(const CudaCorpus&) { return CudaCheckDevice(0, nullptr); }
-Status CudaSgnsModel::AdagradStep(const MicroBatch&, int, float, float, bool, StepStats*) {
+Status CudaSgnsModel::AdagradStep(const MicroBatch&, int, float, float, bool, StepStats*, int) {
+  return CudaCheckDevice(0, nullptr);
+}
+Status CudaSgnsModel::SetRows(const uint32_t*, size_t, const float*) {
   return CudaCheckDevice(0, nullptr);
 }
 Status CudaSgnsModel::UploadAccumulators(const float*, const float*) {

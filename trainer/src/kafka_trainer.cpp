@@ -837,7 +837,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     StateStore& st = *m.store;
     m.stats.checkpoint_version = m.stats_checkpoint_version;
     auto loaded = StreamingLearner::LoadState([&st](const std::string& key) { return st.Get(key); },
-                                              o.learner.isa, o.learner.threads);
+                                              o.learner.isa, o.learner.threads,
+                                              o.learner.cuda_device);
     if (!loaded.ok()) {
       return Status(loaded.status().code(),
                     "state " + o.state_dir + ": " + loaded.status().message());
@@ -872,6 +873,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   } else {
     SV_RETURN_IF_ERROR(ValidateStreamingOptions(o.learner));
     m.learner = std::make_unique<StreamingLearner>(o.learner);
+    SV_RETURN_IF_ERROR(m.learner->device_status());
   }
   const StreamingStats ls = m.learner->stats();
   m.start_words = ls.words_seen;

@@ -14,6 +14,7 @@
 #include "streaming_word_index.h"
 #include "streamvec/base/rng.h"
 #include "streamvec/kernels/aligned.h"
+#include "streamvec/kernels/cuda_sgns.h"
 #include "streamvec/kernels/sgns_kernel.h"
 #include "streamvec/kernels/sgns_math.h"
 #include "streamvec/trainer/vocabulary.h"
@@ -48,6 +49,14 @@ Status ValidateStreamingOptions(const StreamingOptions& o) {
   }
   if (o.negative_pool < 0 || o.negative_pool > (1 << 20)) {
     return bad("--negative-pool", "must be in [0, 2^20]");
+  }
+  if (o.cuda_device >= 0) {
+    if (o.optimizer != StreamOptimizer::kAdagrad) {
+      return bad("--device", "cuda trains the streaming learner with --optimizer adagrad only");
+    }
+    if (o.dim > kCudaMaxDim) {
+      return bad("--dim", "must be <= " + std::to_string(kCudaMaxDim) + " with --device cuda");
+    }
   }
   return Status::Ok();
 }
@@ -166,6 +175,17 @@ struct StreamingLearner::Impl {
       SV_CHECK(kernel != nullptr);
     }
     scratch.Resize(kAdagradScratchRows * stride);
+    if (o.cuda_device >= 0) {
+      StatusOr<std::unique_ptr<CudaSgnsModel>> d =
+          CudaSgnsModel::Create(o.cuda_device, o.vocab_capacity, o.dim);
+      if (d.ok()) {
+        device = std::move(d).value();
+        workers.emplace_back([this] { WorkerLoop(); });  // the one thread feeding the device
+        return;
+      }
+      device_error = d.status();  // trains on the calling thread (the caller checks first)
+      return;
+    }
     if (o.threads > 1) {
       for (int t = 0; t < o.threads; ++t) workers.emplace_back([this] { WorkerLoop(); });
     }
@@ -235,7 +255,7 @@ struct StreamingLearner::Impl {
   }
   // The admitted slots, most frequent first (ties: slot order), once the workers are drained.
   std::vector<uint32_t> AdmittedByCount() {
-    Drain();
+    Quiesce();
     const double scale = Scale();
     std::vector<uint32_t> order;
     for (uint32_t s = 0; s < words.size(); ++s) {
@@ -307,6 +327,10 @@ struct StreamingLearner::Impl {
     std::fill(out, out + opt.dim, 0.0f);
     AccIn(s) = 0.0f;
     AccOut(s) = 0.0f;
+    if (device) {  // goes up with the job that is being filled, before its sentences train
+      job.init_slots.push_back(s);
+      job.init_rows.insert(job.init_rows.end(), in, in + opt.dim);
+    }
   }
 
   uint64_t ProbRound(double x) {
@@ -578,7 +602,7 @@ struct StreamingLearner::Impl {
     job.negatives.insert(job.negatives.end(), negatives.begin(), negatives.end());
     job.offsets.push_back(static_cast<uint32_t>(job.tokens.size()));
     job.want_loss.push_back(want_loss);
-    if (job.tokens.size() >= kJobTokens) PushJob();
+    if (job.tokens.size() >= (device ? kDeviceJobTokens : kJobTokens)) PushJob();
   }
 
   // ---- worker threads (opt.threads > 1): Hogwild over the shared rows ----
@@ -586,8 +610,15 @@ struct StreamingLearner::Impl {
     std::vector<uint32_t> tokens, negatives, offsets{0};
     std::vector<uint8_t> windows;
     std::vector<bool> want_loss;
+    // With a device: slots admitted while the job filled and their fresh input rows (dim floats
+    // each), set on the device before the job's sentences train.
+    std::vector<uint32_t> init_slots;
+    std::vector<float> init_rows;
+    int max_warps = 0;  // sentences on the device at once: one per 16 words held
   };
   static constexpr size_t kJobTokens = 4096;
+  // A device job: enough sentences (about 256 of 1000 words) for the device's warps.
+  static constexpr size_t kDeviceJobTokens = size_t{1} << 18;
   Job job;                                 // being filled by the counting thread
   std::vector<std::thread> workers;
   mutable std::mutex mu;
@@ -597,7 +628,8 @@ struct StreamingLearner::Impl {
   bool stopping = false;                   // GUARDED_BY(mu)
 
   void PushJob() {
-    if (job.tokens.empty()) return;
+    if (job.tokens.empty() && job.init_slots.empty()) return;
+    job.max_warps = static_cast<int>(std::max<size_t>(1, words.size() / 16));
     std::unique_lock<std::mutex> lock(mu);
     // Bounded: the counting thread runs at most two jobs per worker ahead.
     cv_done.wait(lock, [this] { return queue.size() < 2 * workers.size(); });
@@ -631,7 +663,8 @@ struct StreamingLearner::Impl {
       }
       double local_loss = 0.0;
       uint64_t local_pairs = 0;
-      for (size_t s = 0; s + 1 < j.offsets.size(); ++s) {
+      if (device) TrainOnDevice(j, &local_loss, &local_pairs);
+      for (size_t s = 0; !device && s + 1 < j.offsets.size(); ++s) {
         const uint32_t b = j.offsets[s], e = j.offsets[s + 1];
         TrainSentence(j.tokens.data() + b, static_cast<int>(e - b), j.windows.data() + b,
                       j.negatives.data() + static_cast<size_t>(b) * opt.negative,
@@ -644,6 +677,82 @@ struct StreamingLearner::Impl {
       --busy;
       cv_done.notify_all();
     }
+  }
+
+  // ---- the device (opt.cuda_device >= 0): one worker hands the jobs over in order ----
+  std::unique_ptr<CudaSgnsModel> device;
+  Status device_error;
+  bool host_stale = false;  // GUARDED_BY(mu): the device's rows are newer than the host's
+
+  void TrainOnDevice(const Job& j, double* loss, uint64_t* pairs) {
+    Status st = device->SetRows(j.init_slots.data(), j.init_slots.size(), j.init_rows.data());
+    const int num_sentences = static_cast<int>(j.offsets.size()) - 1;
+    if (st.ok() && num_sentences > 0) {
+      MicroBatch b;
+      b.tokens = j.tokens.data();
+      b.sentence_offsets = j.offsets.data();
+      b.num_sentences = num_sentences;
+      b.windows = j.windows.data();
+      b.negatives = j.negatives.data();
+      b.negative = opt.negative;
+      const bool want_loss =
+          std::find(j.want_loss.begin(), j.want_loss.end(), true) != j.want_loss.end();
+      StepStats stats;
+      st = device->AdagradStep(b, static_cast<int>(share), opt.eta, opt.epsilon, false,
+                               want_loss ? &stats : nullptr, j.max_warps);
+      *loss += stats.loss;
+      *pairs += stats.pairs;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    host_stale = true;
+    if (!st.ok() && device_error.ok()) device_error = st;
+  }
+
+  // Drains the workers and, with a device, brings its rows and accumulators back into the host
+  // tables (their layout: the accumulators maybe in the rows' padding). Before any read of rows.
+  void Quiesce() {
+    Drain();
+    if (!device) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!host_stale) return;
+      host_stale = false;
+    }
+    const size_t rows = opt.vocab_capacity;
+    AlignedFloats in(rows * stride), out(rows * stride);
+    std::vector<float> a_in(rows), a_out(rows);
+    Status st = device->Download(in.data(), out.data());
+    if (st.ok()) st = device->DownloadAccumulators(a_in.data(), a_out.data());
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (device_error.ok()) device_error = st;
+      return;
+    }
+    for (uint32_t s = 0; s < words.size(); ++s) {
+      std::copy(in.data() + s * stride, in.data() + s * stride + opt.dim,
+                input.data() + s * stride);
+      std::copy(out.data() + s * stride, out.data() + s * stride + opt.dim,
+                output.data() + s * stride);
+      AccIn(s) = a_in[s];
+      AccOut(s) = a_out[s];
+    }
+  }
+
+  // The host tables up to the device (after LoadState): padding zero, accumulators packed.
+  Status UploadAll() {
+    const size_t rows = opt.vocab_capacity;
+    AlignedFloats in(rows * stride), out(rows * stride);
+    std::vector<float> a_in(rows, 0.0f), a_out(rows, 0.0f);
+    for (uint32_t s = 0; s < words.size(); ++s) {
+      std::copy(input.data() + s * stride, input.data() + s * stride + opt.dim,
+                in.data() + s * stride);
+      std::copy(output.data() + s * stride, output.data() + s * stride + opt.dim,
+                out.data() + s * stride);
+      a_in[s] = AccIn(s);
+      a_out[s] = AccOut(s);
+    }
+    SV_RETURN_IF_ERROR(device->Upload(in.data(), out.data()));
+    return device->UploadAccumulators(a_in.data(), a_out.data());
   }
 
   void StopWorkers() {
@@ -786,6 +895,11 @@ double StreamingLearner::TakeLoss() {
 
 const StreamingOptions& StreamingLearner::options() const { return impl_->opt; }
 
+Status StreamingLearner::device_status() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->device_error;
+}
+
 void StreamingLearner::ExportRows(std::vector<std::string>* words,
                                   std::vector<const float*>* rows) const {
   const std::vector<uint32_t> order = impl_->AdmittedByCount();  // drains
@@ -837,7 +951,7 @@ bool StreamingLearner::Admitted(std::string_view word) const {
 }
 
 const float* StreamingLearner::InputRow(std::string_view word) const {
-  impl_->Drain();
+  impl_->Quiesce();
   const uint32_t s = impl_->Find(word);
   if (s == StreamingWordIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
@@ -945,7 +1059,7 @@ constexpr size_t kNoisePerChunk = (size_t{1} << 20) / sizeof(uint32_t);
 }  // namespace
 
 Status StreamingLearner::SaveState(const StateSink& sink) const {
-  impl_->Drain();  // the rows must be quiescent
+  impl_->Quiesce();  // the rows must be quiescent (and back from a device)
   const Impl& m = *impl_;
   SV_RETURN_IF_ERROR(sink("config", ConfigText(m.opt)));
   {
@@ -1009,7 +1123,8 @@ Status StreamingLearner::SaveState(const StateSink& sink) const {
 }
 
 StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const StateSource& source,
-                                                                        Isa isa, int threads) {
+                                                                        Isa isa, int threads,
+                                                                        int cuda_device) {
   auto get = [&source](const std::string& key) -> StatusOr<std::string> {
     StatusOr<std::string> v = source(key);
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
@@ -1023,7 +1138,10 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
   SV_RETURN_IF_ERROR(ParseConfig(*config, &o));
   o.isa = isa;
   o.threads = threads;
+  o.cuda_device = cuda_device;
+  SV_RETURN_IF_ERROR(ValidateStreamingOptions(o));
   auto learner = std::make_unique<StreamingLearner>(o);
+  SV_RETURN_IF_ERROR(learner->device_status());
   Impl& m = *learner->impl_;
   {
     StatusOr<std::string> data = get("scalars");
@@ -1155,6 +1273,7 @@ StatusOr<std::unique_ptr<StreamingLearner>> StreamingLearner::LoadState(const St
     m.AccIn(s) = accumulators[s].first;
     m.AccOut(s) = accumulators[s].second;
   }
+  if (m.device) SV_RETURN_IF_ERROR(m.UploadAll());
   return learner;
 }
 

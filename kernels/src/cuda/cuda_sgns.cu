@@ -719,6 +719,23 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) AdagradKernel(AdagradPara
   }
 }
 
+// Row i of `rows` (dim floats) into input row slots[i] (padding zero), output row slots[i] and
+// both accumulators zero: a block per row.
+__global__ void SetRowsKernel(float* in, float* out, float* acc_in, float* acc_out, int stride,
+                              int dim, const uint32_t* slots, const float* rows, int n) {
+  const int i = blockIdx.x;
+  if (i >= n) return;
+  const size_t base = static_cast<size_t>(slots[i]) * stride;
+  for (int j = threadIdx.x; j < stride; j += blockDim.x) {
+    in[base + j] = j < dim ? rows[static_cast<size_t>(i) * dim + j] : 0.f;
+    out[base + j] = 0.f;
+  }
+  if (threadIdx.x == 0) {
+    acc_in[slots[i]] = 0.f;
+    acc_out[slots[i]] = 0.f;
+  }
+}
+
 // splitmix64's finaliser (Steele et al. 2014): a counter-based stream of uniform 64-bit numbers.
 __device__ inline uint64_t Mix(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
@@ -905,6 +922,8 @@ struct CudaSgnsModel::Impl {
   DeviceArray<double> step_loss;
   DeviceArray<unsigned long long> step_pairs;
   DeviceArray<int> step_counter;
+  DeviceArray<uint32_t> set_slots;  // SetRows
+  DeviceArray<float> set_rows;
   // The corpus of SetCorpus.
   DeviceArray<uint32_t> corpus, noise;
   DeviceArray<uint64_t> offsets, keep;
@@ -1079,6 +1098,22 @@ Status CudaSgnsModel::Step(TrainModel model, const MicroBatch& b, float lr, bool
   return Status::Ok();
 }
 
+Status CudaSgnsModel::SetRows(const uint32_t* slots, size_t n, const float* input_rows) {
+  Impl& m = *impl_;
+  if (n == 0) return Status::Ok();
+  SV_CUDA(cudaSetDevice(m.info.ordinal));
+  for (size_t i = 0; i < n; ++i) {
+    if (slots[i] >= m.rows) return Status::InvalidArgument("SetRows: slot beyond the tables");
+  }
+  SV_CUDA(m.set_slots.Upload(slots, n));
+  SV_CUDA(m.set_rows.Upload(input_rows, n * static_cast<size_t>(m.dim)));
+  SetRowsKernel<<<static_cast<int>(n), 128>>>(m.input, m.output, m.acc_in.ptr, m.acc_out.ptr,
+                                               m.stride, m.dim, m.set_slots.ptr, m.set_rows.ptr,
+                                               static_cast<int>(n));
+  SV_CUDA(cudaGetLastError());
+  return Status::Ok();
+}
+
 Status CudaSgnsModel::UploadAccumulators(const float* acc_in, const float* acc_out) {
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
   SV_CUDA(cudaMemcpy(impl_->acc_in.ptr, acc_in, impl_->rows * sizeof(float), cudaMemcpyHostToDevice));
@@ -1095,7 +1130,7 @@ Status CudaSgnsModel::DownloadAccumulators(float* acc_in, float* acc_out) {
 }
 
 Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float eta,
-                                  float epsilon, bool serial, StepStats* stats) {
+                                  float epsilon, bool serial, StepStats* stats, int max_warps) {
   Impl& m = *impl_;
   SV_CUDA(cudaSetDevice(m.info.ordinal));
   if (b.num_sentences <= 0) return Status::Ok();
@@ -1152,8 +1187,11 @@ Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float
                                    std::to_string(per_warp / 1024) + " KiB) exceeds the device's " +
                                    std::to_string(m.max_shared / 1024) + " KiB");
   }
+  const int warps = serial ? 1
+                          : std::max(1, max_warps > 0 ? std::min(max_warps, b.num_sentences)
+                                                      : b.num_sentences);
   int wpb = kWarpsPerBlock;
-  while (wpb > 1 && per_warp * wpb > m.max_shared) wpb /= 2;
+  while (wpb > 1 && (per_warp * wpb > m.max_shared || wpb > warps)) wpb /= 2;
   const size_t shared = per_warp * wpb;
   auto launch = [&](auto kernel) {
     cudaError_t e = cudaSuccess;
@@ -1166,9 +1204,8 @@ Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float
       e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * wpb, shared);
     }
     if (e != cudaSuccess) return e;
-    const int blocks = serial ? 1
-                              : std::max(1, std::min((b.num_sentences + wpb - 1) / wpb,
-                                                     per_sm * m.info.multiprocessors));
+    const int blocks =
+        serial ? 1 : std::max(1, std::min((warps + wpb - 1) / wpb, per_sm * m.info.multiprocessors));
     kernel<<<blocks, 32 * wpb, shared>>>(p);
     return cudaGetLastError();
   };

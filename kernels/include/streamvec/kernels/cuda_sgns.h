@@ -100,9 +100,14 @@ class CudaSgnsModel {
   // each target row after the window. negative_share 2: positions 2m and 2m + 1 of a sentence
   // with one draw and distinct targets train as one window (context combining). serial as in
   // Step. stats: nullptr, or accumulates the loss (AdagradPairLoss) and pairs of every window.
-  // The rows' padding must be zero.
+  // max_warps: sentences training at once, at most (0: all; CudaTrainOptions::max_warps says
+  // why a small vocabulary wants few). The rows' padding must be zero.
   Status AdagradStep(const MicroBatch& batch, int negative_share, float eta, float epsilon,
-                     bool serial, StepStats* stats);
+                     bool serial, StepStats* stats, int max_warps = 0);
+  // Starts rows afresh (a word admitted to a slot): input row slots[i] = input_rows[i * dim ..
+  // + dim) (padding zero), output row slots[i] and both accumulators zero, for i < n, in order
+  // before any later step. Errors: InvalidArgument for a slot beyond the tables.
+  Status SetRows(const uint32_t* slots, size_t n, const float* input_rows);
   // Copies the Adagrad accumulators (rows floats each) to or from the device.
   Status UploadAccumulators(const float* acc_in, const float* acc_out);
   Status DownloadAccumulators(float* acc_in, float* acc_out);

@@ -81,6 +81,13 @@ struct StreamingOptions {
   int threads = 1;                   // 1: train on the calling thread (deterministic); N > 1:
                                      // N worker threads train micro-batches of ~4096 words
                                      // while the caller counts (Hogwild, not deterministic)
+  // CUDA device the rows live on and the Adagrad step runs on (cuda_sgns.h), or -1 (the CPU).
+  // With a device, one worker thread hands the counting thread's jobs to the device (threads is
+  // not used for training); a newly admitted word's fresh row goes up with the job that first
+  // uses it, and the rows come back to the host before anything reads them (exports, InputRow,
+  // SaveState). Needs the Adagrad optimizer and dim <= kCudaMaxDim; device_status() says whether
+  // the device could be opened.
+  int cuda_device = -1;
   TokenizerOptions tokenizer;
 };
 
@@ -172,12 +179,17 @@ class StreamingLearner {
   // Call at a sentence boundary (FinishStream) to keep the partial sentence: text pending inside
   // a sentence is not saved.
   Status SaveState(const StateSink& sink) const;
-  // Rebuilds a learner from saved entries; its options are the saved ones except `isa` and
-  // `threads` (properties of the machine, not of the model). Corruption names the entry that is
+  // Whether the device of options().cuda_device could be opened (Ok on the CPU). A learner whose
+  // device failed trains on the calling thread instead.
+  Status device_status() const;
+
+  // Rebuilds a learner from saved entries; its options are the saved ones except `isa`,
+  // `threads` and `cuda_device` (properties of the machine, not of the model). Corruption names the entry that is
   // missing or malformed.
   static StatusOr<std::unique_ptr<StreamingLearner>> LoadState(const StateSource& source,
                                                                Isa isa = Isa::kPortable,
-                                                               int threads = 1);
+                                                               int threads = 1,
+                                                               int cuda_device = -1);
 
  private:
   struct Impl;
