@@ -26,8 +26,10 @@ StatusOr<std::unique_ptr<CudaSgnsModel>> CudaSgnsModel::Create(int ordinal, size
   return CudaCheckDevice(ordinal, nullptr);
 }
 // Unreachable: Create never succeeds without CUDA.
-Status CudaSgnsModel::Upload(const float*, const float*) { return CudaCheckDevice(0, nullptr); }
-Status CudaSgnsModel::Download(float*, float*) { return CudaCheckDevice(0, nullptr); }
+Status CudaSgnsModel::Upload(const float*, const float*, size_t) {
+  return CudaCheckDevice(0, nullptr);
+}
+Status CudaSgnsModel::Download(float*, float*, size_t) { return CudaCheckDevice(0, nullptr); }
 Status CudaSgnsModel::Step(TrainModel, const MicroBatch&, float, bool, StepStats*) {
   return CudaCheckDevice(0, nullptr);
 }
@@ -38,10 +40,12 @@ Status CudaSgnsModel::AdagradStep(const MicroBatch&, int, float, float, bool, St
 Status CudaSgnsModel::SetRows(const uint32_t*, size_t, const float*) {
   return CudaCheckDevice(0, nullptr);
 }
-Status CudaSgnsModel::UploadAccumulators(const float*, const float*) {
+Status CudaSgnsModel::UploadAccumulators(const float*, const float*, size_t) {
   return CudaCheckDevice(0, nullptr);
 }
-Status CudaSgnsModel::DownloadAccumulators(float*, float*) { return CudaCheckDevice(0, nullptr); }
+Status CudaSgnsModel::DownloadAccumulators(float*, float*, size_t) {
+  return CudaCheckDevice(0, nullptr);
+}
 Status CudaSgnsModel::TrainCorpus(const CudaTrainOptions&,
                                   const std::function<void(uint64_t, const StepStats&)>&) {
   return CudaCheckDevice(0, nullptr);

@@ -718,11 +718,12 @@ struct StreamingLearner::Impl {
       if (!host_stale) return;
       host_stale = false;
     }
-    const size_t rows = opt.vocab_capacity;
+    const size_t rows = words.size();  // the slots in use: 0 .. words.size() - 1
+    if (rows == 0) return;
     AlignedFloats in(rows * stride), out(rows * stride);
     std::vector<float> a_in(rows), a_out(rows);
-    Status st = device->Download(in.data(), out.data());
-    if (st.ok()) st = device->DownloadAccumulators(a_in.data(), a_out.data());
+    Status st = device->Download(in.data(), out.data(), rows);
+    if (st.ok()) st = device->DownloadAccumulators(a_in.data(), a_out.data(), rows);
     if (!st.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (device_error.ok()) device_error = st;
@@ -740,7 +741,8 @@ struct StreamingLearner::Impl {
 
   // The host tables up to the device (after LoadState): padding zero, accumulators packed.
   Status UploadAll() {
-    const size_t rows = opt.vocab_capacity;
+    const size_t rows = words.size();
+    if (rows == 0) return Status::Ok();
     AlignedFloats in(rows * stride), out(rows * stride);
     std::vector<float> a_in(rows, 0.0f), a_out(rows, 0.0f);
     for (uint32_t s = 0; s < words.size(); ++s) {
@@ -751,8 +753,8 @@ struct StreamingLearner::Impl {
       a_in[s] = AccIn(s);
       a_out[s] = AccOut(s);
     }
-    SV_RETURN_IF_ERROR(device->Upload(in.data(), out.data()));
-    return device->UploadAccumulators(a_in.data(), a_out.data());
+    SV_RETURN_IF_ERROR(device->Upload(in.data(), out.data(), rows));
+    return device->UploadAccumulators(a_in.data(), a_out.data(), rows);
   }
 
   void StopWorkers() {

@@ -1020,16 +1020,16 @@ StatusOr<std::unique_ptr<CudaSgnsModel>> CudaSgnsModel::Create(int ordinal, size
   return std::unique_ptr<CudaSgnsModel>(new CudaSgnsModel(std::move(impl)));
 }
 
-Status CudaSgnsModel::Upload(const float* input, const float* output) {
-  const size_t bytes = impl_->rows * impl_->stride * sizeof(float);
+Status CudaSgnsModel::Upload(const float* input, const float* output, size_t rows) {
+  const size_t bytes = std::min(rows, impl_->rows) * impl_->stride * sizeof(float);
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
   SV_CUDA(cudaMemcpy(impl_->input, input, bytes, cudaMemcpyHostToDevice));
   SV_CUDA(cudaMemcpy(impl_->output, output, bytes, cudaMemcpyHostToDevice));
   return Status::Ok();
 }
 
-Status CudaSgnsModel::Download(float* input, float* output) {
-  const size_t bytes = impl_->rows * impl_->stride * sizeof(float);
+Status CudaSgnsModel::Download(float* input, float* output, size_t rows) {
+  const size_t bytes = std::min(rows, impl_->rows) * impl_->stride * sizeof(float);
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
   SV_CUDA(cudaDeviceSynchronize());
   if (input) SV_CUDA(cudaMemcpy(input, impl_->input, bytes, cudaMemcpyDeviceToHost));
@@ -1114,18 +1114,20 @@ Status CudaSgnsModel::SetRows(const uint32_t* slots, size_t n, const float* inpu
   return Status::Ok();
 }
 
-Status CudaSgnsModel::UploadAccumulators(const float* acc_in, const float* acc_out) {
+Status CudaSgnsModel::UploadAccumulators(const float* acc_in, const float* acc_out, size_t rows) {
+  const size_t bytes = std::min(rows, impl_->rows) * sizeof(float);
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
-  SV_CUDA(cudaMemcpy(impl_->acc_in.ptr, acc_in, impl_->rows * sizeof(float), cudaMemcpyHostToDevice));
-  SV_CUDA(cudaMemcpy(impl_->acc_out.ptr, acc_out, impl_->rows * sizeof(float), cudaMemcpyHostToDevice));
+  SV_CUDA(cudaMemcpy(impl_->acc_in.ptr, acc_in, bytes, cudaMemcpyHostToDevice));
+  SV_CUDA(cudaMemcpy(impl_->acc_out.ptr, acc_out, bytes, cudaMemcpyHostToDevice));
   return Status::Ok();
 }
 
-Status CudaSgnsModel::DownloadAccumulators(float* acc_in, float* acc_out) {
+Status CudaSgnsModel::DownloadAccumulators(float* acc_in, float* acc_out, size_t rows) {
+  const size_t bytes = std::min(rows, impl_->rows) * sizeof(float);
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
   SV_CUDA(cudaDeviceSynchronize());
-  SV_CUDA(cudaMemcpy(acc_in, impl_->acc_in.ptr, impl_->rows * sizeof(float), cudaMemcpyDeviceToHost));
-  SV_CUDA(cudaMemcpy(acc_out, impl_->acc_out.ptr, impl_->rows * sizeof(float), cudaMemcpyDeviceToHost));
+  SV_CUDA(cudaMemcpy(acc_in, impl_->acc_in.ptr, bytes, cudaMemcpyDeviceToHost));
+  SV_CUDA(cudaMemcpy(acc_out, impl_->acc_out.ptr, bytes, cudaMemcpyDeviceToHost));
   return Status::Ok();
 }
 

@@ -82,9 +82,10 @@ class CudaSgnsModel {
   CudaSgnsModel& operator=(const CudaSgnsModel&) = delete;
 
   // Copies host tables (rows x PaddedStride(dim) floats each, padding zero) to or from the
-  // device. Download waits for the training enqueued before it.
-  Status Upload(const float* input, const float* output);
-  Status Download(float* input, float* output);
+  // device: all rows, or the first `rows` of them. Download waits for the training enqueued
+  // before it; a null table is skipped.
+  Status Upload(const float* input, const float* output, size_t rows = SIZE_MAX);
+  Status Download(float* input, float* output, size_t rows = SIZE_MAX);
 
   // SgnsKernel::SkipGram (skip_gram) or Cbow on the device rows, the batch's host arrays copied
   // up first; waits for the result. serial: one warp trains the sentences in order (the CPU
@@ -109,8 +110,8 @@ class CudaSgnsModel {
   // before any later step. Errors: InvalidArgument for a slot beyond the tables.
   Status SetRows(const uint32_t* slots, size_t n, const float* input_rows);
   // Copies the Adagrad accumulators (rows floats each) to or from the device.
-  Status UploadAccumulators(const float* acc_in, const float* acc_out);
-  Status DownloadAccumulators(float* acc_in, float* acc_out);
+  Status UploadAccumulators(const float* acc_in, const float* acc_out, size_t rows = SIZE_MAX);
+  Status DownloadAccumulators(float* acc_in, float* acc_out, size_t rows = SIZE_MAX);
 
   // Copies a corpus to the device (replacing any earlier one). Errors: out of device memory.
   Status SetCorpus(const CudaCorpus& corpus);
