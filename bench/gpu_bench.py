@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,6 +57,7 @@ def train(a, model: str, device: str, vec: Path) -> dict:
               "--seed", "1", "--device", device, "--progress", "never"]
     if model == "stream":  # the streaming learner (Adagrad), one pass
         state = vec.with_suffix(".state")
+        shutil.rmtree(state, ignore_errors=True)  # a fresh pass, not a resumed one
         cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
                "--stream", "--state", str(state), "--vocab-capacity", str(a.vocab_capacity)]
     else:

@@ -37,9 +37,11 @@ Status CudaSgnsModel::SetCorpus(const CudaCorpus&) { return CudaCheckDevice(0, n
 Status CudaSgnsModel::AdagradStep(const MicroBatch&, int, float, float, bool, StepStats*, int) {
   return CudaCheckDevice(0, nullptr);
 }
-Status CudaSgnsModel::SetRows(const uint32_t*, size_t, const float*) {
+Status CudaSgnsModel::EnqueueAdagradStep(const MicroBatch&, const uint32_t*, size_t, const float*,
+                                         int, float, float, bool, int, StepStats*) {
   return CudaCheckDevice(0, nullptr);
 }
+Status CudaSgnsModel::FinishSteps(StepStats*) { return CudaCheckDevice(0, nullptr); }
 Status CudaSgnsModel::UploadAccumulators(const float*, const float*, size_t) {
   return CudaCheckDevice(0, nullptr);
 }

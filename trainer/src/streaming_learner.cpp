@@ -684,25 +684,31 @@ struct StreamingLearner::Impl {
   Status device_error;
   bool host_stale = false;  // GUARDED_BY(mu): the device's rows are newer than the host's
 
+  // Enqueues the job's fresh rows and sentences on the device (the copies of one job overlap
+  // the previous job's kernel); when no job waits behind it, waits for the device, so that a
+  // drained learner has an idle device. Adds the statistics of the steps that finished.
   void TrainOnDevice(const Job& j, double* loss, uint64_t* pairs) {
-    Status st = device->SetRows(j.init_slots.data(), j.init_slots.size(), j.init_rows.data());
-    const int num_sentences = static_cast<int>(j.offsets.size()) - 1;
-    if (st.ok() && num_sentences > 0) {
-      MicroBatch b;
-      b.tokens = j.tokens.data();
-      b.sentence_offsets = j.offsets.data();
-      b.num_sentences = num_sentences;
-      b.windows = j.windows.data();
-      b.negatives = j.negatives.data();
-      b.negative = opt.negative;
-      const bool want_loss =
-          std::find(j.want_loss.begin(), j.want_loss.end(), true) != j.want_loss.end();
-      StepStats stats;
-      st = device->AdagradStep(b, static_cast<int>(share), opt.eta, opt.epsilon, false,
-                               want_loss ? &stats : nullptr, j.max_warps);
-      *loss += stats.loss;
-      *pairs += stats.pairs;
+    MicroBatch b;
+    b.tokens = j.tokens.data();
+    b.sentence_offsets = j.offsets.data();
+    b.num_sentences = static_cast<int>(j.offsets.size()) - 1;
+    b.windows = j.windows.data();
+    b.negatives = j.negatives.data();
+    b.negative = opt.negative;
+    const bool want_loss =
+        std::find(j.want_loss.begin(), j.want_loss.end(), true) != j.want_loss.end();
+    StepStats stats;
+    Status st = device->EnqueueAdagradStep(b, j.init_slots.data(), j.init_slots.size(),
+                                           j.init_rows.data(), static_cast<int>(share), opt.eta,
+                                           opt.epsilon, want_loss, j.max_warps, &stats);
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      idle = queue.empty();
     }
+    if (st.ok() && idle) st = device->FinishSteps(&stats);
+    *loss += stats.loss;
+    *pairs += stats.pairs;
     std::lock_guard<std::mutex> lock(mu);
     host_stale = true;
     if (!st.ok() && device_error.ok()) device_error = st;

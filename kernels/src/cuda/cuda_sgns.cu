@@ -821,6 +821,52 @@ struct DeviceArray {
   }
 };
 
+// Page-locked host memory (cudaMallocHost), so that copies to the device run asynchronously.
+template <typename T>
+struct PinnedArray {
+  T* ptr = nullptr;
+  size_t size = 0;
+  ~PinnedArray() { cudaFreeHost(ptr); }
+  cudaError_t Reserve(size_t n) {
+    if (n <= size) return cudaSuccess;
+    cudaFreeHost(ptr);
+    ptr = nullptr;
+    size = 0;
+    const size_t want = std::max<size_t>(n + n / 2, 1024);
+    const cudaError_t e = cudaMallocHost(&ptr, want * sizeof(T));
+    if (e == cudaSuccess) size = want;
+    return e;
+  }
+  cudaError_t Fill(const T* src, size_t n) {
+    const cudaError_t e = Reserve(n);
+    if (e == cudaSuccess && n > 0) std::memcpy(ptr, src, n * sizeof(T));
+    return e;
+  }
+};
+
+// One enqueued Adagrad step's buffers (EnqueueAdagradStep): pinned host copies of the job, their
+// device copies, its stream and the event that marks it done. Two alternate, so one job's
+// copies go up while the other's kernel runs.
+struct StepSet {
+  PinnedArray<uint32_t> h_tokens, h_len, h_negatives, h_slots;
+  PinnedArray<uint64_t> h_off;
+  PinnedArray<uint8_t> h_windows;
+  PinnedArray<float> h_rows;
+  DeviceArray<uint32_t> tokens, len, negatives, slots;
+  DeviceArray<uint64_t> off;
+  DeviceArray<uint8_t> windows;
+  DeviceArray<float> rows;
+  DeviceArray<double> loss;
+  DeviceArray<unsigned long long> pairs;
+  DeviceArray<int> counter;
+  double* h_loss = nullptr;  // pinned
+  unsigned long long* h_pairs = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;
+  bool pending = false;
+  bool want_stats = false;
+};
+
 // One chunk's device draws, two of them in flight.
 struct ChunkBuffers {
   DeviceArray<uint32_t> kept, sent_len, negatives;
@@ -901,6 +947,49 @@ int PiecesPerLane(int stride) {
   return c <= 1 ? 1 : c <= 2 ? 2 : c <= 4 ? 4 : 8;
 }
 
+// Launches the Adagrad kernel for p (serial: one warp) on `stream`: warps per block fitted to
+// the shared memory a warp needs, at most max_warps sentences at once (0: all), no more blocks
+// than the device holds.
+Status LaunchAdagrad(AdagradParams p, size_t max_shared, int multiprocessors, int max_warps,
+                     cudaStream_t stream) {
+  const bool serial = p.serial != 0;
+  const size_t per_warp = sizeof(float) * static_cast<size_t>(p.warp_floats);
+  if (per_warp > max_shared) {
+    return Status::InvalidArgument("the Adagrad step's shared memory a warp (" +
+                                   std::to_string(per_warp / 1024) + " KiB) exceeds the device's " +
+                                   std::to_string(max_shared / 1024) + " KiB");
+  }
+  const int warps = serial ? 1
+                          : std::max(1, max_warps > 0 ? std::min(max_warps, p.num_sentences)
+                                                      : p.num_sentences);
+  int wpb = kWarpsPerBlock;
+  while (wpb > 1 && (per_warp * wpb > max_shared || wpb > warps)) wpb /= 2;
+  const size_t shared = per_warp * wpb;
+  auto launch = [&](auto kernel) {
+    cudaError_t e = cudaSuccess;
+    if (shared > 48 * 1024) {
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared));
+    }
+    int per_sm = 0;
+    if (e == cudaSuccess) {
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * wpb, shared);
+    }
+    if (e != cudaSuccess) return e;
+    const int blocks =
+        serial ? 1 : std::max(1, std::min((warps + wpb - 1) / wpb, per_sm * multiprocessors));
+    kernel<<<blocks, 32 * wpb, shared, stream>>>(p);
+    return cudaGetLastError();
+  };
+  switch (PiecesPerLane(p.stride)) {
+    case 1: SV_CUDA(launch(AdagradKernel<1>)); break;
+    case 2: SV_CUDA(launch(AdagradKernel<2>)); break;
+    case 4: SV_CUDA(launch(AdagradKernel<4>)); break;
+    default: SV_CUDA(launch(AdagradKernel<8>)); break;
+  }
+  return Status::Ok();
+}
+
 std::string Mib(size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
@@ -922,8 +1011,6 @@ struct CudaSgnsModel::Impl {
   DeviceArray<double> step_loss;
   DeviceArray<unsigned long long> step_pairs;
   DeviceArray<int> step_counter;
-  DeviceArray<uint32_t> set_slots;  // SetRows
-  DeviceArray<float> set_rows;
   // The corpus of SetCorpus.
   DeviceArray<uint32_t> corpus, noise;
   DeviceArray<uint64_t> offsets, keep;
@@ -932,6 +1019,22 @@ struct CudaSgnsModel::Impl {
   ChunkBuffers chunk[2];
   double* host_loss = nullptr;  // pinned, one per chunk buffer
   unsigned long long* host_pairs = nullptr;
+  StepSet steps[2];               // EnqueueAdagradStep
+  uint64_t step_seq = 0;
+  cudaEvent_t last_kernel = nullptr;  // the newest enqueued step's kernels
+  bool any_kernel = false;
+
+  // Waits for set `k` if it holds a step, adding its statistics to *stats.
+  Status Collect(StepSet& k, StepStats* stats) {
+    if (!k.pending) return Status::Ok();
+    SV_CUDA(cudaEventSynchronize(k.done));
+    k.pending = false;
+    if (k.want_stats && stats != nullptr) {
+      stats->loss += *k.h_loss;
+      stats->pairs += *k.h_pairs;
+    }
+    return Status::Ok();
+  }
 
   ~Impl() {
     cudaFree(input);
@@ -942,6 +1045,13 @@ struct CudaSgnsModel::Impl {
     }
     cudaFreeHost(host_loss);
     cudaFreeHost(host_pairs);
+    for (StepSet& k : steps) {
+      if (k.stream) cudaStreamDestroy(k.stream);
+      if (k.done) cudaEventDestroy(k.done);
+      cudaFreeHost(k.h_loss);
+      cudaFreeHost(k.h_pairs);
+    }
+    if (last_kernel) cudaEventDestroy(last_kernel);
   }
 
   TrainParams BaseParams(int negative, int window) const {
@@ -1015,6 +1125,13 @@ StatusOr<std::unique_ptr<CudaSgnsModel>> CudaSgnsModel::Create(int ordinal, size
   int optin = 0;
   SV_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
   impl->max_shared = static_cast<size_t>(std::max(optin, 48 * 1024));
+  for (StepSet& k : impl->steps) {
+    SV_CUDA(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+    SV_CUDA(cudaEventCreateWithFlags(&k.done, cudaEventDisableTiming));
+    SV_CUDA(cudaMallocHost(&k.h_loss, sizeof(double)));
+    SV_CUDA(cudaMallocHost(&k.h_pairs, sizeof(unsigned long long)));
+  }
+  SV_CUDA(cudaEventCreateWithFlags(&impl->last_kernel, cudaEventDisableTiming));
   SV_CUDA(cudaMallocHost(&impl->host_loss, 2 * sizeof(double)));
   SV_CUDA(cudaMallocHost(&impl->host_pairs, 2 * sizeof(unsigned long long)));
   return std::unique_ptr<CudaSgnsModel>(new CudaSgnsModel(std::move(impl)));
@@ -1098,22 +1215,6 @@ Status CudaSgnsModel::Step(TrainModel model, const MicroBatch& b, float lr, bool
   return Status::Ok();
 }
 
-Status CudaSgnsModel::SetRows(const uint32_t* slots, size_t n, const float* input_rows) {
-  Impl& m = *impl_;
-  if (n == 0) return Status::Ok();
-  SV_CUDA(cudaSetDevice(m.info.ordinal));
-  for (size_t i = 0; i < n; ++i) {
-    if (slots[i] >= m.rows) return Status::InvalidArgument("SetRows: slot beyond the tables");
-  }
-  SV_CUDA(m.set_slots.Upload(slots, n));
-  SV_CUDA(m.set_rows.Upload(input_rows, n * static_cast<size_t>(m.dim)));
-  SetRowsKernel<<<static_cast<int>(n), 128>>>(m.input, m.output, m.acc_in.ptr, m.acc_out.ptr,
-                                               m.stride, m.dim, m.set_slots.ptr, m.set_rows.ptr,
-                                               static_cast<int>(n));
-  SV_CUDA(cudaGetLastError());
-  return Status::Ok();
-}
-
 Status CudaSgnsModel::UploadAccumulators(const float* acc_in, const float* acc_out, size_t rows) {
   const size_t bytes = std::min(rows, impl_->rows) * sizeof(float);
   SV_CUDA(cudaSetDevice(impl_->info.ordinal));
@@ -1183,40 +1284,8 @@ Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float
   p.next_sentence = m.step_counter.ptr;
   p.max_entries = 2 * window + 2;
   p.warp_floats = AdagradWarpFloats(b.negative, m.stride, window);
-  const size_t per_warp = sizeof(float) * static_cast<size_t>(p.warp_floats);
-  if (per_warp > m.max_shared) {
-    return Status::InvalidArgument("the Adagrad step's shared memory a warp (" +
-                                   std::to_string(per_warp / 1024) + " KiB) exceeds the device's " +
-                                   std::to_string(m.max_shared / 1024) + " KiB");
-  }
-  const int warps = serial ? 1
-                          : std::max(1, max_warps > 0 ? std::min(max_warps, b.num_sentences)
-                                                      : b.num_sentences);
-  int wpb = kWarpsPerBlock;
-  while (wpb > 1 && (per_warp * wpb > m.max_shared || wpb > warps)) wpb /= 2;
-  const size_t shared = per_warp * wpb;
-  auto launch = [&](auto kernel) {
-    cudaError_t e = cudaSuccess;
-    if (shared > 48 * 1024) {
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared));
-    }
-    int per_sm = 0;
-    if (e == cudaSuccess) {
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * wpb, shared);
-    }
-    if (e != cudaSuccess) return e;
-    const int blocks =
-        serial ? 1 : std::max(1, std::min((warps + wpb - 1) / wpb, per_sm * m.info.multiprocessors));
-    kernel<<<blocks, 32 * wpb, shared>>>(p);
-    return cudaGetLastError();
-  };
-  switch (PiecesPerLane(m.stride)) {
-    case 1: SV_CUDA(launch(AdagradKernel<1>)); break;
-    case 2: SV_CUDA(launch(AdagradKernel<2>)); break;
-    case 4: SV_CUDA(launch(AdagradKernel<4>)); break;
-    default: SV_CUDA(launch(AdagradKernel<8>)); break;
-  }
+  SV_RETURN_IF_ERROR(LaunchAdagrad(p, m.max_shared, m.info.multiprocessors,
+                                   serial ? 0 : max_warps, nullptr));
   SV_CUDA(cudaDeviceSynchronize());
   if (stats) {
     double loss = 0;
@@ -1226,6 +1295,109 @@ Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float
     stats->loss += loss;
     stats->pairs += pairs;
   }
+  return Status::Ok();
+}
+
+Status CudaSgnsModel::EnqueueAdagradStep(const MicroBatch& b, const uint32_t* init_slots,
+                                         size_t num_init, const float* init_rows,
+                                         int negative_share, float eta, float epsilon,
+                                         bool want_stats, int max_warps, StepStats* finished) {
+  Impl& m = *impl_;
+  SV_CUDA(cudaSetDevice(m.info.ordinal));
+  if (b.negative < 0 || b.negative >= kMaxTargets || negative_share < 1 || negative_share > 2) {
+    return Status::InvalidArgument("negative must be in [0, kMaxTargets), negative_share 1 or 2");
+  }
+  for (size_t i = 0; i < num_init; ++i) {
+    if (init_slots[i] >= m.rows) return Status::InvalidArgument("a slot beyond the tables");
+  }
+  StepSet& k = m.steps[m.step_seq++ % 2];
+  SV_RETURN_IF_ERROR(m.Collect(k, finished));  // its previous step is done: buffers free
+  const int ns = std::max(0, b.num_sentences);
+  const size_t n = ns > 0 ? b.sentence_offsets[ns] : 0;
+  int window = 1;
+  for (size_t i = 0; i < n; ++i) window = std::max<int>(window, b.windows[i]);
+  // The job into pinned memory (the caller's arrays are free once this returns), then up.
+  SV_CUDA(k.h_off.Reserve(ns));
+  SV_CUDA(k.h_len.Reserve(ns));
+  for (int s = 0; s < ns; ++s) {
+    k.h_off.ptr[s] = b.sentence_offsets[s];
+    k.h_len.ptr[s] = b.sentence_offsets[s + 1] - b.sentence_offsets[s];
+  }
+  SV_CUDA(k.h_tokens.Fill(b.tokens, n));
+  SV_CUDA(k.h_windows.Fill(b.windows, n));
+  SV_CUDA(k.h_negatives.Fill(b.negatives, n * b.negative));
+  SV_CUDA(k.h_slots.Fill(init_slots, num_init));
+  SV_CUDA(k.h_rows.Fill(init_rows, num_init * static_cast<size_t>(m.dim)));
+  auto up = [&](auto& dev, auto& host, size_t count) -> cudaError_t {
+    cudaError_t e = dev.Reserve(std::max<size_t>(count, 1));
+    if (e == cudaSuccess && count > 0) {
+      e = cudaMemcpyAsync(dev.ptr, host.ptr, count * sizeof(*host.ptr), cudaMemcpyHostToDevice,
+                          k.stream);
+    }
+    return e;
+  };
+  SV_CUDA(up(k.off, k.h_off, ns));
+  SV_CUDA(up(k.len, k.h_len, ns));
+  SV_CUDA(up(k.tokens, k.h_tokens, n));
+  SV_CUDA(up(k.windows, k.h_windows, n));
+  SV_CUDA(up(k.negatives, k.h_negatives, n * b.negative));
+  SV_CUDA(up(k.slots, k.h_slots, num_init));
+  SV_CUDA(up(k.rows, k.h_rows, num_init * static_cast<size_t>(m.dim)));
+  SV_CUDA(k.loss.Reserve(1));
+  SV_CUDA(k.pairs.Reserve(1));
+  SV_CUDA(k.counter.Reserve(1));
+  // The kernels wait for the previous step's: the steps train in order (a slot set afresh by
+  // this job was trained as another word by the previous one).
+  if (m.any_kernel) SV_CUDA(cudaStreamWaitEvent(k.stream, m.last_kernel, 0));
+  if (num_init > 0) {
+    SetRowsKernel<<<static_cast<int>(num_init), 128, 0, k.stream>>>(
+        m.input, m.output, m.acc_in.ptr, m.acc_out.ptr, m.stride, m.dim, k.slots.ptr, k.rows.ptr,
+        static_cast<int>(num_init));
+    SV_CUDA(cudaGetLastError());
+  }
+  SV_CUDA(cudaMemsetAsync(k.loss.ptr, 0, sizeof(double), k.stream));
+  SV_CUDA(cudaMemsetAsync(k.pairs.ptr, 0, sizeof(unsigned long long), k.stream));
+  SV_CUDA(cudaMemsetAsync(k.counter.ptr, 0, sizeof(int), k.stream));
+  if (ns > 0) {
+    AdagradParams p{};
+    p.in = m.input;
+    p.out = m.output;
+    p.acc_in = m.acc_in.ptr;
+    p.acc_out = m.acc_out.ptr;
+    p.stride = m.stride;
+    p.dim = m.dim;
+    p.tokens = k.tokens.ptr;
+    p.sent_off = k.off.ptr;
+    p.sent_len = k.len.ptr;
+    p.num_sentences = ns;
+    p.windows = k.windows.ptr;
+    p.negatives = k.negatives.ptr;
+    p.negative = b.negative;
+    p.share = negative_share;
+    p.eta = eta;
+    p.epsilon = epsilon;
+    p.sigmoid = m.sigmoid.ptr;
+    p.loss = want_stats ? k.loss.ptr : nullptr;
+    p.pairs = k.pairs.ptr;
+    p.next_sentence = k.counter.ptr;
+    p.max_entries = 2 * window + 2;
+    p.warp_floats = AdagradWarpFloats(b.negative, m.stride, window);
+    SV_RETURN_IF_ERROR(LaunchAdagrad(p, m.max_shared, m.info.multiprocessors, max_warps, k.stream));
+  }
+  SV_CUDA(cudaEventRecord(m.last_kernel, k.stream));
+  m.any_kernel = true;
+  SV_CUDA(cudaMemcpyAsync(k.h_loss, k.loss.ptr, sizeof(double), cudaMemcpyDeviceToHost, k.stream));
+  SV_CUDA(cudaMemcpyAsync(k.h_pairs, k.pairs.ptr, sizeof(unsigned long long),
+                          cudaMemcpyDeviceToHost, k.stream));
+  SV_CUDA(cudaEventRecord(k.done, k.stream));
+  k.pending = true;
+  k.want_stats = want_stats;
+  return Status::Ok();
+}
+
+Status CudaSgnsModel::FinishSteps(StepStats* finished) {
+  SV_CUDA(cudaSetDevice(impl_->info.ordinal));
+  for (StepSet& k : impl_->steps) SV_RETURN_IF_ERROR(impl_->Collect(k, finished));
   return Status::Ok();
 }
 

@@ -105,10 +105,19 @@ class CudaSgnsModel {
   // why a small vocabulary wants few). The rows' padding must be zero.
   Status AdagradStep(const MicroBatch& batch, int negative_share, float eta, float epsilon,
                      bool serial, StepStats* stats, int max_warps = 0);
-  // Starts rows afresh (a word admitted to a slot): input row slots[i] = input_rows[i * dim ..
-  // + dim) (padding zero), output row slots[i] and both accumulators zero, for i < n, in order
-  // before any later step. Errors: InvalidArgument for a slot beyond the tables.
-  Status SetRows(const uint32_t* slots, size_t n, const float* input_rows);
+  // AdagradStep without waiting, for a stream of jobs (the streaming learner): first starts the
+  // rows of init_slots[i] afresh (a word admitted to a slot: input row = init_rows[i * dim ..
+  // + dim), padding zero; output row and both accumulators zero; i < num_init), then trains the
+  // batch; steps train in the order they are enqueued. The job is copied into pinned
+  // memory before this returns (the caller may reuse its arrays) and goes up on one of two
+  // streams, so a job's copies overlap the previous job's kernel. A call waits only for the
+  // step enqueued two calls before it, whose statistics (want_stats) it adds to *finished.
+  Status EnqueueAdagradStep(const MicroBatch& batch, const uint32_t* init_slots, size_t num_init,
+                            const float* init_rows, int negative_share, float eta, float epsilon,
+                            bool want_stats, int max_warps, StepStats* finished);
+  // Waits for every enqueued step, adding the statistics of those not yet reported.
+  Status FinishSteps(StepStats* finished);
+
   // Copies the Adagrad accumulators (rows floats each) to or from the device.
   Status UploadAccumulators(const float* acc_in, const float* acc_out, size_t rows = SIZE_MAX);
   Status DownloadAccumulators(float* acc_in, float* acc_out, size_t rows = SIZE_MAX);
