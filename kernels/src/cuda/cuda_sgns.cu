@@ -444,14 +444,16 @@ __device__ void CbowSentence(const TrainParams& p, const WarpShared& sh, int lan
   }
 }
 
-// Blocks of 4 warps an SM should hold: 6 caps the skip-gram kernel at 80 registers (110 free;
-// a few bytes spilled) and raised its training phase on an H100 from 193M to 236M words/s (100M
+// Blocks of 4 warps an SM should hold, for rows of up to 256 floats (wider rows need their
+// registers: at 8 float4 pieces a lane the cap spilled 3.6 KB a thread): 6 caps the skip-gram
+// kernel at 80 registers (110 free; a few bytes spilled) and raised its training phase on an H100 from 193M to 236M words/s (100M
 // corpus, dim 100, 5 epochs, two runs each); 8 (64 registers) was no faster. CBOW is unchanged.
 #ifndef SV_CUDA_MIN_BLOCKS
 #define SV_CUDA_MIN_BLOCKS 6
 #endif
 template <int C, bool kSkipGram>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, SV_CUDA_MIN_BLOCKS) TrainKernel(TrainParams p) {
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, C <= 2 ? SV_CUDA_MIN_BLOCKS : 1)
+    TrainKernel(TrainParams p) {
   extern __shared__ float4 shared_raw[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps = blockDim.x / 32;
