@@ -19,6 +19,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code);
 void RegisterRunCommand(CLI::App& root, int* exit_code);
 void RegisterCrawlCommand(CLI::App& root, int* exit_code);
 void RegisterExtractCommand(CLI::App& root, int* exit_code);
+void RegisterTokenizeCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 
