@@ -46,6 +46,8 @@ struct Param {
   bool required;
   const char* type;  // "string" | "integer"
   const char* description;
+  long minimum = 0;  // integers: the accepted range in the OpenAPI schema (0, 0: none)
+  long maximum = 0;
 };
 
 struct RouteSpec {
@@ -76,7 +78,7 @@ const std::vector<RouteSpec>& Table() {
        "/v1/neighbors",
        "The k nearest words by cosine",
        {{"word", "query", true, "string", "query word (excluded)"},
-        {"k", "query", false, "integer", "1..1000, default 10"}}},
+        {"k", "query", false, "integer", "1..1000, default 10", 1, kMaxNeighbors}}},
       {Route::kNeighborsByVector,
        "POST",
        "/v1/neighbors",
@@ -89,8 +91,9 @@ const std::vector<RouteSpec>& Table() {
        "gensim most_similar: cosine to the mean of unit(+positive) and unit(-negative)",
        {{"positive", "query", false, "string", "comma-separated words"},
         {"negative", "query", false, "string", "comma-separated words"},
-        {"topn", "query", false, "integer", "1..1000, default 10"},
-        {"restrict_vocab", "query", false, "integer", "only the N most frequent words"}}},
+        {"topn", "query", false, "integer", "1..1000, default 10", 1, kMaxNeighbors},
+        {"restrict_vocab", "query", false, "integer", "only the N most frequent words", 1,
+         std::numeric_limits<int32_t>::max()}}},
       {Route::kAnalogy,
        "GET",
        "/v1/analogy",
@@ -98,7 +101,7 @@ const std::vector<RouteSpec>& Table() {
        {{"a", "query", true, "string", ""},
         {"b", "query", true, "string", ""},
         {"c", "query", true, "string", ""},
-        {"topn", "query", false, "integer", "1..1000, default 10"}}},
+        {"topn", "query", false, "integer", "1..1000, default 10", 1, kMaxNeighbors}}},
       {Route::kSimilarity,
        "GET",
        "/v1/similarity",
@@ -110,7 +113,8 @@ const std::vector<RouteSpec>& Table() {
        "A word's cosine to itself across retained snapshots (Procrustes-aligned) and its "
        "neighbours then and now",
        {{"word", "path", true, "string", ""},
-        {"k", "query", false, "integer", "neighbours per snapshot, 1..1000, default 10"}}},
+        {"k", "query", false, "integer", "neighbours per snapshot, 1..1000, default 10", 1,
+         kMaxNeighbors}}},
       {Route::kSnapshots,
        "GET",
        "/v1/snapshots",
@@ -818,27 +822,90 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
 
 Routes::Routes(RouteContext context) : ctx_(std::move(context)) {}
 
+namespace {
+
+// The JSON schema of a POST route's body, its limits as constraints.
+json BodySchema(Route id) {
+  const json k = {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxNeighbors}};
+  switch (id) {
+    case Route::kVectors:
+      return {{"type", "object"},
+              {"required", {"words"}},
+              {"properties",
+               {{"words",
+                 {{"type", "array"},
+                  {"minItems", 1},
+                  {"maxItems", kMaxBatchWords},
+                  {"items", {{"type", "string"}}}}}}}};
+    case Route::kNeighborsByVector:
+      return {{"type", "object"},
+              {"required", {"vector"}},
+              {"properties",
+               {{"vector",
+                 {{"type", "array"},
+                  {"description", "the served dimension's count of finite numbers, not all 0"},
+                  {"items", {{"type", "number"}}}}},
+                {"k", k},
+                {"restrict_vocab", {{"type", "integer"}, {"minimum", 1}}}}}};
+    default:
+      return {{"type", "object"}};
+  }
+}
+
+}  // namespace
+
 json Routes::OpenApi() {
+  const json error_body = {
+      {"application/json",
+       {{"schema",
+         {{"type", "object"},
+          {"required", {"error"}},
+          {"properties", {{"error", {{"type", "string"}}}}}}}}}};
   json paths = json::object();
   for (const RouteSpec& r : Table()) {
     json op = {{"summary", r.summary}, {"operationId", std::string(r.method) + " " + r.path}};
     json params = json::array();
     for (const Param& p : r.params) {
+      json schema = {{"type", p.type}};
+      if (p.minimum != 0 || p.maximum != 0) {
+        schema["minimum"] = p.minimum;
+        schema["maximum"] = p.maximum;
+      }
       params.push_back({{"name", p.name},
                         {"in", p.in},
                         {"required", p.required},
                         {"description", p.description},
-                        {"schema", {{"type", p.type}}}});
+                        {"schema", std::move(schema)}});
     }
     if (!params.empty()) op["parameters"] = std::move(params);
     if (r.body != nullptr) {
-      op["requestBody"] = {{"required", true},
-                           {"description", r.body},
-                           {"content", {{"application/json", {{"schema", {{"type", "object"}}}}}}}};
+      op["requestBody"] = {
+          {"required", true},
+          {"description", std::string(r.body) + " (at most " + std::to_string(kMaxBodyBytes) +
+                              " bytes; read as JSON whatever the Content-Type)"},
+          {"content", {{"application/json", {{"schema", BodySchema(r.id)}}}}}};
     }
     op["responses"] = {
         {"200", {{"description", "OK"}, {"content", {{r.produces, json::object()}}}}},
-        {"4XX", {{"description", "{\"error\": \"...\"}"}}}};
+        {"4XX", {{"description", "a bad request: the reason in 'error'"}, {"content", error_body}}}};
+    const std::string path = r.path;
+    const bool admin = path.rfind("/v1/admin/", 0) == 0;
+    const bool needs_snapshot =
+        path.rfind("/v1/", 0) == 0 && !admin && r.id != Route::kSnapshots;
+    if (needs_snapshot || r.id == Route::kHealth) {
+      op["responses"]["503"] = {
+          {"description", "no snapshot is served yet (a trainer has not published one)"},
+          {"content", error_body}};
+    }
+    if (admin) {
+      op["security"] = json::array({{{"adminBearer", json::array()}}});
+      op["responses"]["401"] = {{"description", "missing or wrong bearer token"},
+                                {"content", error_body}};
+      op["responses"]["403"] = {{"description", "admin routes disabled: no token configured"},
+                                {"content", error_body}};
+      op["responses"]["501"] = {{"description", "the action is not available in this process"},
+                                {"content", error_body}};
+    }
     std::string method = r.method;
     for (char& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     paths[r.path][method] = std::move(op);
@@ -849,7 +916,15 @@ json Routes::OpenApi() {
        {{"title", "streamvec"},
         {"version", "1"},
         {"description", "Word embeddings learned from a text stream, served while they learn"}}},
-      {"paths", std::move(paths)}};
+      {"paths", std::move(paths)},
+      {"components",
+       {{"securitySchemes",
+         {{"adminBearer",
+           {{"type", "http"},
+            {"scheme", "bearer"},
+            {"description",
+             "The token of --admin-token-file or $STREAMVEC_ADMIN_TOKEN; without one the admin "
+             "routes answer 403"}}}}}}}};
 }
 
 HttpReply Routes::Handle(const HttpCall& call) const {

@@ -205,6 +205,29 @@ TEST_F(OperationsTest, OpenApiDescribesEveryDispatchedRoute) {
   }
   EXPECT_EQ(dispatched, documented);
   EXPECT_GE(documented.size(), 17u);
+  // The admin routes name their security scheme and its failures; the query routes their 503
+  // before a snapshot; limits are schema constraints (issue 24, item 11).
+  const json& scheme = doc.body["components"]["securitySchemes"]["adminBearer"];
+  EXPECT_EQ(scheme["type"], "http");
+  EXPECT_EQ(scheme["scheme"], "bearer");
+  const json& admin = paths["/v1/admin/snapshot"]["post"];
+  EXPECT_EQ(admin["security"][0].count("adminBearer"), 1u);
+  EXPECT_TRUE(admin["responses"].contains("401"));
+  EXPECT_TRUE(admin["responses"].contains("403"));
+  EXPECT_FALSE(paths["/v1/neighbors"]["get"].contains("security"));
+  EXPECT_TRUE(paths["/v1/neighbors"]["get"]["responses"].contains("503"));
+  EXPECT_TRUE(paths["/healthz"]["get"]["responses"].contains("503"));
+  EXPECT_FALSE(paths["/metrics"]["get"]["responses"].contains("503"));
+  for (const json& p : paths["/v1/neighbors"]["get"]["parameters"]) {
+    if (p["name"] == "k") {
+      EXPECT_EQ(p["schema"]["minimum"], 1);
+      EXPECT_EQ(p["schema"]["maximum"], 1000);
+    }
+  }
+  const json& words =
+      paths["/v1/vectors"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+           ["properties"]["words"];
+  EXPECT_EQ(words["maxItems"], 1000);
   // And every documented route reaches a handler (never "no route").
   for (const std::string& route : documented) {
     const std::string method = route.substr(0, route.find(' '));
