@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <utf8proc.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,9 +23,23 @@ TEST(NormalizeTextTest, KeepsApostrophesAndHyphensInsideWords) {
 }
 
 TEST(NormalizeTextTest, HandlesOtherScriptsAndKeepsNewlines) {
-  EXPECT_EQ(NormalizeText("Größe ÄRGER\nΣΟΦΊΑ."), "größe ärger\nσοφία ");
+  // Unicode case folding: ß folds to ss, final sigma to sigma.
+  EXPECT_EQ(NormalizeText("Größe ÄRGER\nΣΟΦΊΑ."), "grösse ärger\nσοφία ");
   EXPECT_EQ(NormalizeText("Привет, мир"), "привет  мир");
   EXPECT_EQ(NormalizeText("1984 ١٢٣"), "1984 ١٢٣");  // digits of any script are kept
+}
+
+// NFKC: full-width and compatibility forms become the plain word; a combining mark composes
+// with the ASCII letter before it; case folding lowercases beyond ASCII's simple mapping.
+TEST(NormalizeTextTest, CompatibilityFormsAndCaseFoldOntoOneWord) {
+  EXPECT_EQ(NormalizeText("ＡＢＣ ａｂｃ abc"), "abc abc abc");  // full-width letters
+  EXPECT_EQ(NormalizeText("ﬁne fine"), "fine fine");            // the fi ligature
+  EXPECT_EQ(NormalizeText("cafe\xCC\x81 café"), "café café");    // e + U+0301 is é
+  EXPECT_EQ(NormalizeText("Straße STRASSE"), "strasse strasse");
+  EXPECT_EQ(NormalizeText("ｶﾀｶﾅ カタカナ"), "カタカナ カタカナ");  // half-width katakana
+  EXPECT_EQ(NormalizeText("x²"), "x2");                           // superscript digit
+  // A run with invalid UTF-8 is not folded (only lowercased); its bad bytes become spaces.
+  EXPECT_EQ(NormalizeText(std::string("Ａ\xFF" "b", 5)), "ａ b");
 }
 
 TEST(NormalizeTextTest, InvalidBytesBecomeSpaces) {
@@ -31,8 +47,35 @@ TEST(NormalizeTextTest, InvalidBytesBecomeSpaces) {
   EXPECT_EQ(NormalizeText(std::string("x\0y", 3)), "x y");
 }
 
+// NormalizeText's fold as its documentation states it: NFKC with case folding of each maximal
+// run of non-ASCII bytes, taken with the ASCII letter or digit before it; a run that is not valid
+// UTF-8 is kept as it is.
+std::string ReferenceFold(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      out += text[i++];
+      continue;
+    }
+    size_t start = i, end = i;
+    while (end < text.size() && static_cast<unsigned char>(text[end]) >= 0x80) ++end;
+    if (start > 0 && std::isalnum(static_cast<unsigned char>(text[start - 1]))) {
+      out.pop_back();
+      --start;
+    }
+    const std::string run = text.substr(start, end - start);
+    utf8proc_uint8_t* folded =
+        utf8proc_NFKC_Casefold(reinterpret_cast<const utf8proc_uint8_t*>(run.c_str()));
+    out += folded != nullptr ? std::string(reinterpret_cast<const char*>(folded)) : run;
+    std::free(folded);
+    i = end;
+  }
+  return out;
+}
+
 // The plain per-code-point normaliser (decode everything with utf8proc, classify and map each
-// code point, encode): the oracle of NormalizeText's ASCII fast path.
+// code point, encode) after ReferenceFold: the oracle of NormalizeText's fast paths.
 enum class RefKind { kWord, kJoiner, kSpace, kNewline };
 
 RefKind RefClassify(utf8proc_int32_t cp) {
@@ -56,7 +99,9 @@ RefKind RefClassify(utf8proc_int32_t cp) {
   }
 }
 
-std::string ReferenceNormalize(std::string_view text) {
+std::string ReferenceNormalize(std::string_view raw) {
+  const std::string folded = ReferenceFold(std::string(raw));
+  const std::string_view text = folded;
   std::vector<utf8proc_int32_t> cps;
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
   utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());

@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <string>
 
 namespace streamvec {
@@ -72,9 +74,55 @@ inline Kind KindOf(utf8proc_int32_t cp, const AsciiTable& ascii) {
   return cp < 128 ? ascii.kind[cp] : Classify(cp);
 }
 
+// NFKC with Unicode case folding (utf8proc_map: compatibility decomposition, canonical
+// composition, full case folding) of the non-ASCII runs of `text`, each with the ASCII letter or
+// digit before it (a combining mark composes with its base: "e" U+0301 is "é"); ASCII is copied.
+// A run that is not valid UTF-8 is copied as it is (the caller turns its bad bytes into spaces).
+// Full-width and compatibility forms become their plain letters ("ＡＢＣ" abc, "ﬁ" fi), "Straße"
+// is "strasse".
+std::string FoldCompatibility(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    size_t start = i, j = i;
+    while (j < text.size() && static_cast<unsigned char>(text[j]) >= 0x80) ++j;
+    if (start > 0 && !out.empty() && std::isalnum(static_cast<unsigned char>(text[start - 1]))) {
+      out.pop_back();  // the base goes through the map with its marks
+      --start;
+    }
+    utf8proc_uint8_t* mapped = nullptr;
+    const utf8proc_ssize_t n = utf8proc_map(
+        reinterpret_cast<const utf8proc_uint8_t*>(text.data() + start),
+        static_cast<utf8proc_ssize_t>(j - start), &mapped,
+        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+                                       UTF8PROC_CASEFOLD));
+    if (n >= 0) {
+      out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
+    } else {
+      out.append(text.data() + start, j - start);
+    }
+    std::free(mapped);
+    i = j;
+  }
+  return out;
+}
+
+bool HasNonAscii(std::string_view text) {
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-std::string NormalizeText(std::string_view text) {
+// The per-code-point pass over text already folded (or pure ASCII).
+static std::string NormalizeFolded(std::string_view text) {
   const AsciiTable& ascii = Ascii();
   std::string out;
   out.reserve(text.size());
@@ -118,6 +166,14 @@ std::string NormalizeText(std::string_view text) {
     p += n;
   }
   return out;
+}
+
+std::string NormalizeText(std::string_view text) {
+  if (HasNonAscii(text)) {
+    const std::string folded = FoldCompatibility(text);
+    return NormalizeFolded(folded);
+  }
+  return NormalizeFolded(text);
 }
 
 }  // namespace streamvec

@@ -1,7 +1,12 @@
 // Text normalisation for natural text (feeds, articles, paragraphs) before whitespace
 // tokenisation, so that "The", "the" and "the," are one word.
 //
-// Per Unicode code point (utf8proc, Unicode 15 tables): letters are lowercased (simple case
+// First, NFKC with Unicode case folding (utf8proc: compatibility decomposition, canonical
+// composition, full case folding) of each run of non-ASCII characters together with the ASCII
+// letter or digit before it (so a combining mark composes with its base): full-width and
+// compatibility forms become the plain word ("ＡＢＣ" and "ﬁ" are "abc" and "fi"), "Straße" is
+// "strasse". Pure ASCII text skips this step; a run that is not valid UTF-8 is not folded.
+// Then per Unicode code point (utf8proc, Unicode 15 tables): letters are lowercased (simple case
 // mapping, utf8proc_tolower); punctuation (categories Pc Pd Ps Pe Pi Pf Po) and symbols (Sm Sc Sk
 // So) become a space, except an apostrophe or hyphen between two letters or digits ("don't",
 // "state-of-the-art" stay one word); control characters other than '\n' become a space; letters,
