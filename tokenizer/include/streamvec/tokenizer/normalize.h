@@ -12,7 +12,8 @@
 // "state-of-the-art" stay one word); control characters other than '\n' become a space; letters,
 // marks and digits are kept. Invalid UTF-8 bytes become a space. Newlines are kept (they end
 // sentences). This is the spirit of word2vec's demo preprocessing (text8: lowercase, no
-// punctuation) for any script; no-space scripts (Chinese, Thai, Japanese) are not segmented.
+// punctuation) for any script. Scripts written without spaces are split into words later, by
+// the tokenizer (word_segmenter.h).
 #ifndef STREAMVEC_TOKENIZER_NORMALIZE_H_
 #define STREAMVEC_TOKENIZER_NORMALIZE_H_
 

@@ -12,14 +12,27 @@
 
 #include <array>
 #include <cstdint>
+#include <algorithm>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "streamvec/tokenizer/word_segmenter.h"
 
 namespace streamvec {
 
 struct TokenizerOptions {
   size_t max_token_bytes = 1000;  // longer tokens are skipped (counted in overlong_tokens)
+  // A whitespace token holding a letter of a script written without spaces (Chinese, Japanese,
+  // Thai, Lao, Khmer, Myanmar, Ethiopic: NeedsWordSegmentation) is split into its words (WordSegmenter:
+  // UAX #29 with ICU's dictionaries; punctuation between them dropped, URLs kept whole), if it is
+  // at most max_segment_bytes long; each word obeys max_token_bytes. Other tokens, ASCII ones
+  // included, are not looked at twice.
+  bool segment_words = true;
+  size_t max_segment_bytes = size_t{1} << 20;
 };
 
 struct TokenizerStats {
@@ -79,8 +92,39 @@ class WhitespaceTokenizer {
   template <typename OnToken>
   void EmitClassified(std::string_view token, bool check, uint64_t offset, OnToken&& on_token);
 
+  // Emits the words of a valid token that needs segmentation.
+  template <typename OnToken>
+  void EmitWords(std::string_view token, uint64_t offset, OnToken&& on_token);
+  void Skip(uint64_t* counter, uint64_t offset) {
+    ++*counter;
+    if (stats_.first_skipped_offset == TokenizerStats::kNoOffset) {
+      stats_.first_skipped_offset = offset;
+    }
+  }
+  // Bytes of a token kept across chunks: enough to know it is too long.
+  size_t CarryBytes() const {
+    return std::max(options_.max_token_bytes,
+                    options_.segment_words ? options_.max_segment_bytes : size_t{0}) + 1;
+  }
+
+  // The segmenter, made on first use; a copied tokenizer makes its own.
+  struct SegmenterSlot {
+    SegmenterSlot() = default;
+    SegmenterSlot(const SegmenterSlot&) {}
+    SegmenterSlot& operator=(const SegmenterSlot&) { return *this; }
+    SegmenterSlot(SegmenterSlot&&) noexcept = default;
+    SegmenterSlot& operator=(SegmenterSlot&&) noexcept = default;
+    WordSegmenter& Get() {
+      if (!p) p = std::make_unique<WordSegmenter>();
+      return *p;
+    }
+    std::unique_ptr<WordSegmenter> p;
+  };
+
   TokenizerOptions options_;
   TokenizerStats stats_;
+  SegmenterSlot segmenter_;
+  std::vector<std::pair<size_t, size_t>> ranges_;  // EmitWords' scratch
   std::string pending_;          // partial token carried over from the previous chunk
   std::string completed_;        // the last completed carried-over token (see Feed)
   uint64_t pending_offset_ = 0;  // stream offset of pending_'s first byte
@@ -98,17 +142,32 @@ void WhitespaceTokenizer::Emit(std::string_view token, uint64_t offset, OnToken&
 template <typename OnToken>
 void WhitespaceTokenizer::EmitClassified(std::string_view token, bool check, uint64_t offset,
                                          OnToken&& on_token) {
-  if (token.size() > options_.max_token_bytes) {
-    ++stats_.overlong_tokens;
-  } else if (check && !IsValidToken(token)) {
-    ++stats_.invalid_utf8_tokens;
-  } else {
+  if (check && options_.segment_words && token.size() <= options_.max_segment_bytes) {
+    if (!IsValidToken(token)) return Skip(&stats_.invalid_utf8_tokens, offset);
+    if (NeedsWordSegmentation(token)) return EmitWords(token, offset, on_token);
+    check = false;  // valid
+  }
+  if (token.size() > options_.max_token_bytes) return Skip(&stats_.overlong_tokens, offset);
+  if (check && !IsValidToken(token)) return Skip(&stats_.invalid_utf8_tokens, offset);
+  ++stats_.tokens;
+  on_token(token);
+}
+
+template <typename OnToken>
+void WhitespaceTokenizer::EmitWords(std::string_view token, uint64_t offset, OnToken&& on_token) {
+  if (!segmenter_.Get().Split(token, &ranges_)) {  // no ICU data: the token as it is
+    if (token.size() > options_.max_token_bytes) return Skip(&stats_.overlong_tokens, offset);
     ++stats_.tokens;
     on_token(token);
     return;
   }
-  if (stats_.first_skipped_offset == TokenizerStats::kNoOffset) {
-    stats_.first_skipped_offset = offset;
+  for (const auto& [begin, end] : ranges_) {
+    if (end - begin > options_.max_token_bytes) {
+      Skip(&stats_.overlong_tokens, offset + begin);
+      continue;
+    }
+    ++stats_.tokens;
+    on_token(token.substr(begin, end - begin));
   }
 }
 
@@ -123,8 +182,8 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
   if (!pending_.empty()) {
     // Continue the token cut at the end of the previous chunk.
     while (i < n && !IsSpace(static_cast<unsigned char>(p[i]))) ++i;
-    if (pending_.size() <= options_.max_token_bytes) {
-      pending_.append(p, std::min(i, options_.max_token_bytes + 1));
+    if (pending_.size() < CarryBytes()) {
+      pending_.append(p, std::min(i, CarryBytes() - pending_.size()));
     }
     if (i == n) return;  // still inside the token
     // The completed token moves to completed_, so its view stays valid until the next call.
@@ -150,8 +209,8 @@ void WhitespaceTokenizer::Feed(std::string_view chunk, OnToken&& on_token,
       classes |= k;
     }
     if (i == n) {
-      // Keep at most max_token_bytes + 1 bytes: enough to know the token is too long.
-      pending_.assign(p + start, std::min(n - start, options_.max_token_bytes + 1));
+      // Keep at most CarryBytes(): enough to know the token is too long.
+      pending_.assign(p + start, std::min(n - start, CarryBytes()));
       pending_offset_ = base + start;
       return;
     }
