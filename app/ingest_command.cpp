@@ -18,6 +18,7 @@ namespace {
 struct IngestFlags {
   std::string from;
   bool doc_per_file = false;
+  bool no_detect_lang = false;
   bool follow = false;
   std::string brokers;
   std::string bootstrap_file;
@@ -32,6 +33,7 @@ int RunIngest(const IngestFlags& flags) {
   IngestOptions options;
   options.from = flags.from;
   options.doc_per_file = flags.doc_per_file;
+  options.detect_language = !flags.no_detect_lang;
   options.follow = flags.follow;
   options.group = flags.group;
   options.max_lag_bytes = flags.max_lag_bytes;
@@ -101,6 +103,8 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
       "the trainers' consumer group lags more than the budget.");
   cmd->add_option("--from", flags->from, "a file, a directory or - for stdin")->required();
   cmd->add_flag("--doc-per-file", flags->doc_per_file, "one document per file, not per line");
+  cmd->add_flag("--no-detect-lang", flags->no_detect_lang,
+                "do not detect each document's language (CLD2; the 'lang' field stays empty)");
   cmd->add_flag("--follow", flags->follow,
                 "keep watching for new files and appended lines (like tail -F)");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap servers HOST:PORT[,...]");

@@ -47,6 +47,8 @@ struct RunFlags {
   size_t http_threads = std::max(2u, std::thread::hardware_concurrency());
   std::string data;  // "" = the bundled data/run
   std::string device = "cpu";  // --device: cpu or cuda[:N]
+  std::vector<std::string> languages;  // --lang: documents' languages to train (empty: all)
+  bool no_detect_lang = false;
   std::string state = "streamvec-state";
   std::string http = "127.0.0.1:8080";
   std::string prefix = "streamvec";
@@ -159,6 +161,16 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
          "Seconds the connector waited for the trainers (flow control).", is.throttled_seconds);
   metric("streamvec_train_documents_total", "counter", "Documents trained by this process.",
          static_cast<double>(ts.documents));
+  metric("streamvec_train_documents_skipped_language_total", "counter",
+         "Documents skipped for a language outside --lang.",
+         static_cast<double>(ts.skipped_language));
+  out += "# HELP streamvec_train_documents_by_language_total Documents trained by this process, "
+         "by their language ('' when none was named or detected).\n"
+         "# TYPE streamvec_train_documents_by_language_total counter\n";
+  for (const auto& [lang, n] : ts.documents_by_language) {
+    out += "streamvec_train_documents_by_language_total{lang=\"" + api::EscapeLabel(lang) +
+           "\"} " + std::to_string(n) + "\n";
+  }
   metric("streamvec_train_words_total", "counter", "Words counted by the learner in this process.",
          static_cast<double>(ts.words));
   metric("streamvec_train_words_per_second", "gauge",
@@ -300,6 +312,7 @@ int RunPipeline(RunFlags f) {
   to.checkpoint_every_s = f.checkpoint_every_s;
   to.snapshot_write_rate = f.snapshot_write_rate_mb * 1e6;
   to.normalize_text = true;
+  to.languages = f.languages;
   to.max_idle_s = f.max_idle_s;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
       OnBackgroundThread(background, [&] { return KafkaTrainer::Create(to); });
@@ -314,6 +327,7 @@ int RunPipeline(RunFlags f) {
   io.from = f.data;
   io.follow = !f.no_follow;
   io.doc_per_file = f.doc_per_file;
+  io.detect_language = !f.no_detect_lang;
   io.group = (*trainer)->group();
   io.start_positions = *positions;
   StatusOr<std::unique_ptr<Ingestor>> ingestor =
@@ -571,6 +585,12 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "Word-pair file scored on every snapshot (repeatable; WS-353, MEN)");
   cmd->add_option("--analogy", flags->analogy, "Analogy file scored on every snapshot");
   cmd->add_flag("--doc-per-file", flags->doc_per_file, "One document per file, not per line");
+  cmd->add_option("--lang", flags->languages,
+                  "Train only documents in these languages (e.g. en,de; detected per document "
+                  "with CLD2 unless the feed page names it); others are skipped and counted")
+      ->delimiter(',');
+  cmd->add_flag("--no-detect-lang", flags->no_detect_lang,
+                "Do not detect the language of the files' documents (their 'lang' stays empty)");
   cmd->add_option("--max-idle", flags->max_idle_s,
                   "Stop (after a final snapshot) once the topic is read to its end and no "
                   "document arrived for this many seconds (0: run until Ctrl-C)")

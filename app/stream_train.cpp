@@ -236,6 +236,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.learner = f.options;
   o.max_idle_s = f.max_idle_s;
   o.normalize_text = f.normalize;
+  o.languages = f.languages;
   if (!f.assign.empty()) {
     o.assign = true;
     if (f.assign != "all") {

@@ -35,6 +35,7 @@ struct KafkaTrainFlags {
   std::string snapshot_every = "5s";  // "<S>s" seconds or "<N>" message bytes
   double max_idle_s = 0;        // > 0: stop after this many seconds without a message
   bool normalize = false;       // lowercase and drop punctuation (natural text)
+  std::vector<std::string> languages;  // --lang: documents' languages to train (empty: all)
   std::string assign;           // "" (join the group), "all" or "P,P,..." (manual assignment)
   int64_t snapshot_partition_bytes = -1;  // -1: KafkaTrainerOptions' default
   double checkpoint_every_s = 0;           // KafkaTrainerOptions::checkpoint_every_s

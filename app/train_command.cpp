@@ -52,6 +52,7 @@ struct TrainFlags {
   std::vector<std::string> kafka_config;
   double max_idle = 0;
   bool normalize = false;
+  std::vector<std::string> languages;
   bool snapshot_every_given = false;
   std::string assign;
   int64_t snapshot_partition_bytes = -1;
@@ -168,6 +169,7 @@ int RunKafka(TrainFlags& f) {
   if (f.snapshot_every_given) k.snapshot_every = f.snapshot_every;
   k.max_idle_s = f.max_idle;
   k.normalize = f.normalize;
+  k.languages = f.languages;
   k.assign = f.assign;
   k.snapshot_partition_bytes = f.snapshot_partition_bytes;
   k.checkpoint_every_s = std::max(0.0, f.checkpoint_every);
@@ -195,9 +197,10 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize ||
+      !f.languages.empty() ||
       !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0 ||
       f.snapshot_write_rate >= 0) {
-    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, "
+    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, --lang, "
                                         "--assign, --snapshot-partition-bytes, "
                                         "--checkpoint-every and --snapshot-write-rate need "
                                         "--brokers or --bootstrap-file"),
@@ -440,6 +443,10 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "to its end and no message arrived for this many seconds (0: run until a "
                   "signal)")
       ->capture_default_str();
+  cmd->add_option("--lang", flags->languages,
+                  "Kafka: train only documents in these languages (their 'lang', e.g. en,de; "
+                  "ingest and crawl detect it); others are skipped and counted")
+      ->delimiter(',');
   cmd->add_flag("--normalize", flags->normalize,
                 "Kafka: lowercase documents and drop punctuation before training (natural text)");
   cmd->callback([flags, exit_code, cmd] {

@@ -27,6 +27,6 @@ add_library(streamvec::crawler ALIAS streamvec_crawler)
 target_include_directories(streamvec_crawler PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_link_libraries(streamvec_crawler
   PUBLIC streamvec::kafka streamvec::base streamvec_crawler_parse
-  PRIVATE LibXml2::LibXml2 CURL::libcurl RocksDB::rocksdb-shared
+  PRIVATE streamvec::ingest LibXml2::LibXml2 CURL::libcurl RocksDB::rocksdb-shared
           nlohmann_json::nlohmann_json spdlog::spdlog Threads::Threads)
 streamvec_warnings(streamvec_crawler)

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "streamvec/ingest/language.h"
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/tokenizer/utf8.h"
@@ -274,6 +275,7 @@ struct Ingestor::Impl {
     doc.id = src.id + ":" + std::to_string(start);
     doc.source = src.id;
     doc.text = std::string(text);
+    if (options.detect_language) doc.lang = DetectLanguage(text);
     doc.offset = end;
     doc.start = std::min(src.covered, start);
     const std::string value = DocumentToJson(doc);

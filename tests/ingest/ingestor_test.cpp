@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../kafka/kafka_test_util.h"
+#include "streamvec/ingest/language.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
@@ -158,6 +159,41 @@ TEST_F(IngestorTest, EveryLineArrivesOnceWithItsEndOffset) {
     EXPECT_EQ(docs[i].id, path + ":" + std::to_string(start));
     if (i > 0) { EXPECT_GT(docs[i].offset, docs[i - 1].offset); }
   }
+}
+
+// Each document carries the language CLD2 finds in it ("" when it is not sure), unless turned off.
+TEST_F(IngestorTest, DocumentsCarryTheirDetectedLanguage) {
+  const std::string path = Write(
+      "langs.txt",
+      "The quick brown fox jumps over the lazy dog and then runs far into the deep forest where "
+      "it lives with its family.\n"
+      "Der schnelle braune Fuchs springt über den faulen Hund und läuft dann weit in den tiefen "
+      "Wald, wo er mit seiner Familie lebt.\n"
+      "すべての人間は、生まれながらにして自由であり、かつ、尊厳と権利とについて平等である。\n"
+      "ok\n");
+  RunToEnd(Options(path));
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  std::vector<Document> docs = Docs(consumer.Read(4, 10000));
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0].lang, "en");
+  EXPECT_EQ(docs[1].lang, "de");
+  EXPECT_EQ(docs[2].lang, "ja");
+  EXPECT_EQ(docs[3].lang, "");  // too short to say
+  EXPECT_EQ(DetectLanguage(""), "");
+  EXPECT_EQ(DetectLanguage(std::string("caf\xC3", 4)), "");  // invalid UTF-8: not reliable
+}
+
+TEST_F(IngestorTest, LanguageDetectionCanBeTurnedOff) {
+  const std::string path = Write("en.txt",
+                                 "The quick brown fox jumps over the lazy dog and then runs far "
+                                 "into the deep forest where it lives with its family.\n");
+  IngestOptions o = Options(path);
+  o.detect_language = false;
+  RunToEnd(o);
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  std::vector<Document> docs = Docs(consumer.Read(1, 10000));
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].lang, "");
 }
 
 TEST_F(IngestorTest, LongLineIsSplitAndKeepsEveryWordOnce) {

@@ -315,6 +315,26 @@ TEST_F(KafkaTrainerTest, MalformedMessagesGoToRejectedTopicAndTrainingContinues)
   EXPECT_THAT(origins, HasSubstr("@"));
 }
 
+// --lang: documents of other languages (or none) are skipped and counted, their offsets passed;
+// the trained ones are counted per language.
+TEST_F(KafkaTrainerTest, LanguagesFilterSkipsAndCountsOtherDocuments) {
+  std::vector<std::pair<std::string, std::string>> messages;
+  for (int i = 0; i < 9; ++i) {
+    Document d = Doc("s0", i);
+    d.lang = i % 3 == 0 ? "en" : i % 3 == 1 ? "de" : "";
+    messages.emplace_back(d.source, DocumentToJson(d));
+  }
+  Produce(*broker_, messages);
+  KafkaTrainerOptions o = Options(*broker_);
+  o.languages = {"en"};
+  const KafkaTrainerStats st = RunToIdle(o);
+  EXPECT_EQ(st.documents, 3u);
+  EXPECT_EQ(st.skipped_language, 6u);
+  ASSERT_EQ(st.documents_by_language.size(), 1u);
+  EXPECT_EQ(st.documents_by_language.at("en"), 3u);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 9);  // skipped messages are passed too
+}
+
 TEST_F(KafkaTrainerTest, CleanRestartResumesFromTheSnapshotWithoutTrainingTwice) {
   const uint64_t words1 = ProduceDocs(*broker_, 0, 10);
   EXPECT_EQ(RunToIdle(Options(*broker_)).documents, 40u);

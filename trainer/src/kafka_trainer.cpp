@@ -445,6 +445,7 @@ Status KafkaTrainer::Impl::TrainPending() {
     std::lock_guard<std::mutex> lock(mu);
     for (const PendingDocument& d : batch) {
       if (d.doc.offset >= 0) AdvancePosition(d.doc);
+      ++stats.documents_by_language[d.doc.lang];
     }
     stats.documents += batch.size();
     stats.micro_batches += 1;
@@ -950,6 +951,20 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
           m.Reject(*msg, doc.status().message());
           // The rejected message is covered by the offsets too (a snapshot trains the pending
           // batch first, so the offset never passes an untrained document).
+          int64_t& next = m.next_offsets[msg->partition()];
+          next = std::max(next, msg->offset() + 1);
+          break;
+        }
+        if (!m.options.languages.empty() &&
+            std::find(m.options.languages.begin(), m.options.languages.end(), doc->lang) ==
+                m.options.languages.end()) {
+          {
+            std::lock_guard<std::mutex> lock(m.mu);
+            ++m.stats.skipped_language;
+            if (doc->offset >= 0) m.AdvancePosition(*doc);  // its source's text is done with
+          }
+          // Covered by the offsets as a rejected message is (a snapshot trains the pending batch
+          // first).
           int64_t& next = m.next_offsets[msg->partition()];
           next = std::max(next, msg->offset() + 1);
           break;

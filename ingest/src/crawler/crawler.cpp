@@ -20,6 +20,7 @@
 #include "streamvec/ingest/crawler/extract.h"
 #include "streamvec/ingest/crawler/feed.h"
 #include "streamvec/ingest/crawler/robots.h"
+#include "streamvec/ingest/language.h"
 #include "streamvec/kafka/rdkafka_conf.h"
 
 namespace streamvec::crawler {
@@ -368,6 +369,7 @@ struct Crawler::Impl {
       }
       doc.text = item.title.empty() ? body : body.empty() ? item.title : item.title + "\n" + body;
       if (doc.text.empty()) continue;
+      if (doc.lang.empty()) doc.lang = DetectLanguage(doc.text);  // the page did not say it
       const std::vector<std::pair<size_t, size_t>> pieces = SplitText(doc.text);
       const std::string whole = doc.text;
       for (size_t p = 0; p < pieces.size(); ++p) {

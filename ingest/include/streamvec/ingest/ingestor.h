@@ -49,6 +49,9 @@ struct IngestOptions {
   std::string from;              // a file, a directory (its regular files, recursively, sorted;
                                  // names starting with '.' skipped) or "-" for stdin
   bool doc_per_file = false;     // one document per file (cut at whitespace if too long)
+  // Each document's `lang` from its text (DetectLanguage: CLD2 on its first 8 KiB; "" when not
+  // reliable).
+  bool detect_language = true;
   // Keep watching like `tail -F`: new files in the directory and data appended to files are sent
   // (polled every poll_interval_ms); only complete lines ('\n'-terminated) are sent while
   // following. Without follow, Run returns at EOF of all sources and sends the last unterminated

@@ -109,6 +109,9 @@ struct KafkaTrainerOptions {
   // Natural text: lowercase and drop punctuation before tokenising (NormalizeText,
   // tokenizer/normalize.h), so "The" and "the," are one word. Off for pre-normalised corpora.
   bool normalize_text = false;
+  // Languages to train (documents' `lang`, which ingest and the crawler fill in: DetectLanguage);
+  // a document of another language or none is skipped (counted, its offset covered). Empty: all.
+  std::vector<std::string> languages;
   bool final_snapshot = true;  // false: Run returns at stop without the final snapshot and
                                // commit, as a crash would (for tests of the resume rule)
 };
@@ -121,6 +124,9 @@ struct KafkaTrainerStats {
   uint64_t state_words = 0;       // words counted since the state began (words_seen)
   uint64_t words_trained = 0;     // words trained on (admitted, kept by subsampling)
   uint64_t rejected = 0;          // messages sent to <prefix>.rejected
+  uint64_t skipped_language = 0;  // documents of a language not in KafkaTrainerOptions::languages
+  // Documents trained by this process per `lang` ("" for documents that name none).
+  std::map<std::string, uint64_t> documents_by_language;
   uint64_t micro_batches = 0;     // TrainMicroBatch calls
   uint64_t snapshots = 0;         // snapshots written by this process
   uint64_t snapshot_version = 0;  // StateStore version of the last snapshot (0: none yet)
