@@ -30,6 +30,15 @@ using V = std::vector<std::string>;
 // The expected words are ICU 72's boundaries (Debian 12), which the issue takes as the reference.
 TEST(WordSegmentationTest, SplitsScriptsWrittenWithoutSpaces) {
   EXPECT_EQ(Tokens("私は東京に住んでいます。"), (V{"私", "は", "東京", "に", "住", "んで", "い", "ます"}));
+  EXPECT_EQ(Tokens("すべての人間は、生まれながらにして自由である。"),
+            (V{"すべて", "の", "人間", "は", "生まれながら", "にし", "て", "自由", "で", "ある"}));
+  EXPECT_EQ(Tokens("東京タワーは高い。"), (V{"東京タワー", "は", "高い"}));
+  EXPECT_EQ(Tokens("人人生而自由，在尊严和权利上一律平等。"),
+            (V{"人", "人生", "而", "自由", "在", "尊严", "和", "权利", "上", "一律", "平等"}));
+  EXPECT_EQ(Tokens("他们赋有理性和良心。"), (V{"他们", "赋", "有", "理性", "和", "良心"}));
+  EXPECT_EQ(Tokens("มนุษย์ทั้งหลายเกิดมามีอิสระ"),
+            (V{"มนุษย์", "ทั้ง", "หลาย", "เกิด", "มา", "มี", "อิสระ"}));
+  EXPECT_EQ(Tokens("ทุกคนมีสิทธิ"), (V{"ทุก", "คน", "มี", "สิทธิ"}));
   EXPECT_EQ(Tokens("我爱北京天安门"), (V{"我", "爱", "北京", "天安门"}));
   EXPECT_EQ(Tokens("ฉันรักประเทศไทย"), (V{"ฉัน", "รัก", "ประเทศไทย"}));
   // Amharic ends words with U+1361, not a space.
