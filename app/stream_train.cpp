@@ -16,6 +16,7 @@
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/tokenizer/normalize.h"
 #include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec::app {
@@ -137,6 +138,22 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   auto last_report = Clock::now();
   double last_loss = 0.0;
   Status read_error;
+  // --normalize: whole lines go through NormalizeText (a chunk's unfinished line waits for the
+  // next; a line over 1 MiB is cut at its last space, or as it is).
+  std::string carry;
+  auto train = [&](std::string_view chunk, bool last) -> Status {
+    if (!f.normalize) return learner->TrainChunk(chunk);
+    carry.append(chunk);
+    size_t cut = last ? carry.size() : carry.rfind('\n');
+    if (cut == std::string::npos) {
+      if (carry.size() < (size_t{1} << 20)) return Status::Ok();
+      cut = carry.find_last_of(" \t");
+      if (cut == std::string::npos) cut = carry.size() - 1;
+    }
+    const Status s = learner->TrainChunk(NormalizeText(std::string_view(carry).substr(0, cut + 1)));
+    carry.erase(0, std::min(carry.size(), cut + 1));
+    return s;
+  };
   while (!stop) {
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0) {
@@ -144,8 +161,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       read_error = Status::IoError(std::string("--input: read failed: ") + std::strerror(errno));
       break;
     }
-    if (got == 0) break;
-    if (Status s = learner->TrainChunk(std::string_view(buffer.data(), got)); !s.ok()) {
+    if (got == 0) {
+      if (Status s = train({}, /*last=*/true); !s.ok()) read_error = s;
+      break;
+    }
+    if (Status s = train(std::string_view(buffer.data(), got), false); !s.ok()) {
       read_error = s;
       break;
     }

@@ -19,6 +19,9 @@ struct StreamTrainFlags {
   std::string format = "text";  // of output
   std::string snapshot_every = "300s";  // "<N>" words or "<S>s" seconds
   bool progress_bar = false;
+  // Natural text: NormalizeText (lowercase, punctuation and symbols to spaces, NFKC) line by
+  // line before the learner (--normalize).
+  bool normalize = false;
   StreamingOptions options;
   // Training flags given on the command line: ignored (with a warning) when a state is resumed.
   std::vector<std::string> explicit_flags;

@@ -135,6 +135,7 @@ int RunStream(TrainFlags& f) {
   s.snapshot_every = f.snapshot_every;
   s.explicit_flags = f.explicit_flags;
   s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
+  s.normalize = f.normalize;
   if (int code = StreamOptionsFromFlags(f, "--stream", &s.options); code != 0) return code;
   return RunStreamTrain(s);
 }
@@ -196,11 +197,15 @@ int RunTrain(TrainFlags& f) {
                 2);
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
-  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || f.normalize ||
-      !f.languages.empty() ||
+  if (f.normalize && !f.stream) {
+    return Fail(Status::InvalidArgument("--normalize needs --stream or --brokers (batch training "
+                                        "reads its corpus as it is)"),
+                2);
+  }
+  if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || !f.languages.empty() ||
       !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0 ||
       f.snapshot_write_rate >= 0) {
-    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --normalize, --lang, "
+    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --lang, "
                                         "--assign, --snapshot-partition-bytes, "
                                         "--checkpoint-every and --snapshot-write-rate need "
                                         "--brokers or --bootstrap-file"),
@@ -448,7 +453,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "ingest and crawl detect it); others are skipped and counted")
       ->delimiter(',');
   cmd->add_flag("--normalize", flags->normalize,
-                "Kafka: lowercase documents and drop punctuation before training (natural text)");
+                "--stream and Kafka: normalise natural text before training (NFKC, lowercase, "
+                "punctuation and symbols to spaces; tokenizer/normalize.h)");
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
     for (const char* flag :

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -154,6 +155,24 @@ TEST_F(TrainCliTest, DeviceFlagErrorsExitTwoNamingTheCause) {
   }
   run = Train("--device cpu --dim 8 --epochs 1" + io);
   EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
+// --stream --normalize: natural text in any script loses its case and punctuation (Arabic commas
+// too) and full-width forms, as the Kafka path's --normalize does; batch training refuses it.
+TEST_F(TrainCliTest, StreamNormalizeFoldsCasePunctuationAndWidth) {
+  const std::string in = Write("natural.txt", "The Fox, the FOX! \xEF\xBC\xA6\xEF\xBC\xAF\xEF\xBC\xB8 text.\n"
+                                               "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7\xD8\x8C "
+                                               "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7.\n");
+  const CliRun run = Train("--input " + in + " --stream --normalize --state " + Path("st") +
+                           " --output " + Path("v.txt") + " --min-count 1 --dim 4");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto v = ReadWord2Vec(Path("v.txt"));
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  std::set<std::string> words(v->words.begin(), v->words.end());
+  EXPECT_EQ(words, (std::set<std::string>{"the", "fox", "text", "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7"}));
+  const CliRun batch = Train("--input " + in + " --output " + Path("b.txt") + " --normalize");
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_THAT(batch.output, HasSubstr("--normalize needs --stream"));
 }
 
 TEST_F(TrainCliTest, MissingEmptyAndUnwritableFilesExitTwo) {
