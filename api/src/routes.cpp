@@ -28,6 +28,10 @@ enum class Route {
   kMostSimilar,
   kAnalogy,
   kSimilarity,
+  kDoesntMatch,
+  kNSimilarity,
+  kMostSimilarCosmul,
+  kRank,
   kHistory,
   kSnapshots,
   kHealth,
@@ -106,6 +110,32 @@ const std::vector<RouteSpec>& Table() {
        "GET",
        "/v1/similarity",
        "Cosine similarity of two words",
+       {{"w1", "query", true, "string", ""}, {"w2", "query", true, "string", ""}}},
+      {Route::kDoesntMatch,
+       "GET",
+       "/v1/doesnt_match",
+       "gensim doesnt_match: the word furthest from the mean of the words' unit vectors "
+       "(unknown words are ignored and listed)",
+       {{"words", "query", true, "string", "comma-separated words"}}},
+      {Route::kNSimilarity,
+       "GET",
+       "/v1/n_similarity",
+       "gensim n_similarity: cosine between the means of two word sets' vectors (unknown "
+       "words are ignored and listed)",
+       {{"ws1", "query", true, "string", "comma-separated words"},
+        {"ws2", "query", true, "string", "comma-separated words"}}},
+      {Route::kMostSimilarCosmul,
+       "GET",
+       "/v1/most_similar_cosmul",
+       "gensim most_similar_cosmul: 3CosMul (Levy and Goldberg 2014, eq. 4): the product of the "
+       "positive words' shifted cosines over the negative ones' (exact scan)",
+       {{"positive", "query", false, "string", "comma-separated words"},
+        {"negative", "query", false, "string", "comma-separated words"},
+        {"topn", "query", false, "integer", "1..1000, default 10", 1, kMaxNeighbors}}},
+      {Route::kRank,
+       "GET",
+       "/v1/rank",
+       "gensim rank: 1 + the number of words closer to w1 than w2 is (exact scan)",
        {{"w1", "query", true, "string", ""}, {"w2", "query", true, "string", ""}}},
       {Route::kHistory,
        "GET",
@@ -688,6 +718,173 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       AppendFloat(&out, s.Similarity(*r1, *r2));
       out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
       return Json(std::move(out));
+    }
+
+    case Route::kDoesntMatch:
+    case Route::kNSimilarity: {
+      const bool doesnt_match = spec.id == Route::kDoesntMatch;
+      std::vector<std::vector<std::string>> lists;
+      for (const char* name : doesnt_match ? std::vector<const char*>{"words"}
+                                           : std::vector<const char*>{"ws1", "ws2"}) {
+        std::optional<std::vector<std::string>> l = WordList(*query, name, &error);
+        if (!l) return error;
+        if (l->empty()) return Error(400, std::string("give at least one word in '") + name + "'");
+        lists.push_back(std::move(*l));
+      }
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      const size_t dim = static_cast<size_t>(s.dim());
+      // gensim ignores the words it does not know (and says so in its log); so do we, in 'ignored'.
+      json ignored = json::array();
+      std::vector<std::vector<size_t>> rows(lists.size());
+      for (size_t l = 0; l < lists.size(); ++l) {
+        for (const std::string& w : lists[l]) {
+          const std::optional<size_t> r = s.Find(w);
+          if (r) {
+            rows[l].push_back(*r);
+          } else {
+            ignored.push_back(w);
+          }
+        }
+        if (rows[l].empty()) {
+          HttpReply r = Error(404, "none of the words in '" +
+                                       std::string(doesnt_match ? "words" : l == 0 ? "ws1" : "ws2") +
+                                       "' is in the vocabulary of snapshot " +
+                                       std::to_string(s.version()));
+          r.error_kind = "unknown_word";
+          return r;
+        }
+      }
+      json out;
+      if (doesnt_match) {
+        // The unit vectors' mean, normalised; the word of least cosine with it (ties: the first
+        // in gensim's sorted order, the smaller word).
+        std::vector<std::vector<float>> units(rows[0].size(), std::vector<float>(dim));
+        std::vector<double> mean(dim, 0.0);
+        for (size_t i = 0; i < rows[0].size(); ++i) {
+          s.UnitVector(rows[0][i], units[i].data());
+          for (size_t j = 0; j < dim; ++j) mean[j] += units[i][j];
+        }
+        double norm = 0;
+        for (double& v : mean) {
+          v /= static_cast<double>(rows[0].size());
+          norm += v * v;
+        }
+        norm = std::sqrt(norm);
+        json sims = json::array();
+        size_t worst = 0;
+        double worst_sim = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < rows[0].size(); ++i) {
+          double d = 0;
+          for (size_t j = 0; j < dim; ++j) d += units[i][j] * (norm > 0 ? mean[j] / norm : 0.0);
+          const std::string& w = s.word(rows[0][i]);
+          if (d < worst_sim || (d == worst_sim && w < s.word(rows[0][worst]))) {
+            worst_sim = d;
+            worst = i;
+          }
+          sims.push_back({{"word", w}, {"similarity", d}});
+        }
+        out = {{"word", s.word(rows[0][worst])}, {"similarities", std::move(sims)}};
+      } else {
+        // Means of the raw vectors (gensim's get_mean_vector, pre_normalize=False), then cosine.
+        std::vector<double> mean[2];
+        for (size_t l = 0; l < 2; ++l) {
+          mean[l].assign(dim, 0.0);
+          for (size_t r : rows[l]) {
+            const float* v = s.vector(r);
+            for (size_t j = 0; j < dim; ++j) mean[l][j] += v[j];
+          }
+          for (double& v : mean[l]) v /= static_cast<double>(rows[l].size());
+        }
+        double dot = 0, n0 = 0, n1 = 0;
+        for (size_t j = 0; j < dim; ++j) {
+          dot += mean[0][j] * mean[1][j];
+          n0 += mean[0][j] * mean[0][j];
+          n1 += mean[1][j] * mean[1][j];
+        }
+        const double cos = n0 > 0 && n1 > 0 ? dot / std::sqrt(n0 * n1) : 0.0;
+        out = {{"ws1", lists[0]}, {"ws2", lists[1]}, {"similarity", cos}};
+      }
+      out["ignored"] = std::move(ignored);
+      out["snapshot"] = s.version();
+      return Json(Dump(out));
+    }
+
+    case Route::kMostSimilarCosmul: {
+      std::optional<std::vector<std::string>> positive = WordList(*query, "positive", &error);
+      if (!positive) return error;
+      std::optional<std::vector<std::string>> negative = WordList(*query, "negative", &error);
+      if (!negative) return error;
+      if (positive->empty()) return Error(400, "give at least one word in 'positive'");
+      const std::optional<long> topn =
+          IntParam(*query, "topn", 1, kMaxNeighbors, kDefaultNeighbors, &error);
+      if (!topn) return error;
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      const size_t dim = static_cast<size_t>(s.dim());
+      // Levy and Goldberg 2014, eq. 4, with cosines shifted to [0, 1] (their footnote 7), as
+      // gensim: prod_pos (1 + cos) / 2 / (prod_neg (1 + cos) / 2 + 1e-6), the input words left out.
+      std::vector<std::vector<float>> pos, neg;
+      std::vector<size_t> exclude;
+      for (auto [list, out] : {std::pair{&*positive, &pos}, std::pair{&*negative, &neg}}) {
+        for (const std::string& w : *list) {
+          const std::optional<size_t> r = s.Find(w);
+          if (!r) return UnknownWord(s, w);
+          out->emplace_back(dim);
+          s.UnitVector(*r, out->back().data());
+          exclude.push_back(*r);
+        }
+      }
+      std::vector<ServingSnapshot::Neighbor> scored;
+      scored.reserve(s.rows());
+      for (size_t r = 0; r < s.rows(); ++r) {
+        if (std::find(exclude.begin(), exclude.end(), r) != exclude.end()) continue;
+        double num = 1.0, den = 1.0;
+        for (const std::vector<float>& q : pos) num *= (1.0 + s.UnitDot(r, q.data())) / 2.0;
+        for (const std::vector<float>& q : neg) den *= (1.0 + s.UnitDot(r, q.data())) / 2.0;
+        scored.push_back({r, static_cast<float>(num / ((neg.empty() ? 1.0 : den) + 1e-6))});
+      }
+      const size_t k = std::min(scored.size(), static_cast<size_t>(*topn));
+      std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(k), scored.end(),
+                        ServingSnapshot::Neighbor::Better);
+      scored.resize(k);
+      json results = json::array();
+      for (const ServingSnapshot::Neighbor& n : scored) {
+        results.push_back({{"word", s.word(n.row)}, {"score", n.similarity}});
+      }
+      return Json(Dump(json{{"positive", *positive},
+                            {"negative", *negative},
+                            {"results", std::move(results)},
+                            {"search", "exact"},
+                            {"snapshot", s.version()}}));
+    }
+
+    case Route::kRank: {
+      const std::optional<std::string> w1 = RequireWord(*query, "w1", &error);
+      if (!w1) return error;
+      const std::optional<std::string> w2 = RequireWord(*query, "w2", &error);
+      if (!w2) return error;
+      const std::shared_ptr<const Served> served = ctx.current();
+      if (!served) return NoSnapshot();
+      const ServingSnapshot& s = *served->snapshot;
+      const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
+      if (!r1) return UnknownWord(s, *w1);
+      if (!r2) return UnknownWord(s, *w2);
+      // gensim: 1 + the words other than w1 at a smaller cosine distance from w1 than w2.
+      std::vector<float> unit(static_cast<size_t>(s.dim()));
+      s.UnitVector(*r1, unit.data());
+      const float target = s.UnitDot(*r2, unit.data());
+      size_t closer = 0;
+      for (size_t r = 0; r < s.rows(); ++r) {
+        if (r != *r1 && s.UnitDot(r, unit.data()) > target) ++closer;
+      }
+      return Json(Dump(json{{"w1", *w1},
+                            {"w2", *w2},
+                            {"rank", closer + 1},
+                            {"similarity", target},
+                            {"snapshot", s.version()}}));
     }
 
     case Route::kHistory: {
