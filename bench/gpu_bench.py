@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from train_bench import count_words  # noqa: E402  (words as `wc -w` counts them)
+
 REPO = BENCH.parent
 DATA = REPO.parent / "shared" / "data"
 
@@ -37,18 +40,6 @@ def find_eval(eval_dir: Path, name: str) -> Path:
     if not hits:
         sys.exit(f"gpu_bench: {name} not found under {eval_dir}")
     return hits[0]
-
-
-def count_words(path: Path) -> int:
-    n, tail = 0, False
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            parts = chunk.split()
-            n += len(parts)
-            if tail and parts and not chunk[:1].isspace():
-                n -= 1
-            tail = not chunk[-1:].isspace()
-    return n
 
 
 def train(a, model: str, device: str, vec: Path) -> dict:

@@ -699,27 +699,6 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       return Json(Dump(out));
     }
 
-    case Route::kSimilarity: {
-      const std::optional<std::string> w1 = RequireWord(*query, "w1", &error);
-      if (!w1) return error;
-      const std::optional<std::string> w2 = RequireWord(*query, "w2", &error);
-      if (!w2) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
-      const ServingSnapshot& s = *served->snapshot;
-      const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
-      if (!r1) return UnknownWord(s, *w1);
-      if (!r2) return UnknownWord(s, *w2);
-      std::string out = "{\"w1\":";
-      AppendString(&out, *w1);
-      out += ",\"w2\":";
-      AppendString(&out, *w2);
-      out += ",\"similarity\":";
-      AppendFloat(&out, s.Similarity(*r1, *r2));
-      out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
-      return Json(std::move(out));
-    }
-
     case Route::kDoesntMatch:
     case Route::kNSimilarity: {
       const bool doesnt_match = spec.id == Route::kDoesntMatch;
@@ -861,6 +840,7 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
                             {"snapshot", s.version()}}));
     }
 
+    case Route::kSimilarity:
     case Route::kRank: {
       const std::optional<std::string> w1 = RequireWord(*query, "w1", &error);
       if (!w1) return error;
@@ -872,6 +852,16 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
       if (!r1) return UnknownWord(s, *w1);
       if (!r2) return UnknownWord(s, *w2);
+      if (spec.id == Route::kSimilarity) {
+        std::string out = "{\"w1\":";
+        AppendString(&out, *w1);
+        out += ",\"w2\":";
+        AppendString(&out, *w2);
+        out += ",\"similarity\":";
+        AppendFloat(&out, s.Similarity(*r1, *r2));
+        out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
+        return Json(std::move(out));
+      }
       // gensim: 1 + the words other than w1 at a smaller cosine distance from w1 than w2.
       std::vector<float> unit(static_cast<size_t>(s.dim()));
       s.UnitVector(*r1, unit.data());

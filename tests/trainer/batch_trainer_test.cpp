@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "streamvec/kernels/cuda.h"
+#include "streamvec/kernels/cuda_sgns.h"
+#include "streamvec/trainer/cuda_batch_trainer.h"
+
 namespace streamvec {
 namespace {
 
@@ -332,6 +336,67 @@ TEST(TrainOptionsTest, ValidationNamesTheFlag) {
   o.replica_cold_period = 0;
   EXPECT_NE(ValidateTrainOptions(o).message().find("replica_cold_period"), std::string::npos);
   EXPECT_TRUE(ValidateTrainOptions(TrainOptions{}).ok());
+}
+
+// The CUDA batch trainer (label "gpu" for the *Gpu* tests: they skip without a device) against
+// the CPU one, on the same planted corpora.
+class CudaBatchTrainerTest : public BatchTrainerTest {};
+class CudaBatchTrainerGpuTest : public BatchTrainerTest {};
+
+TEST_F(CudaBatchTrainerTest, WithoutADeviceFailsNamingTheCause) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
+  Corpus c = Load(PlantedCorpus(50, 1));
+  TrainOptions o;
+  o.dim = 8;
+  BatchTrainer t(c, o);
+  auto r = TrainBatchOnCuda(c, o, 0, t.rows(), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(r.status().message().empty());
+}
+
+// The same small runs on the CPU and the GPU: both separate the planted groups, by about the
+// same margin, every corpus word is counted, and the final sampled loss agrees within 10%.
+TEST_F(CudaBatchTrainerGpuTest, SmallRunsMatchTheCpuTrainer) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  Corpus c = Load(PlantedCorpus(3000, 5));
+  for (TrainModel model : {TrainModel::kSkipGram, TrainModel::kCbow}) {
+    TrainOptions o;
+    o.model = model;
+    o.dim = 16;
+    o.epochs = 3;
+    o.sample = 0;
+    o.alpha = model == TrainModel::kCbow ? 0.05f : 0.025f;
+    o.isa = DetectBestIsa();
+    o.threads = 1;
+    o.loss_sample_every = 1;
+    BatchTrainer cpu(c, o);
+    const TrainSummary cs = cpu.Train();
+    BatchTrainer gpu_tables(c, o);
+    auto gs = TrainBatchOnCuda(c, o, 0, gpu_tables.rows(), {});
+    ASSERT_TRUE(gs.ok()) << gs.status().ToString();
+    SCOPED_TRACE(model == TrainModel::kCbow ? "cbow" : "skip-gram");
+    EXPECT_EQ(gs.value().words_done, 3 * c.tokens.size());
+    const double sep_cpu = GroupSeparation(c, cpu, o.dim);
+    const double sep_gpu = GroupSeparation(c, gpu_tables, o.dim);
+    EXPECT_GT(sep_gpu, 0.5);
+    EXPECT_NEAR(sep_gpu, sep_cpu, 0.1);
+    EXPECT_NEAR(gs.value().loss, cs.loss, 0.1 * cs.loss);
+    EXPECT_NE(gs.value().kernel.find("cuda:0"), std::string::npos);
+  }
+}
+
+TEST_F(CudaBatchTrainerGpuTest, TooLargeAVocabularySaysHowManyWordsFit) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CudaDeviceInfo info;
+  ASSERT_TRUE(CudaCheckDevice(0, &info).ok());
+  // Rows for twice the device's memory at dim 1000.
+  const size_t rows = info.total_bytes / (2 * 1008 * sizeof(float)) * 2;
+  auto m = CudaSgnsModel::Create(0, rows, 1000);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(m.status().message().find("out of device memory"), std::string::npos);
+  EXPECT_NE(m.status().message().find("words fit at this --dim"), std::string::npos);
 }
 
 }  // namespace

@@ -10,9 +10,7 @@
 
 namespace streamvec {
 
-namespace {
-
-bool NoSpaceScript(utf8proc_int32_t cp) {
+bool WrittenWithoutSpaces(char32_t cp) {
   return (cp >= 0x3040 && cp <= 0x30FF) ||    // Hiragana, Katakana
          (cp >= 0x31F0 && cp <= 0x31FF) ||    // Katakana phonetic extensions
          (cp >= 0x3400 && cp <= 0x4DBF) ||    // CJK extension A
@@ -27,6 +25,8 @@ bool NoSpaceScript(utf8proc_int32_t cp) {
          (cp >= 0x1200 && cp <= 0x139F) ||    // Ethiopic (words end at U+1361, not a space)
          (cp >= 0x2D80 && cp <= 0x2DDF) || (cp >= 0xAB00 && cp <= 0xAB2F);
 }
+
+namespace {
 
 // The length of a URL starting at text[i] (0 if none starts there): a scheme or "www." and then
 // ASCII bytes up to the next space or non-ASCII byte.
@@ -59,7 +59,7 @@ bool NeedsWordSegmentation(std::string_view token) {
     utf8proc_int32_t cp = 0;
     const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
     if (n <= 0) return false;
-    if (NoSpaceScript(cp)) return true;
+    if (WrittenWithoutSpaces(static_cast<char32_t>(cp))) return true;
     p += n;
     left -= n;
   }

@@ -726,20 +726,17 @@ struct StreamingLearner::Impl {
     }
     const size_t rows = words.size();  // the slots in use: 0 .. words.size() - 1
     if (rows == 0) return;
-    AlignedFloats in(rows * stride), out(rows * stride);
+    // Straight into the host tables (the device's padding is zero, so accumulators kept in the
+    // rows' padding are written back after), the accumulators packed beside.
     std::vector<float> a_in(rows), a_out(rows);
-    Status st = device->Download(in.data(), out.data(), rows);
+    Status st = device->Download(input.data(), output.data(), rows);
     if (st.ok()) st = device->DownloadAccumulators(a_in.data(), a_out.data(), rows);
     if (!st.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (device_error.ok()) device_error = st;
       return;
     }
-    for (uint32_t s = 0; s < words.size(); ++s) {
-      std::copy(in.data() + s * stride, in.data() + s * stride + opt.dim,
-                input.data() + s * stride);
-      std::copy(out.data() + s * stride, out.data() + s * stride + opt.dim,
-                output.data() + s * stride);
+    for (uint32_t s = 0; s < rows; ++s) {
       AccIn(s) = a_in[s];
       AccOut(s) = a_out[s];
     }

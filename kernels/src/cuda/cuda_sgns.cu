@@ -921,8 +921,8 @@ cudaError_t LaunchTrain(const TrainParams& p, const Layout& layout, int chunks,
   const int threads = 32 * layout.warps_per_block;
   if (blocks == 0 || p.num_sentences == 0) return cudaSuccess;
   auto launch = [&](auto kernel) {
-    cudaError_t e = cudaMemsetAsync(p.next_sentence, 0, sizeof(int), stream);
-    if (e == cudaSuccess && shared > 48 * 1024) {
+    cudaError_t e = cudaSuccess;
+    if (shared > 48 * 1024) {
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(shared));
     }
@@ -1006,13 +1006,6 @@ struct CudaSgnsModel::Impl {
   float* output = nullptr;
   DeviceArray<float> acc_in, acc_out;  // Adagrad accumulators, one a row
   DeviceArray<float> sigmoid;
-  // Step's copies of a host micro-batch.
-  DeviceArray<uint32_t> step_tokens, step_len, step_negatives;
-  DeviceArray<uint64_t> step_off;
-  DeviceArray<uint8_t> step_windows;
-  DeviceArray<double> step_loss;
-  DeviceArray<unsigned long long> step_pairs;
-  DeviceArray<int> step_counter;
   // The corpus of SetCorpus.
   DeviceArray<uint32_t> corpus, noise;
   DeviceArray<uint64_t> offsets, keep;
@@ -1021,7 +1014,7 @@ struct CudaSgnsModel::Impl {
   ChunkBuffers chunk[2];
   double* host_loss = nullptr;  // pinned, one per chunk buffer
   unsigned long long* host_pairs = nullptr;
-  StepSet steps[2];               // EnqueueAdagradStep
+  StepSet steps[2];               // Step, AdagradStep and EnqueueAdagradStep
   uint64_t step_seq = 0;
   cudaEvent_t last_kernel = nullptr;  // the newest enqueued step's kernels
   bool any_kernel = false;
@@ -1054,6 +1047,123 @@ struct CudaSgnsModel::Impl {
       cudaFreeHost(k.h_pairs);
     }
     if (last_kernel) cudaEventDestroy(last_kernel);
+  }
+
+  // Enqueues a step on the next of the two StepSets: the job (num_init fresh rows, init_rows
+  // num_init x dim, then the batch's sentences) is copied into pinned memory and sent on the
+  // set's stream; the rows are set afresh and `launch(set, sentences, widest window)` starts the
+  // training kernel after the previous step's kernels. Waits only for the set's previous step,
+  // whose statistics go to *finished.
+  template <typename Launch>
+  Status Enqueue(const MicroBatch& b, const uint32_t* init_slots, size_t num_init,
+                 const float* init_rows, bool want_stats, StepStats* finished, Launch&& launch) {
+    SV_CUDA(cudaSetDevice(info.ordinal));
+    for (size_t i = 0; i < num_init; ++i) {
+      if (init_slots[i] >= rows) return Status::InvalidArgument("a slot beyond the tables");
+    }
+    StepSet& k = steps[step_seq++ % 2];
+    SV_RETURN_IF_ERROR(Collect(k, finished));  // its previous step is done: buffers free
+    const int ns = std::max(0, b.num_sentences);
+    const size_t n = ns > 0 ? b.sentence_offsets[ns] : 0;
+    int window = 1;
+    for (size_t i = 0; i < n; ++i) window = std::max<int>(window, b.windows[i]);
+    // The job into pinned memory (the caller's arrays are free once this returns), then up.
+    SV_CUDA(k.h_off.Reserve(ns));
+    SV_CUDA(k.h_len.Reserve(ns));
+    for (int s = 0; s < ns; ++s) {
+      k.h_off.ptr[s] = b.sentence_offsets[s];
+      k.h_len.ptr[s] = b.sentence_offsets[s + 1] - b.sentence_offsets[s];
+    }
+    SV_CUDA(k.h_tokens.Fill(b.tokens, n));
+    SV_CUDA(k.h_windows.Fill(b.windows, n));
+    SV_CUDA(k.h_negatives.Fill(b.negatives, n * b.negative));
+    SV_CUDA(k.h_slots.Fill(init_slots, num_init));
+    SV_CUDA(k.h_rows.Fill(init_rows, num_init * static_cast<size_t>(dim)));
+    auto up = [&](auto& dev, auto& host, size_t count) -> cudaError_t {
+      cudaError_t e = dev.Reserve(std::max<size_t>(count, 1));
+      if (e == cudaSuccess && count > 0) {
+        e = cudaMemcpyAsync(dev.ptr, host.ptr, count * sizeof(*host.ptr), cudaMemcpyHostToDevice,
+                            k.stream);
+      }
+      return e;
+    };
+    SV_CUDA(up(k.off, k.h_off, ns));
+    SV_CUDA(up(k.len, k.h_len, ns));
+    SV_CUDA(up(k.tokens, k.h_tokens, n));
+    SV_CUDA(up(k.windows, k.h_windows, n));
+    SV_CUDA(up(k.negatives, k.h_negatives, n * b.negative));
+    SV_CUDA(up(k.slots, k.h_slots, num_init));
+    SV_CUDA(up(k.rows, k.h_rows, num_init * static_cast<size_t>(dim)));
+    SV_CUDA(k.loss.Reserve(1));
+    SV_CUDA(k.pairs.Reserve(1));
+    SV_CUDA(k.counter.Reserve(1));
+    // The kernels wait for the previous step's: the steps train in order (a slot set afresh by
+    // this job was trained as another word by the previous one).
+    if (any_kernel) SV_CUDA(cudaStreamWaitEvent(k.stream, last_kernel, 0));
+    if (num_init > 0) {
+      SetRowsKernel<<<static_cast<int>(num_init), 128, 0, k.stream>>>(
+          input, output, acc_in.ptr, acc_out.ptr, stride, dim, k.slots.ptr, k.rows.ptr,
+          static_cast<int>(num_init));
+      SV_CUDA(cudaGetLastError());
+    }
+    SV_CUDA(cudaMemsetAsync(k.loss.ptr, 0, sizeof(double), k.stream));
+    SV_CUDA(cudaMemsetAsync(k.pairs.ptr, 0, sizeof(unsigned long long), k.stream));
+    SV_CUDA(cudaMemsetAsync(k.counter.ptr, 0, sizeof(int), k.stream));
+    if (ns > 0) SV_RETURN_IF_ERROR(launch(k, ns, window));
+    SV_CUDA(cudaEventRecord(last_kernel, k.stream));
+    any_kernel = true;
+    SV_CUDA(cudaMemcpyAsync(k.h_loss, k.loss.ptr, sizeof(double), cudaMemcpyDeviceToHost,
+                            k.stream));
+    SV_CUDA(cudaMemcpyAsync(k.h_pairs, k.pairs.ptr, sizeof(unsigned long long),
+                            cudaMemcpyDeviceToHost, k.stream));
+    SV_CUDA(cudaEventRecord(k.done, k.stream));
+    k.pending = true;
+    k.want_stats = want_stats;
+    return Status::Ok();
+  }
+
+  Status FinishAll(StepStats* finished) {
+    SV_CUDA(cudaSetDevice(info.ordinal));
+    for (StepSet& k : steps) SV_RETURN_IF_ERROR(Collect(k, finished));
+    return Status::Ok();
+  }
+
+  // The Adagrad step on the next StepSet (Enqueue); serial: one warp in order.
+  Status EnqueueAdagrad(const MicroBatch& b, const uint32_t* init_slots, size_t num_init,
+                        const float* init_rows, int negative_share, float eta, float epsilon,
+                        bool serial, bool want_stats, int max_warps, StepStats* finished) {
+    if (b.negative < 0 || b.negative >= kMaxTargets || negative_share < 1 || negative_share > 2) {
+      return Status::InvalidArgument("negative must be in [0, kMaxTargets), negative_share 1 or 2");
+    }
+    return Enqueue(b, init_slots, num_init, init_rows, want_stats, finished,
+                   [&](StepSet& k, int ns, int window) {
+                     AdagradParams p{};
+                     p.in = input;
+                     p.out = output;
+                     p.acc_in = acc_in.ptr;
+                     p.acc_out = acc_out.ptr;
+                     p.stride = stride;
+                     p.dim = dim;
+                     p.tokens = k.tokens.ptr;
+                     p.sent_off = k.off.ptr;
+                     p.sent_len = k.len.ptr;
+                     p.num_sentences = ns;
+                     p.windows = k.windows.ptr;
+                     p.negatives = k.negatives.ptr;
+                     p.negative = b.negative;
+                     p.share = negative_share;
+                     p.eta = eta;
+                     p.epsilon = epsilon;
+                     p.sigmoid = sigmoid.ptr;
+                     p.loss = want_stats ? k.loss.ptr : nullptr;
+                     p.pairs = k.pairs.ptr;
+                     p.serial = serial ? 1 : 0;
+                     p.next_sentence = k.counter.ptr;
+                     p.max_entries = 2 * window + 2;
+                     p.warp_floats = AdagradWarpFloats(b.negative, stride, window);
+                     return LaunchAdagrad(p, max_shared, info.multiprocessors,
+                                          serial ? 0 : max_warps, k.stream);
+                   });
   }
 
   TrainParams BaseParams(int negative, int window) const {
@@ -1159,62 +1269,35 @@ Status CudaSgnsModel::Download(float* input, float* output, size_t rows) {
 Status CudaSgnsModel::Step(TrainModel model, const MicroBatch& b, float lr, bool serial,
                            StepStats* stats) {
   Impl& m = *impl_;
-  SV_CUDA(cudaSetDevice(m.info.ordinal));
   if (b.num_sentences <= 0) return Status::Ok();
   if (b.negative < 0 || b.negative >= kMaxTargets) {
     return Status::InvalidArgument("negative must be in [0, kMaxTargets)");
   }
-  const size_t n = b.sentence_offsets[b.num_sentences];
-  int window = 1;
-  for (size_t i = 0; i < n; ++i) window = std::max<int>(window, b.windows[i]);
-  std::vector<uint64_t> off(b.num_sentences);
-  std::vector<uint32_t> len(b.num_sentences);
-  for (int s = 0; s < b.num_sentences; ++s) {
-    off[s] = b.sentence_offsets[s];
-    len[s] = b.sentence_offsets[s + 1] - b.sentence_offsets[s];
-  }
-  SV_CUDA(m.step_tokens.Upload(b.tokens, n));
-  SV_CUDA(m.step_windows.Upload(b.windows, n));
-  SV_CUDA(m.step_negatives.Upload(b.negatives, n * b.negative));
-  SV_CUDA(m.step_off.Upload(off.data(), off.size()));
-  SV_CUDA(m.step_len.Upload(len.data(), len.size()));
-  SV_CUDA(m.step_loss.Reserve(1));
-  SV_CUDA(m.step_pairs.Reserve(1));
-  SV_CUDA(cudaMemset(m.step_loss.ptr, 0, sizeof(double)));
-  SV_CUDA(cudaMemset(m.step_pairs.ptr, 0, sizeof(unsigned long long)));
+  SV_RETURN_IF_ERROR(m.FinishAll(nullptr));
   const bool skip_gram = model == TrainModel::kSkipGram;
-  TrainParams p = m.BaseParams(b.negative, window);
-  p.tokens = m.step_tokens.ptr;
-  p.sent_off = m.step_off.ptr;
-  p.sent_len = m.step_len.ptr;
-  p.num_sentences = b.num_sentences;
-  p.windows = m.step_windows.ptr;
-  p.negatives = m.step_negatives.ptr;
-  p.lr = lr;
-  p.loss = stats ? m.step_loss.ptr : nullptr;
-  p.pairs = m.step_pairs.ptr;
-  p.serial = serial ? 1 : 0;
-  const int pieces = PiecesPerLane(m.stride);
-  Layout layout;
-  layout.multiprocessors = m.info.multiprocessors;
-  SV_CUDA(m.step_counter.Reserve(1));
-  p.next_sentence = m.step_counter.ptr;
-  if (Status s = PlanLayout(&p, skip_gram, window, m.max_shared, b.num_sentences, &layout);
-      !s.ok()) {
-    return s;
-  }
-  SV_CUDA(skip_gram ? LaunchTrain<true>(p, layout, pieces, 0)
-                    : LaunchTrain<false>(p, layout, pieces, 0));
-  SV_CUDA(cudaDeviceSynchronize());
-  if (stats) {
-    double loss = 0;
-    unsigned long long pairs = 0;
-    SV_CUDA(cudaMemcpy(&loss, m.step_loss.ptr, sizeof loss, cudaMemcpyDeviceToHost));
-    SV_CUDA(cudaMemcpy(&pairs, m.step_pairs.ptr, sizeof pairs, cudaMemcpyDeviceToHost));
-    stats->loss += loss;
-    stats->pairs += pairs;
-  }
-  return Status::Ok();
+  SV_RETURN_IF_ERROR(m.Enqueue(
+      b, nullptr, 0, nullptr, stats != nullptr, nullptr, [&](StepSet& k, int ns, int window) {
+        TrainParams p = m.BaseParams(b.negative, window);
+        p.tokens = k.tokens.ptr;
+        p.sent_off = k.off.ptr;
+        p.sent_len = k.len.ptr;
+        p.num_sentences = ns;
+        p.windows = k.windows.ptr;
+        p.negatives = k.negatives.ptr;
+        p.lr = lr;
+        p.loss = stats ? k.loss.ptr : nullptr;
+        p.pairs = k.pairs.ptr;
+        p.serial = serial ? 1 : 0;
+        p.next_sentence = k.counter.ptr;
+        Layout layout;
+        layout.multiprocessors = m.info.multiprocessors;
+        SV_RETURN_IF_ERROR(PlanLayout(&p, skip_gram, window, m.max_shared, ns, &layout));
+        const int pieces = PiecesPerLane(m.stride);
+        SV_CUDA(skip_gram ? LaunchTrain<true>(p, layout, pieces, k.stream)
+                          : LaunchTrain<false>(p, layout, pieces, k.stream));
+        return Status::Ok();
+      }));
+  return m.FinishAll(stats);
 }
 
 Status CudaSgnsModel::UploadAccumulators(const float* acc_in, const float* acc_out, size_t rows) {
@@ -1237,171 +1320,22 @@ Status CudaSgnsModel::DownloadAccumulators(float* acc_in, float* acc_out, size_t
 Status CudaSgnsModel::AdagradStep(const MicroBatch& b, int negative_share, float eta,
                                   float epsilon, bool serial, StepStats* stats, int max_warps) {
   Impl& m = *impl_;
-  SV_CUDA(cudaSetDevice(m.info.ordinal));
   if (b.num_sentences <= 0) return Status::Ok();
-  if (b.negative < 0 || b.negative >= kMaxTargets || negative_share < 1 || negative_share > 2) {
-    return Status::InvalidArgument("negative must be in [0, kMaxTargets), negative_share 1 or 2");
-  }
-  const size_t n = b.sentence_offsets[b.num_sentences];
-  int window = 1;
-  for (size_t i = 0; i < n; ++i) window = std::max<int>(window, b.windows[i]);
-  std::vector<uint64_t> off(b.num_sentences);
-  std::vector<uint32_t> len(b.num_sentences);
-  for (int s = 0; s < b.num_sentences; ++s) {
-    off[s] = b.sentence_offsets[s];
-    len[s] = b.sentence_offsets[s + 1] - b.sentence_offsets[s];
-  }
-  SV_CUDA(m.step_tokens.Upload(b.tokens, n));
-  SV_CUDA(m.step_windows.Upload(b.windows, n));
-  SV_CUDA(m.step_negatives.Upload(b.negatives, n * b.negative));
-  SV_CUDA(m.step_off.Upload(off.data(), off.size()));
-  SV_CUDA(m.step_len.Upload(len.data(), len.size()));
-  SV_CUDA(m.step_loss.Reserve(1));
-  SV_CUDA(m.step_pairs.Reserve(1));
-  SV_CUDA(m.step_counter.Reserve(1));
-  SV_CUDA(cudaMemset(m.step_loss.ptr, 0, sizeof(double)));
-  SV_CUDA(cudaMemset(m.step_pairs.ptr, 0, sizeof(unsigned long long)));
-  SV_CUDA(cudaMemset(m.step_counter.ptr, 0, sizeof(int)));
-  AdagradParams p{};
-  p.in = m.input;
-  p.out = m.output;
-  p.acc_in = m.acc_in.ptr;
-  p.acc_out = m.acc_out.ptr;
-  p.stride = m.stride;
-  p.dim = m.dim;
-  p.tokens = m.step_tokens.ptr;
-  p.sent_off = m.step_off.ptr;
-  p.sent_len = m.step_len.ptr;
-  p.num_sentences = b.num_sentences;
-  p.windows = m.step_windows.ptr;
-  p.negatives = m.step_negatives.ptr;
-  p.negative = b.negative;
-  p.share = negative_share;
-  p.eta = eta;
-  p.epsilon = epsilon;
-  p.sigmoid = m.sigmoid.ptr;
-  p.loss = stats ? m.step_loss.ptr : nullptr;
-  p.pairs = m.step_pairs.ptr;
-  p.serial = serial ? 1 : 0;
-  p.next_sentence = m.step_counter.ptr;
-  p.max_entries = 2 * window + 2;
-  p.warp_floats = AdagradWarpFloats(b.negative, m.stride, window);
-  SV_RETURN_IF_ERROR(LaunchAdagrad(p, m.max_shared, m.info.multiprocessors,
-                                   serial ? 0 : max_warps, nullptr));
-  SV_CUDA(cudaDeviceSynchronize());
-  if (stats) {
-    double loss = 0;
-    unsigned long long pairs = 0;
-    SV_CUDA(cudaMemcpy(&loss, m.step_loss.ptr, sizeof loss, cudaMemcpyDeviceToHost));
-    SV_CUDA(cudaMemcpy(&pairs, m.step_pairs.ptr, sizeof pairs, cudaMemcpyDeviceToHost));
-    stats->loss += loss;
-    stats->pairs += pairs;
-  }
-  return Status::Ok();
+  SV_RETURN_IF_ERROR(m.FinishAll(nullptr));
+  SV_RETURN_IF_ERROR(m.EnqueueAdagrad(b, nullptr, 0, nullptr, negative_share, eta, epsilon,
+                                      serial, stats != nullptr, max_warps, nullptr));
+  return m.FinishAll(stats);
 }
 
 Status CudaSgnsModel::EnqueueAdagradStep(const MicroBatch& b, const uint32_t* init_slots,
                                          size_t num_init, const float* init_rows,
                                          int negative_share, float eta, float epsilon,
                                          bool want_stats, int max_warps, StepStats* finished) {
-  Impl& m = *impl_;
-  SV_CUDA(cudaSetDevice(m.info.ordinal));
-  if (b.negative < 0 || b.negative >= kMaxTargets || negative_share < 1 || negative_share > 2) {
-    return Status::InvalidArgument("negative must be in [0, kMaxTargets), negative_share 1 or 2");
-  }
-  for (size_t i = 0; i < num_init; ++i) {
-    if (init_slots[i] >= m.rows) return Status::InvalidArgument("a slot beyond the tables");
-  }
-  StepSet& k = m.steps[m.step_seq++ % 2];
-  SV_RETURN_IF_ERROR(m.Collect(k, finished));  // its previous step is done: buffers free
-  const int ns = std::max(0, b.num_sentences);
-  const size_t n = ns > 0 ? b.sentence_offsets[ns] : 0;
-  int window = 1;
-  for (size_t i = 0; i < n; ++i) window = std::max<int>(window, b.windows[i]);
-  // The job into pinned memory (the caller's arrays are free once this returns), then up.
-  SV_CUDA(k.h_off.Reserve(ns));
-  SV_CUDA(k.h_len.Reserve(ns));
-  for (int s = 0; s < ns; ++s) {
-    k.h_off.ptr[s] = b.sentence_offsets[s];
-    k.h_len.ptr[s] = b.sentence_offsets[s + 1] - b.sentence_offsets[s];
-  }
-  SV_CUDA(k.h_tokens.Fill(b.tokens, n));
-  SV_CUDA(k.h_windows.Fill(b.windows, n));
-  SV_CUDA(k.h_negatives.Fill(b.negatives, n * b.negative));
-  SV_CUDA(k.h_slots.Fill(init_slots, num_init));
-  SV_CUDA(k.h_rows.Fill(init_rows, num_init * static_cast<size_t>(m.dim)));
-  auto up = [&](auto& dev, auto& host, size_t count) -> cudaError_t {
-    cudaError_t e = dev.Reserve(std::max<size_t>(count, 1));
-    if (e == cudaSuccess && count > 0) {
-      e = cudaMemcpyAsync(dev.ptr, host.ptr, count * sizeof(*host.ptr), cudaMemcpyHostToDevice,
-                          k.stream);
-    }
-    return e;
-  };
-  SV_CUDA(up(k.off, k.h_off, ns));
-  SV_CUDA(up(k.len, k.h_len, ns));
-  SV_CUDA(up(k.tokens, k.h_tokens, n));
-  SV_CUDA(up(k.windows, k.h_windows, n));
-  SV_CUDA(up(k.negatives, k.h_negatives, n * b.negative));
-  SV_CUDA(up(k.slots, k.h_slots, num_init));
-  SV_CUDA(up(k.rows, k.h_rows, num_init * static_cast<size_t>(m.dim)));
-  SV_CUDA(k.loss.Reserve(1));
-  SV_CUDA(k.pairs.Reserve(1));
-  SV_CUDA(k.counter.Reserve(1));
-  // The kernels wait for the previous step's: the steps train in order (a slot set afresh by
-  // this job was trained as another word by the previous one).
-  if (m.any_kernel) SV_CUDA(cudaStreamWaitEvent(k.stream, m.last_kernel, 0));
-  if (num_init > 0) {
-    SetRowsKernel<<<static_cast<int>(num_init), 128, 0, k.stream>>>(
-        m.input, m.output, m.acc_in.ptr, m.acc_out.ptr, m.stride, m.dim, k.slots.ptr, k.rows.ptr,
-        static_cast<int>(num_init));
-    SV_CUDA(cudaGetLastError());
-  }
-  SV_CUDA(cudaMemsetAsync(k.loss.ptr, 0, sizeof(double), k.stream));
-  SV_CUDA(cudaMemsetAsync(k.pairs.ptr, 0, sizeof(unsigned long long), k.stream));
-  SV_CUDA(cudaMemsetAsync(k.counter.ptr, 0, sizeof(int), k.stream));
-  if (ns > 0) {
-    AdagradParams p{};
-    p.in = m.input;
-    p.out = m.output;
-    p.acc_in = m.acc_in.ptr;
-    p.acc_out = m.acc_out.ptr;
-    p.stride = m.stride;
-    p.dim = m.dim;
-    p.tokens = k.tokens.ptr;
-    p.sent_off = k.off.ptr;
-    p.sent_len = k.len.ptr;
-    p.num_sentences = ns;
-    p.windows = k.windows.ptr;
-    p.negatives = k.negatives.ptr;
-    p.negative = b.negative;
-    p.share = negative_share;
-    p.eta = eta;
-    p.epsilon = epsilon;
-    p.sigmoid = m.sigmoid.ptr;
-    p.loss = want_stats ? k.loss.ptr : nullptr;
-    p.pairs = k.pairs.ptr;
-    p.next_sentence = k.counter.ptr;
-    p.max_entries = 2 * window + 2;
-    p.warp_floats = AdagradWarpFloats(b.negative, m.stride, window);
-    SV_RETURN_IF_ERROR(LaunchAdagrad(p, m.max_shared, m.info.multiprocessors, max_warps, k.stream));
-  }
-  SV_CUDA(cudaEventRecord(m.last_kernel, k.stream));
-  m.any_kernel = true;
-  SV_CUDA(cudaMemcpyAsync(k.h_loss, k.loss.ptr, sizeof(double), cudaMemcpyDeviceToHost, k.stream));
-  SV_CUDA(cudaMemcpyAsync(k.h_pairs, k.pairs.ptr, sizeof(unsigned long long),
-                          cudaMemcpyDeviceToHost, k.stream));
-  SV_CUDA(cudaEventRecord(k.done, k.stream));
-  k.pending = true;
-  k.want_stats = want_stats;
-  return Status::Ok();
+  return impl_->EnqueueAdagrad(b, init_slots, num_init, init_rows, negative_share, eta, epsilon,
+                               /*serial=*/false, want_stats, max_warps, finished);
 }
 
-Status CudaSgnsModel::FinishSteps(StepStats* finished) {
-  SV_CUDA(cudaSetDevice(impl_->info.ordinal));
-  for (StepSet& k : impl_->steps) SV_RETURN_IF_ERROR(impl_->Collect(k, finished));
-  return Status::Ok();
-}
+Status CudaSgnsModel::FinishSteps(StepStats* finished) { return impl_->FinishAll(finished); }
 
 Status CudaSgnsModel::SetCorpus(const CudaCorpus& c) {
   Impl& m = *impl_;
@@ -1542,6 +1476,7 @@ Status CudaSgnsModel::TrainCorpus(const CudaTrainOptions& o,
       Layout layout;
       layout.multiprocessors = m.info.multiprocessors;
       p.next_sentence = b.counter.ptr;
+      SV_CUDA(cudaMemsetAsync(b.counter.ptr, 0, sizeof(int), b.stream));
       if (Status s = PlanLayout(&p, skip_gram, o.window, m.max_shared, max_warps, &layout);
           !s.ok()) {
         return s;

@@ -64,6 +64,11 @@ inline constexpr std::array<uint8_t, 256> kByteClass = [] {
 // True if `s` is valid UTF-8 without NUL bytes (ASCII fast path, utf8proc otherwise).
 bool IsValidToken(std::string_view s);
 
+// One pass over a token with non-ASCII bytes: invalid (as IsValidToken), valid, or valid and
+// holding a letter of a script written without spaces (NeedsWordSegmentation).
+enum class TokenCheck { kInvalid, kValid, kNeedsSegmentation };
+TokenCheck CheckToken(std::string_view s);
+
 class WhitespaceTokenizer {
  public:
   explicit WhitespaceTokenizer(TokenizerOptions options = {}) : options_(options) {}
@@ -143,8 +148,9 @@ template <typename OnToken>
 void WhitespaceTokenizer::EmitClassified(std::string_view token, bool check, uint64_t offset,
                                          OnToken&& on_token) {
   if (check && options_.segment_words && token.size() <= options_.max_segment_bytes) {
-    if (!IsValidToken(token)) return Skip(&stats_.invalid_utf8_tokens, offset);
-    if (NeedsWordSegmentation(token)) return EmitWords(token, offset, on_token);
+    const TokenCheck kind = CheckToken(token);  // one decoding for both questions
+    if (kind == TokenCheck::kInvalid) return Skip(&stats_.invalid_utf8_tokens, offset);
+    if (kind == TokenCheck::kNeedsSegmentation) return EmitWords(token, offset, on_token);
     check = false;  // valid
   }
   if (token.size() > options_.max_token_bytes) return Skip(&stats_.overlong_tokens, offset);

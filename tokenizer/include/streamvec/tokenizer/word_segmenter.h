@@ -14,6 +14,9 @@
 
 namespace streamvec {
 
+// True if code point `cp` is a letter of a script written without spaces (the ranges below).
+bool WrittenWithoutSpaces(char32_t cp);
+
 // True if valid UTF-8 `token` holds a letter of a script written without spaces: Han, Hiragana,
 // Katakana (and their half-width forms), Thai, Lao, Khmer, Myanmar, Ethiopic.
 bool NeedsWordSegmentation(std::string_view token);
