@@ -15,31 +15,19 @@
 #include <vector>
 
 #include "../loss.h"
-#include "streamvec/kernels/adagrad_math.h"
+#include "adagrad_step.cuh"
 #include "streamvec/kernels/cuda_sgns.h"
 #include "streamvec/kernels/sgns_math.h"
+#include "warp_rows.cuh"
 
 namespace streamvec {
 namespace {
 
-constexpr unsigned kFull = 0xFFFFFFFFu;
-constexpr int kWarpsPerBlock = 4;
-constexpr int kGroup = 8;  // targets whose dot products are reduced together
+using namespace cuda_detail;  // NOLINT: the kernels' shared pieces (warp_rows.cuh)
+
 // TrainCorpus's default bound on warps in flight: one per this many rows of the tables (see
 // CudaTrainOptions::max_warps).
 constexpr size_t kRowsPerWarp = 16;
-
-Status CudaFail(const char* what, cudaError_t e) {
-  cudaGetLastError();
-  return Status::Internal(std::string(what) + ": " + cudaGetErrorName(e) + " (" +
-                          cudaGetErrorString(e) + ")");
-}
-
-#define SV_CUDA(call)                                   \
-  do {                                                  \
-    const cudaError_t sv_e = (call);                    \
-    if (sv_e != cudaSuccess) return CudaFail(#call, sv_e); \
-  } while (0)
 
 // What a training launch reads. Indices into tokens / windows / negatives are relative to the
 // launch's first token (token_base in corpus numbering).
@@ -73,64 +61,6 @@ struct TrainParams {
   int t_shared;     // skip-gram: a copy of the block's target rows in shared memory (else read
                     // from the table, which the block does not change until its end)
 };
-
-// A row's float4 pieces held by one lane.
-template <int C>
-struct Piece {
-  float4 v[C];
-};
-
-__device__ inline float4 Fma(float a, float4 x, float4 y) {
-  return make_float4(fmaf(a, x.x, y.x), fmaf(a, x.y, y.y), fmaf(a, x.z, y.z), fmaf(a, x.w, y.w));
-}
-__device__ inline float4 Add(float4 a, float4 b) {
-  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-}
-__device__ inline float Dot4(float4 a, float4 b, float acc) {
-  return fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, acc))));
-}
-
-template <int C>
-__device__ inline void LoadPiece(const float* row, int lane, int stride4, Piece<C>* p) {
-  const float4* r = reinterpret_cast<const float4*>(row);
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int q = lane + 32 * c;
-    p->v[c] = q < stride4 ? r[q] : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-}
-// row += delta, each float4 as one atomic reduction (a vector RED on sm_90, four scalar ones
-// before): warps that update the same row at once (Hogwild) add up instead of overwriting each
-// other's load-add-store; in one warp's program order a later load sees it.
-template <int C>
-__device__ inline void AddPiece(float* row, int lane, int stride4, const Piece<C>& delta) {
-  float4* r = reinterpret_cast<float4*>(row);
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int q = lane + 32 * c;
-    if (q < stride4) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      atomicAdd(r + q, delta.v[c]);
-#else
-      float* f = reinterpret_cast<float*>(r + q);
-      atomicAdd(f, delta.v[c].x);
-      atomicAdd(f + 1, delta.v[c].y);
-      atomicAdd(f + 2, delta.v[c].z);
-      atomicAdd(f + 3, delta.v[c].w);
-#endif
-    }
-  }
-}
-
-template <int C>
-__device__ inline void StorePiece(float* row, int lane, int stride4, const Piece<C>& p) {
-  float4* r = reinterpret_cast<float4*>(row);
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const int q = lane + 32 * c;
-    if (q < stride4) r[q] = p.v[c];
-  }
-}
 
 // The loss term, out of line: its double-precision log1p and exp are needed on sampled sentences
 // only, and inlined they doubled the training loop's code (instruction-fetch stalls).
@@ -486,258 +416,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, C <= 2 ? SV_CUDA_MIN_BLOC
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The streaming learner's Adagrad skip-gram step (trainer/src/adagrad_step.h, whose portable step
-// is the oracle): per window, each context row gets its Adagrad update right after its gradient
-// (a repeated word of a single window sees its earlier update), each target row after the window.
-
-struct AdagradParams {
-  float* in;
-  float* out;
-  float* acc_in;   // one accumulator per row, packed
-  float* acc_out;
-  int stride, dim;
-  const uint32_t* tokens;
-  const uint64_t* sent_off;
-  const uint32_t* sent_len;
-  int num_sentences;
-  const uint8_t* windows;
-  const uint32_t* negatives;
-  int negative, share;
-  float eta, epsilon;
-  const float* sigmoid;
-  double* loss;  // nullptr: no statistics
-  unsigned long long* pairs;
-  int serial;
-  int* next_sentence;
-  int max_entries;
-  int warp_floats;
-};
-
-struct AdagradShared {
-  float* gT;      // targets x stride: the targets' summed gradients
-  uint32_t* tgt;  // kMaxTargets + 1
-  uint32_t* ids;  // max_entries: context words
-  int* wi;        // max_entries: occurrences in the window of centre i (pair) or 1
-  int* wj;        // max_entries: in the window of centre i + 1 (pair) or 0
-};
-
-int AdagradWarpFloats(int negative, int stride, int window) {
-  const int f = (negative + 2) * stride + (kMaxTargets + 1) + 3 * (2 * window + 2);
-  return (f + 3) / 4 * 4;
-}
-
-// row += eta / sqrt(acc + epsilon) * g after acc += |g|^2 / dim (the row's first dim floats; the
-// padding of g is zero).
-template <int C>
-__device__ inline void AdagradRowUpdate(float* row, float* acc, const Piece<C>& g, int lane,
-                                        int stride4, int dim, float eta, float epsilon) {
-  float ss = 0.f;
-#pragma unroll
-  for (int c = 0; c < C; ++c) ss = Dot4(g.v[c], g.v[c], ss);
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(kFull, ss, off);
-  float lr = 0.f;
-  if (lane == 0) {
-    const float add = ss / static_cast<float>(dim);
-    lr = AdagradRate(atomicAdd(acc, add) + add, eta, epsilon);
-  }
-  lr = __shfl_sync(kFull, lr, 0);
-  Piece<C> d;
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    d.v[c] = make_float4(lr * g.v[c].x, lr * g.v[c].y, lr * g.v[c].z, lr * g.v[c].w);
-  }
-  AddPiece<C>(row, lane, stride4, d);
-}
-
-template <int C>
-__device__ void AdagradWindow(const AdagradParams& p, const AdagradShared& sh, int lane, int nt,
-                              int centres, int nc, double* loss, unsigned long long* pairs) {
-  const int stride4 = p.stride / 4;
-  Piece<C> zero;
-#pragma unroll
-  for (int c = 0; c < C; ++c) zero.v[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int t = 0; t < nt; ++t) StorePiece<C>(sh.gT + t * p.stride, lane, stride4, zero);
-  __syncwarp();
-  for (int q = 0; q < nc; ++q) {
-    const uint32_t w_id = sh.ids[q];
-    const int wi = sh.wi[q], wj = sh.wj[q];
-    float* xrow = p.in + static_cast<size_t>(w_id) * p.stride;
-    Piece<C> x, gx = zero;
-    LoadPiece<C>(xrow, lane, stride4, &x);
-    for (int t0 = 0; t0 < nt; t0 += kGroup) {
-      float part[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) {
-        part[u] = 0.f;
-        if (t0 + u < nt) {
-          Piece<C> y;
-          LoadPiece<C>(p.out + static_cast<size_t>(sh.tgt[t0 + u]) * p.stride, lane, stride4, &y);
-#pragma unroll
-          for (int c = 0; c < C; ++c) part[u] = Dot4(x.v[c], y.v[c], part[u]);
-        }
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-        for (int u = 0; u < kGroup; ++u) part[u] += __shfl_xor_sync(kFull, part[u], off);
-      }
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) {
-        const int t = t0 + u;
-        if (t >= nt) break;
-        const int w = centres == 1 ? 1 : AdagradPairWeight(t, wi, wj);
-        if (w == 0) continue;
-        const bool positive = t < centres;
-        const float g = static_cast<float>(w) *
-                        ((positive ? 1.f : 0.f) - TableSigmoid(p.sigmoid, part[u]));
-        if (loss != nullptr && lane == 0) {
-          *loss += static_cast<double>(w) * AdagradPairLoss(part[u], positive);
-        }
-        Piece<C> y, gt;
-        LoadPiece<C>(p.out + static_cast<size_t>(sh.tgt[t]) * p.stride, lane, stride4, &y);
-        LoadPiece<C>(sh.gT + t * p.stride, lane, stride4, &gt);
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          gx.v[c] = Fma(g, y.v[c], gx.v[c]);
-          gt.v[c] = Fma(g, x.v[c], gt.v[c]);
-        }
-        StorePiece<C>(sh.gT + t * p.stride, lane, stride4, gt);
-      }
-    }
-    if (pairs != nullptr && lane == 0) *pairs += centres == 1 ? 1 : wi + wj;
-    AdagradRowUpdate<C>(xrow, p.acc_in + w_id, gx, lane, stride4, p.dim, p.eta, p.epsilon);
-  }
-  for (int t = 0; t < nt; ++t) {
-    Piece<C> gt;
-    LoadPiece<C>(sh.gT + t * p.stride, lane, stride4, &gt);
-    AdagradRowUpdate<C>(p.out + static_cast<size_t>(sh.tgt[t]) * p.stride, p.acc_out + sh.tgt[t],
-                        gt, lane, stride4, p.dim, p.eta, p.epsilon);
-  }
-  __syncwarp();
-}
-
-template <int C>
-__device__ void AdagradSentence(const AdagradParams& p, const AdagradShared& sh, int lane, int s) {
-  const uint32_t* tok = p.tokens + (p.sent_off[s] - p.sent_off[0]);
-  const uint8_t* win = p.windows + (p.sent_off[s] - p.sent_off[0]);
-  const uint32_t* negs = p.negatives + (p.sent_off[s] - p.sent_off[0]) * p.negative;
-  const int n = static_cast<int>(p.sent_len[s]);
-  const int K = p.negative;
-  double loss = 0.0;
-  unsigned long long pairs = 0;
-  double* loss_ptr = p.loss != nullptr ? &loss : nullptr;
-  unsigned long long* pairs_ptr = p.loss != nullptr ? &pairs : nullptr;
-  for (int i = 0; i < n; ++i) {
-    const uint32_t* ni = negs + static_cast<size_t>(i) * K;
-    // AdagradPairAt: positions 2m and 2m + 1 with one draw and K + 2 distinct targets.
-    bool pair = false;
-    if (p.share == 2 && i % 2 == 0 && i + 1 < n && tok[i] != tok[i + 1]) {
-      const uint32_t c0 = tok[i], c1 = tok[i + 1];
-      bool ok = true;
-      for (int k = lane; k < K; k += 32) {
-        ok = ok && ni[k] == ni[K + k] && ni[k] != c0 && ni[k] != c1;
-        for (int q = 0; q < k; ++q) ok = ok && ni[q] != ni[k];
-      }
-      pair = __all_sync(kFull, ok);
-    }
-    int nt = 0, nc = 0;
-    __syncwarp();
-    if (lane == 0) {
-      if (pair) {
-        sh.tgt[nt++] = tok[i];
-        sh.tgt[nt++] = tok[i + 1];
-        for (int k = 0; k < K; ++k) sh.tgt[nt++] = ni[k];
-        // AdagradPairContexts: the distinct words of both windows in order of first position.
-        const int j = i + 1;
-        const int lo_i = max(0, i - win[i]), hi_i = min(n - 1, i + win[i]);
-        const int lo_j = max(0, j - win[j]), hi_j = min(n - 1, j + win[j]);
-        for (int c = min(lo_i, lo_j); c <= max(hi_i, hi_j); ++c) {
-          const bool in_i = c >= lo_i && c <= hi_i && c != i;
-          const bool in_j = c >= lo_j && c <= hi_j && c != j;
-          if (!in_i && !in_j) continue;
-          const uint32_t w = tok[c];
-          int q = 0;
-          while (q < nc && sh.ids[q] != w) ++q;
-          if (q == nc) {
-            sh.ids[nc] = w;
-            sh.wi[nc] = 0;
-            sh.wj[nc] = 0;
-            ++nc;
-          }
-          sh.wi[q] += in_i ? 1 : 0;
-          sh.wj[q] += in_j ? 1 : 0;
-        }
-      } else {
-        sh.tgt[nt++] = tok[i];
-        for (int k = 0; k < K; ++k) {
-          if (ni[k] != tok[i]) sh.tgt[nt++] = ni[k];
-        }
-        const int lo = max(0, i - win[i]), hi = min(n - 1, i + win[i]);
-        for (int c = lo; c <= hi; ++c) {
-          if (c == i) continue;
-          sh.ids[nc] = tok[c];
-          sh.wi[nc] = 1;
-          sh.wj[nc] = 0;
-          ++nc;
-        }
-      }
-    }
-    nt = __shfl_sync(kFull, nt, 0);
-    nc = __shfl_sync(kFull, nc, 0);
-    __syncwarp();
-    if (pair || nc > 0) AdagradWindow<C>(p, sh, lane, nt, pair ? 2 : 1, nc, loss_ptr, pairs_ptr);
-    if (pair) ++i;
-  }
-  if (p.loss != nullptr && lane == 0) {
-    atomicAdd(p.loss, loss);
-    atomicAdd(p.pairs, pairs);
-  }
-}
-
-template <int C>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock) AdagradKernel(AdagradParams p) {
-  extern __shared__ float4 shared_raw[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* base = reinterpret_cast<float*>(shared_raw) + warp * p.warp_floats;
-  AdagradShared sh;
-  sh.gT = base;
-  sh.tgt = reinterpret_cast<uint32_t*>(base + (p.negative + 2) * p.stride);
-  sh.ids = sh.tgt + (kMaxTargets + 1);
-  sh.wi = reinterpret_cast<int*>(sh.ids + p.max_entries);
-  sh.wj = sh.wi + p.max_entries;
-  if (p.serial) {
-    if (blockIdx.x != 0 || warp != 0) return;
-    for (int s = 0; s < p.num_sentences; ++s) AdagradSentence<C>(p, sh, lane, s);
-    return;
-  }
-  for (;;) {
-    int s = 0;
-    if (lane == 0) s = atomicAdd(p.next_sentence, 1);
-    s = __shfl_sync(kFull, s, 0);
-    if (s >= p.num_sentences) break;
-    AdagradSentence<C>(p, sh, lane, s);
-  }
-}
-
-// Row i of `rows` (dim floats) into input row slots[i] (padding zero), output row slots[i] and
-// both accumulators zero: a block per row.
-__global__ void SetRowsKernel(float* in, float* out, float* acc_in, float* acc_out, int stride,
-                              int dim, const uint32_t* slots, const float* rows, int n) {
-  const int i = blockIdx.x;
-  if (i >= n) return;
-  const size_t base = static_cast<size_t>(slots[i]) * stride;
-  for (int j = threadIdx.x; j < stride; j += blockDim.x) {
-    in[base + j] = j < dim ? rows[static_cast<size_t>(i) * dim + j] : 0.f;
-    out[base + j] = 0.f;
-  }
-  if (threadIdx.x == 0) {
-    acc_in[slots[i]] = 0.f;
-    acc_out[slots[i]] = 0.f;
-  }
-}
-
 // splitmix64's finaliser (Steele et al. 2014): a counter-based stream of uniform 64-bit numbers.
 __device__ inline uint64_t Mix(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
@@ -944,54 +622,6 @@ cudaError_t LaunchTrain(const TrainParams& p, const Layout& layout, int chunks,
   }
 }
 
-int PiecesPerLane(int stride) {
-  const int c = (stride + 127) / 128;
-  return c <= 1 ? 1 : c <= 2 ? 2 : c <= 4 ? 4 : 8;
-}
-
-// Launches the Adagrad kernel for p (serial: one warp) on `stream`: warps per block fitted to
-// the shared memory a warp needs, at most max_warps sentences at once (0: all), no more blocks
-// than the device holds.
-Status LaunchAdagrad(AdagradParams p, size_t max_shared, int multiprocessors, int max_warps,
-                     cudaStream_t stream) {
-  const bool serial = p.serial != 0;
-  const size_t per_warp = sizeof(float) * static_cast<size_t>(p.warp_floats);
-  if (per_warp > max_shared) {
-    return Status::InvalidArgument("the Adagrad step's shared memory a warp (" +
-                                   std::to_string(per_warp / 1024) + " KiB) exceeds the device's " +
-                                   std::to_string(max_shared / 1024) + " KiB");
-  }
-  const int warps = serial ? 1
-                          : std::max(1, max_warps > 0 ? std::min(max_warps, p.num_sentences)
-                                                      : p.num_sentences);
-  int wpb = kWarpsPerBlock;
-  while (wpb > 1 && (per_warp * wpb > max_shared || wpb > warps)) wpb /= 2;
-  const size_t shared = per_warp * wpb;
-  auto launch = [&](auto kernel) {
-    cudaError_t e = cudaSuccess;
-    if (shared > 48 * 1024) {
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared));
-    }
-    int per_sm = 0;
-    if (e == cudaSuccess) {
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * wpb, shared);
-    }
-    if (e != cudaSuccess) return e;
-    const int blocks =
-        serial ? 1 : std::max(1, std::min((warps + wpb - 1) / wpb, per_sm * multiprocessors));
-    kernel<<<blocks, 32 * wpb, shared, stream>>>(p);
-    return cudaGetLastError();
-  };
-  switch (PiecesPerLane(p.stride)) {
-    case 1: SV_CUDA(launch(AdagradKernel<1>)); break;
-    case 2: SV_CUDA(launch(AdagradKernel<2>)); break;
-    case 4: SV_CUDA(launch(AdagradKernel<4>)); break;
-    default: SV_CUDA(launch(AdagradKernel<8>)); break;
-  }
-  return Status::Ok();
-}
-
 std::string Mib(size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
@@ -1100,12 +730,8 @@ struct CudaSgnsModel::Impl {
     // The kernels wait for the previous step's: the steps train in order (a slot set afresh by
     // this job was trained as another word by the previous one).
     if (any_kernel) SV_CUDA(cudaStreamWaitEvent(k.stream, last_kernel, 0));
-    if (num_init > 0) {
-      SetRowsKernel<<<static_cast<int>(num_init), 128, 0, k.stream>>>(
-          input, output, acc_in.ptr, acc_out.ptr, stride, dim, k.slots.ptr, k.rows.ptr,
-          static_cast<int>(num_init));
-      SV_CUDA(cudaGetLastError());
-    }
+    SV_CUDA(LaunchSetRows(input, output, acc_in.ptr, acc_out.ptr, stride, dim, k.slots.ptr,
+                          k.rows.ptr, static_cast<int>(num_init), k.stream));
     SV_CUDA(cudaMemsetAsync(k.loss.ptr, 0, sizeof(double), k.stream));
     SV_CUDA(cudaMemsetAsync(k.pairs.ptr, 0, sizeof(unsigned long long), k.stream));
     SV_CUDA(cudaMemsetAsync(k.counter.ptr, 0, sizeof(int), k.stream));
