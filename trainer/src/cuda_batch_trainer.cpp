@@ -65,7 +65,8 @@ StatusOr<TrainSummary> TrainBatchOnCuda(const Corpus& corpus, const TrainOptions
   Status trained = model.TrainCorpus(co, [&](uint64_t words_done, const StepStats& stats) {
     update(words_done, stats);
     const auto now = Clock::now();
-    if (progress && std::chrono::duration<double>(now - last_report).count() >= progress_interval_s) {
+    const double since_report = std::chrono::duration<double>(now - last_report).count();
+    if (progress && since_report >= progress_interval_s) {
       last_report = now;
       progress(p);
     }

@@ -66,21 +66,9 @@ __device__ void AdagradWindow(const AdagradParams& p, const AdagradShared& sh, i
     LoadPiece<C>(xrow, lane, stride4, &x);
     for (int t0 = 0; t0 < nt; t0 += kGroup) {
       float part[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) {
-        part[u] = 0.f;
-        if (t0 + u < nt) {
-          Piece<C> y;
-          LoadPiece<C>(p.out + static_cast<size_t>(sh.tgt[t0 + u]) * p.stride, lane, stride4, &y);
-#pragma unroll
-          for (int c = 0; c < C; ++c) part[u] = Dot4(x.v[c], y.v[c], part[u]);
-        }
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-        for (int u = 0; u < kGroup; ++u) part[u] += __shfl_xor_sync(kFull, part[u], off);
-      }
+      GroupDots<C>(
+          x, t0, nt, [&](int k) { return p.out + static_cast<size_t>(sh.tgt[k]) * p.stride; },
+          lane, stride4, part);
 #pragma unroll
       for (int u = 0; u < kGroup; ++u) {
         const int t = t0 + u;

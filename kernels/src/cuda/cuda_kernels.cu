@@ -27,7 +27,9 @@ Status CudaCheckDevice(int ordinal, CudaDeviceInfo* info) {
   int driver = 0, runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   const cudaError_t de = cudaDriverGetVersion(&driver);
-  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  auto version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  };
   if (de != cudaSuccess || driver == 0) {
     cudaGetLastError();
     return Status::FailedPrecondition("no CUDA driver found (libcuda.so from the NVIDIA driver "
@@ -60,14 +62,16 @@ Status CudaCheckDevice(int ordinal, CudaDeviceInfo* info) {
   if (pe == cudaSuccess) pe = cudaMemGetInfo(&free_bytes, &total_bytes);
   if (pe != cudaSuccess) {
     cudaGetLastError();
-    return Status::FailedPrecondition("CUDA device " + std::to_string(ordinal) + " is not usable: " +
+    return Status::FailedPrecondition("CUDA device " + std::to_string(ordinal) +
+                                      " is not usable: " +
                                       cudaGetErrorName(pe) + " (" + cudaGetErrorString(pe) + ")");
   }
   if (prop.major < 7) {
     return Status::FailedPrecondition(std::string("CUDA device ") + std::to_string(ordinal) + " (" +
                                       prop.name + ") has compute capability " +
                                       std::to_string(prop.major) + "." +
-                                      std::to_string(prop.minor) + "; streamvec needs 7.0 or newer");
+                                      std::to_string(prop.minor) +
+                                      "; streamvec needs 7.0 or newer");
   }
   if (info != nullptr) {
     info->name = prop.name;
@@ -105,7 +109,9 @@ Status CudaSgnsLogitGradients(const float* logits, const float* labels, float lr
   if (e == cudaSuccess) e = cudaMalloc(&d_logits, bytes);
   if (e == cudaSuccess) e = cudaMalloc(&d_labels, bytes);
   if (e == cudaSuccess) e = cudaMalloc(&d_out, bytes);
-  if (e == cudaSuccess) e = cudaMemcpy(table, host_table, sizeof host_table, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) {
+    e = cudaMemcpy(table, host_table, sizeof host_table, cudaMemcpyHostToDevice);
+  }
   if (e == cudaSuccess) e = cudaMemcpy(d_logits, logits, bytes, cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(d_labels, labels, bytes, cudaMemcpyHostToDevice);
   if (e == cudaSuccess) {

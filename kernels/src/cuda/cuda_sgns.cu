@@ -161,21 +161,7 @@ __device__ void SkipGramBlock(const TrainParams& p, const WarpShared& sh, int la
     for (int c = 0; c < C; ++c) d.v[c] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int k0 = 0; k0 < nt; k0 += kGroup) {
       float part[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) {
-        part[u] = 0.f;
-        if (k0 + u < nt) {
-          Piece<C> t;
-          LoadPiece<C>(target(k0 + u), lane, stride4, &t);
-#pragma unroll
-          for (int c = 0; c < C; ++c) part[u] = Dot4(x.v[c], t.v[c], part[u]);
-        }
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-        for (int u = 0; u < kGroup; ++u) part[u] += __shfl_xor_sync(kFull, part[u], off);
-      }
+      GroupDots<C>(x, k0, nt, target, lane, stride4, part);
 #pragma unroll
       for (int u = 0; u < kGroup; ++u) {
         const int k = k0 + u;
@@ -317,21 +303,9 @@ __device__ void CbowSentence(const TrainParams& p, const WarpShared& sh, int lan
     // Every target's gradient from the rows before any update (ReferenceKernel::Cbow).
     for (int k0 = 0; k0 < nt; k0 += kGroup) {
       float part[kGroup];
-#pragma unroll
-      for (int u = 0; u < kGroup; ++u) {
-        part[u] = 0.f;
-        if (k0 + u < nt) {
-          Piece<C> t;
-          LoadPiece<C>(p.out + static_cast<size_t>(sh.tgt[k0 + u]) * p.stride, lane, stride4, &t);
-#pragma unroll
-          for (int c = 0; c < C; ++c) part[u] = Dot4(h.v[c], t.v[c], part[u]);
-        }
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-        for (int u = 0; u < kGroup; ++u) part[u] += __shfl_xor_sync(kFull, part[u], off);
-      }
+      GroupDots<C>(
+          h, k0, nt, [&](int k) { return p.out + static_cast<size_t>(sh.tgt[k]) * p.stride; },
+          lane, stride4, part);
       if (lane == 0) {
 #pragma unroll
         for (int u = 0; u < kGroup; ++u) {
@@ -376,8 +350,9 @@ __device__ void CbowSentence(const TrainParams& p, const WarpShared& sh, int lan
 
 // Blocks of 4 warps an SM should hold, for rows of up to 256 floats (wider rows need their
 // registers: at 8 float4 pieces a lane the cap spilled 3.6 KB a thread): 6 caps the skip-gram
-// kernel at 80 registers (110 free; a few bytes spilled) and raised its training phase on an H100 from 193M to 236M words/s (100M
-// corpus, dim 100, 5 epochs, two runs each); 8 (64 registers) was no faster. CBOW is unchanged.
+// kernel at 80 registers (110 free; a few bytes spilled) and raised its training phase on an
+// H100 from 193M to 236M words/s (100M corpus, dim 100, 5 epochs, two runs each); 8 (64
+// registers) was no faster. CBOW is unchanged.
 #ifndef SV_CUDA_MIN_BLOCKS
 #define SV_CUDA_MIN_BLOCKS 6
 #endif
@@ -587,7 +562,8 @@ Status PlanLayout(TrainParams* p, bool skip_gram, int window, size_t max_shared,
       "--negative " + std::to_string(p->negative) + " with --dim at " + std::to_string(p->stride) +
       " floats a row and --window " + std::to_string(window) + " needs " +
       std::to_string(sizeof(float) * p->warp_floats / 1024) + " KiB of shared memory a warp; "
-      "the CUDA device allows " + std::to_string(max_shared / 1024) + " KiB (lower --negative or --dim)");
+      "the CUDA device allows " + std::to_string(max_shared / 1024) +
+      " KiB (lower --negative or --dim)");
 }
 
 template <bool kSkipGram>
@@ -999,7 +975,8 @@ Status CudaSgnsModel::TrainCorpus(const CudaTrainOptions& o,
   const size_t num_sentences = off.size() - 1;
   const uint64_t num_tokens = off.back();
   // Chunks: sentence ranges of about equal token counts, at most about chunk_tokens each.
-  const uint64_t nchunks = std::max<uint64_t>(1, (num_tokens + o.chunk_tokens - 1) / o.chunk_tokens);
+  const uint64_t nchunks =
+      std::max<uint64_t>(1, (num_tokens + o.chunk_tokens - 1) / o.chunk_tokens);
   std::vector<size_t> bounds{0};
   for (uint64_t c = 1; c < nchunks; ++c) {
     const uint64_t target = num_tokens * c / nchunks;
@@ -1114,7 +1091,8 @@ Status CudaSgnsModel::TrainCorpus(const CudaTrainOptions& o,
       SV_CUDA(cudaMemcpyAsync(m.host_pairs + set, b.pairs.ptr, sizeof(unsigned long long),
                               cudaMemcpyDeviceToHost, b.stream));
       SV_CUDA(cudaEventRecord(b.done, b.stream));
-      pending.push_back(Pending{set, static_cast<uint64_t>(epoch) * num_tokens + off[bounds[c + 1]]});
+      pending.push_back(
+          Pending{set, static_cast<uint64_t>(epoch) * num_tokens + off[bounds[c + 1]]});
     }
   }
   while (next < pending.size()) {

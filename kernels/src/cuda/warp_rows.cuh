@@ -94,6 +94,29 @@ __device__ inline void StorePiece(float* row, int lane, int stride4, const Piece
   }
 }
 
+// The dot products of the lane's piece x with the rows row(k0 + u), u < kGroup, summed over the
+// warp: afterwards every lane holds all kGroup sums in part (0 where k0 + u >= n). The kGroup
+// butterflies run interleaved, so their shuffles overlap.
+template <int C, typename RowOf>
+__device__ inline void GroupDots(const Piece<C>& x, int k0, int n, RowOf&& row, int lane,
+                                 int stride4, float (&part)[kGroup]) {
+#pragma unroll
+  for (int u = 0; u < kGroup; ++u) {
+    part[u] = 0.f;
+    if (k0 + u < n) {
+      Piece<C> t;
+      LoadPiece<C>(row(k0 + u), lane, stride4, &t);
+#pragma unroll
+      for (int c = 0; c < C; ++c) part[u] = Dot4(x.v[c], t.v[c], part[u]);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) part[u] += __shfl_xor_sync(kFull, part[u], off);
+  }
+}
+
 }  // namespace streamvec::cuda_detail
 
 #endif  // STREAMVEC_KERNELS_SRC_CUDA_WARP_ROWS_CUH_
