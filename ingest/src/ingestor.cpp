@@ -630,7 +630,7 @@ StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& option
   impl->options = options;
   impl->docs_topic = DocsTopic(options.kafka.topic_prefix);
   impl->rejected_topic = RejectedTopic(options.kafka.topic_prefix);
-  impl->group = options.group.empty() ? options.kafka.topic_prefix + ".trainers" : options.group;
+  impl->group = options.group.empty() ? TrainersGroup(options.kafka.topic_prefix) : options.group;
 
   StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(
       options.kafka, {{"enable.idempotence", "true"},

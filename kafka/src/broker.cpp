@@ -4,9 +4,97 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include <atomic>
+#include <chrono>
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <string>
+#include <thread>
 
 namespace streamvec {
+
+namespace {
+
+// A consumer that keeps one group non-empty (EmbeddedBroker::HoldGroup): it polls on a thread
+// of its own so that it heartbeats and takes part in every rebalance.
+class GroupKeeper {
+ public:
+  struct Config {
+    std::string bootstrap;
+    std::string group;
+    std::string topic;  // the keeper's own topic (GroupKeeperTopic)
+    int session_ms = 0;
+    int heartbeat_ms = 0;
+  };
+
+  static StatusOr<std::unique_ptr<GroupKeeper>> Start(const Config& config) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
+             {"bootstrap.servers", config.bootstrap},
+             {"group.id", config.group},
+             {"client.id", "streamvec-group-keeper"},
+             {"enable.auto.commit", "false"},
+             {"session.timeout.ms", std::to_string(config.session_ms)},
+             {"heartbeat.interval.ms", std::to_string(config.heartbeat_ms)},
+             {"log_level", "3"}}) {
+      if (rd_kafka_conf_set(conf, name, value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return Status::Internal(std::string("group keeper: ") + err);
+      }
+    }
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (rk == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return Status::Internal(std::string("group keeper: cannot create a consumer: ") + err);
+    }
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, config.topic.c_str(), RD_KAFKA_PARTITION_UA);
+    const rd_kafka_resp_err_t se = rd_kafka_subscribe(rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (se != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_destroy(rk);
+      return Status::Internal("group keeper: cannot subscribe to " + config.topic + ": " +
+                              rd_kafka_err2str(se));
+    }
+    return std::unique_ptr<GroupKeeper>(new GroupKeeper(rk));
+  }
+  ~GroupKeeper() {
+    stop_.store(true);
+    thread_.join();
+    rd_kafka_consumer_close(rk_);  // leaves the group (LeaveGroup)
+    rd_kafka_destroy(rk_);
+  }
+  GroupKeeper(const GroupKeeper&) = delete;
+  GroupKeeper& operator=(const GroupKeeper&) = delete;
+
+  // Whether the keeper holds its partition (the group has completed a join with it).
+  bool Assigned() const { return assigned_.load(); }
+
+ private:
+  explicit GroupKeeper(rd_kafka_t* rk) : rk_(rk), thread_([this] { Loop(); }) {}
+
+  void Loop() {
+    while (!stop_.load()) {
+      // Nothing is ever written to the keeper's topic; polling serves heartbeats and rebalances.
+      if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 20)) rd_kafka_message_destroy(m);
+      rd_kafka_topic_partition_list_t* parts = nullptr;
+      if (rd_kafka_assignment(rk_, &parts) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        assigned_.store(parts->cnt > 0);
+        rd_kafka_topic_partition_list_destroy(parts);
+      }
+    }
+  }
+
+  rd_kafka_t* rk_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> assigned_{false};
+  std::thread thread_;
+};
+
+}  // namespace
 
 struct EmbeddedBroker::Impl {
   rd_kafka_t* rk = nullptr;  // the handle that owns the mock cluster
@@ -14,12 +102,17 @@ struct EmbeddedBroker::Impl {
   std::string bootstrap;
   int default_partitions = 16;
   std::mutex mu;  // serialises topic creation and fault injection
+  std::mutex keepers_mu;  // serialises HoldGroup
+  std::map<std::string, std::unique_ptr<GroupKeeper>> keepers;  // by group
 
   ~Impl() {
+    keepers.clear();  // before the cluster: they leave their groups
     if (cluster != nullptr) rd_kafka_mock_cluster_destroy(cluster);
     if (rk != nullptr) rd_kafka_destroy(rk);
   }
 };
+
+std::string GroupKeeperTopic(const std::string& group) { return group + ".keeper"; }
 
 EmbeddedBroker::EmbeddedBroker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EmbeddedBroker::~EmbeddedBroker() = default;
@@ -71,6 +164,60 @@ Status EmbeddedBroker::CreateTopic(const std::string& name, int partitions) {
     return Status::Internal("embedded broker: cannot create topic " + name + ": " +
                             rd_kafka_err2str(e));
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// The keepers' session timeouts, in ms, one keeper after the other. On librdkafka 2.0's mock a
+// join waits 3 s when the group is empty, else the group's session timeout less 1 s, and the
+// mock expires a member still waiting after the group's session timeout, which is the last
+// joiner's. So the first keeper needs a session over 3 s, and each next keeper, joining as the
+// previous one leaves, a session over the previous one's less 1 s (its own wait). The last one
+// leaves a group whose joins wait 0.5 s. A ladder of four takes about 7.5 s.
+constexpr int kKeeperSessionsMs[] = {3300, 2500, 1700, 1500};
+// The last keeper heartbeats every 50 ms, so that it rejoins well within a trainer's 0.5 s join;
+// the others every quarter of their session.
+constexpr int kLastKeeperHeartbeatMs = 50;
+
+}  // namespace
+
+Status EmbeddedBroker::HoldGroup(const std::string& group, int timeout_ms) {
+  if (group.empty()) return Status::InvalidArgument("HoldGroup: the group name is empty");
+  std::lock_guard<std::mutex> hold(impl_->keepers_mu);
+  if (impl_->keepers.count(group) != 0) return Status::Ok();
+  const std::string topic = GroupKeeperTopic(group);
+  if (Status s = CreateTopic(topic, 1); !s.ok()) return s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const size_t steps = std::size(kKeeperSessionsMs);
+  std::unique_ptr<GroupKeeper> keeper;
+  for (size_t i = 0; i < steps;) {
+    // The previous keeper leaves first, so it cannot rejoin after the next one (and set the
+    // group's session back to its own); the next one joins within the rebalance its leaving
+    // starts (at least 0.5 s long) and is elected alone.
+    keeper.reset();
+    const int session = kKeeperSessionsMs[i];
+    const int heartbeat = i + 1 == steps ? kLastKeeperHeartbeatMs : session / 4;
+    StatusOr<std::unique_ptr<GroupKeeper>> next = GroupKeeper::Start(
+        {.bootstrap = impl_->bootstrap, .group = group, .topic = topic, .session_ms = session,
+         .heartbeat_ms = heartbeat});
+    if (!next.ok()) return next.status();
+    keeper = std::move(next).value();
+    // A keeper that missed the rebalance finds the group empty: the mock's 3 s first join
+    // outlasts its session and it is never answered. Then the ladder starts again.
+    const auto step_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    bool assigned = false;
+    while (!(assigned = keeper->Assigned()) &&
+           std::chrono::steady_clock::now() < std::min(deadline, step_deadline)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (std::chrono::steady_clock::now() >= deadline && !assigned) {
+      return Status::IoError("embedded broker: the keeper of group " + group +
+                             " got no assignment within " + std::to_string(timeout_ms) + " ms");
+    }
+    i = assigned ? i + 1 : 0;
+  }
+  impl_->keepers[group] = std::move(keeper);
   return Status::Ok();
 }
 

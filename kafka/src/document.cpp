@@ -220,5 +220,6 @@ std::string RejectionToJson(const std::string& reason, const std::string& origin
 
 std::string DocsTopic(const std::string& prefix) { return prefix + ".docs"; }
 std::string RejectedTopic(const std::string& prefix) { return prefix + ".rejected"; }
+std::string TrainersGroup(const std::string& prefix) { return prefix + ".trainers"; }
 
 }  // namespace streamvec

@@ -54,7 +54,7 @@ class IngestCliTest : public ::testing::Test {
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 200 && !fs::exists(file); ++i) {
+    for (int i = 0; i < 600 && !fs::exists(file); ++i) {  // the group keeper takes ~7.5 s
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     StatusOr<std::string> bootstrap = ReadBootstrapFile(file);

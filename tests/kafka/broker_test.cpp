@@ -1,6 +1,8 @@
 // The embedded broker (librdkafka's mock cluster) with real librdkafka clients on 127.0.0.1.
 #include "streamvec/kafka/broker.h"
 
+#include <chrono>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -85,6 +87,91 @@ TEST(EmbeddedBrokerTest, ProducerAndConsumerExchangeKeyedMessagesInOrder) {
     ASSERT_EQ(values.size(), 400u);
     for (size_t i = 1; i < values.size(); ++i) EXPECT_EQ(values[i], values[i - 1] + 5);
   }
+}
+
+// A consumer of `topic` in `group` that joins by subscribing (the trainer's default), with the
+// session and heartbeat a trainer takes in a held group.
+class GroupMember {
+ public:
+  GroupMember(const std::string& bootstrap, const std::string& group, const std::string& topic) {
+    rd_kafka_conf_t* conf = testing::TestConf(bootstrap, {{"group.id", group},
+                                                          {"enable.auto.commit", "false"},
+                                                          {"session.timeout.ms", "1500"},
+                                                          {"heartbeat.interval.ms", "400"}});
+    char err[512];
+    rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    SV_CHECK(rk_ != nullptr);
+    rd_kafka_poll_set_consumer(rk_);
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, topic.c_str(), RD_KAFKA_PARTITION_UA);
+    SV_CHECK(rd_kafka_subscribe(rk_, topics) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(topics);
+  }
+  ~GroupMember() {
+    rd_kafka_consumer_close(rk_);
+    rd_kafka_destroy(rk_);
+  }
+  GroupMember(const GroupMember&) = delete;
+  GroupMember& operator=(const GroupMember&) = delete;
+
+  // Polls once; returns the assignment as "topic/partition" strings.
+  std::set<std::string> Poll() {
+    if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 20)) rd_kafka_message_destroy(m);
+    std::set<std::string> out;
+    rd_kafka_topic_partition_list_t* parts = nullptr;
+    if (rd_kafka_assignment(rk_, &parts) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      for (int i = 0; i < parts->cnt; ++i) {
+        out.insert(std::string(parts->elems[i].topic) + "/" +
+                   std::to_string(parts->elems[i].partition));
+      }
+      rd_kafka_topic_partition_list_destroy(parts);
+    }
+    return out;
+  }
+
+ private:
+  rd_kafka_t* rk_ = nullptr;
+};
+
+// Polls every member until their assignments have `sizes` partitions (in order) or 30 s pass.
+std::vector<std::set<std::string>> AwaitAssignments(const std::vector<GroupMember*>& members,
+                                                    const std::vector<size_t>& sizes) {
+  std::vector<std::set<std::string>> got(members.size());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool done = true;
+    for (size_t i = 0; i < members.size(); ++i) {
+      got[i] = members[i]->Poll();
+      done = done && got[i].size() == sizes[i];
+    }
+    if (done) break;
+  }
+  return got;
+}
+
+// The group keeper takes no partition of the trainers' topic, and the group still rebalances as
+// members come and go: one member gets every partition, two share them, the one left takes them
+// all back.
+TEST(EmbeddedBrokerTest, HeldGroupAssignsEveryPartitionToItsMembersAndStillRebalances) {
+  auto broker = StartBroker(1, 4);
+  ASSERT_TRUE(broker->CreateTopic("held.docs").ok());
+  ASSERT_TRUE(broker->HoldGroup("held.trainers").ok());
+  EXPECT_TRUE(broker->HoldGroup("held.trainers").ok());  // idempotent
+  EXPECT_EQ(broker->HoldGroup("").code(), StatusCode::kInvalidArgument);
+  const std::set<std::string> all = {"held.docs/0", "held.docs/1", "held.docs/2", "held.docs/3"};
+
+  auto a = std::make_unique<GroupMember>(broker->bootstrap(), "held.trainers", "held.docs");
+  EXPECT_EQ(AwaitAssignments({a.get()}, {4})[0], all);
+
+  GroupMember b(broker->bootstrap(), "held.trainers", "held.docs");
+  std::vector<std::set<std::string>> shared = AwaitAssignments({a.get(), &b}, {2, 2});
+  std::set<std::string> both = shared[0];
+  both.insert(shared[1].begin(), shared[1].end());
+  EXPECT_EQ(shared[0].size(), 2u);
+  EXPECT_EQ(both, all);  // disjoint halves, nothing to the keeper
+
+  a.reset();  // leaves the group
+  EXPECT_EQ(AwaitAssignments({&b}, {4})[0], all);
 }
 
 // The reason ingest/ needs flow control: the mock keeps a ring of about 5 MiB per partition and

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/tokenizer/normalize.h"
 #include "streamvec/store/embedding_entries.h"
@@ -280,6 +281,14 @@ struct KafkaTrainer::Impl {
   // Assignment mode: takes the configured partitions (waiting, until `stop`, for the topic to
   // exist). False when stopped first.
   bool AssignManually(const std::atomic<bool>& stop);
+  // On the embedded broker with the group held by a keeper (EmbeddedBroker::HoldGroup: topic
+  // GroupKeeperTopic(group) exists and the cluster id is the mock's), sets the consumer's
+  // session.timeout.ms to 1500 and heartbeat.interval.ms to 400 unless --kafka-config set
+  // them: the mock applies the last joiner's session to the whole group and waits that less 1 s
+  // for a join, so a member with a longer session would hold every later join that long.
+  // Elsewhere (a real cluster, whose group.min.session.timeout.ms is 6 s, or a group nobody
+  // holds, whose first join outlasts 1.5 s) the settings stay librdkafka's.
+  Status SuitSessionToHeldGroup(RdKafka::Conf* consumer_conf);
 
   // Copies the run thread's wall and phase times into stats.
   void PublishTimes(Clock::time_point run_start) {
@@ -691,6 +700,26 @@ void KafkaTrainer::Impl::UpdateLag() {
   stats.lag = known ? lag : -1;
 }
 
+Status KafkaTrainer::Impl::SuitSessionToHeldGroup(RdKafka::Conf* consumer_conf) {
+  for (const auto& [name, value] : options.kafka.properties) {
+    if (name == "session.timeout.ms" || name == "heartbeat.interval.ms") return Status::Ok();
+  }
+  RdKafka::Metadata* md = nullptr;
+  if (producer->metadata(/*all_topics=*/true, nullptr, &md, 2000) != RdKafka::ERR_NO_ERROR) {
+    return Status::Ok();  // the broker is not up yet: nothing to learn, librdkafka's defaults
+  }
+  std::unique_ptr<RdKafka::Metadata> owned(md);
+  const std::string keeper = GroupKeeperTopic(group);
+  bool held = false;
+  for (const RdKafka::TopicMetadata* t : *md->topics()) held = held || t->topic() == keeper;
+  if (!held || producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
+  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "session.timeout.ms", "1500"));
+  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "heartbeat.interval.ms", "400"));
+  spdlog::info("trainer: group {} is held on the embedded broker: session.timeout.ms 1500, "
+               "heartbeat.interval.ms 400", group);
+  return Status::Ok();
+}
+
 bool KafkaTrainer::Impl::AssignManually(const std::atomic<bool>& stop) {
   int32_t partitions = -1;
   auto last_log = Clock::now() - std::chrono::seconds(60);
@@ -756,7 +785,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   auto impl = std::make_unique<Impl>();
   Impl& m = *impl;
   m.options = o;
-  m.group = o.group.empty() ? o.kafka.topic_prefix + ".trainers" : o.group;
+  m.group = o.group.empty() ? TrainersGroup(o.kafka.topic_prefix) : o.group;
   m.topic = DocsTopic(o.kafka.topic_prefix);
   m.rejected_topic = RejectedTopic(o.kafka.topic_prefix);
 
@@ -883,10 +912,11 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   m.stats.state_words = ls.words_seen;
   m.stats.snapshot_version = m.store->version();
 
-  m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
-  if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
   m.producer.reset(RdKafka::Producer::create(pconf.get(), err));
   if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
+  if (!o.assign) SV_RETURN_IF_ERROR(m.SuitSessionToHeldGroup(cconf.get()));
+  m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
+  if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
   return std::unique_ptr<KafkaTrainer>(new KafkaTrainer(std::move(impl)));
 }
 

@@ -71,6 +71,8 @@ std::string RejectionToJson(const std::string& reason, const std::string& origin
 // Topic names for a prefix ("streamvec" -> "streamvec.docs", "streamvec.rejected").
 std::string DocsTopic(const std::string& prefix);
 std::string RejectedTopic(const std::string& prefix);
+// The trainers' consumer group: "<prefix>.trainers".
+std::string TrainersGroup(const std::string& prefix);
 
 }  // namespace streamvec
 
