@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "streamvec/tokenizer/utf8.h"
@@ -137,28 +138,28 @@ std::string CheckVector(const std::vector<float>& v, uint32_t dim, ParamPrecisio
   return "";
 }
 
-// Bounds-checked little-endian reads; every failure is "truncated at byte N: ...".
+// Little-endian reads, each after a Has() check; a failed check is "truncated at byte N: ...".
 class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
   size_t pos() const { return pos_; }
   size_t left() const { return in_.size() - pos_; }
-  // Ok, or the truncation naming `what`.
-  Status Need(size_t n, const std::string& what) const {
-    if (left() >= n) return Status::Ok();
+  bool Has(size_t n) const { return left() >= n; }
+  // The truncation of a read of n bytes of `what` here (when !Has(n)).
+  Status Truncated(size_t n, const std::string& what) const {
     return Status::InvalidArgument("truncated at byte " + std::to_string(in_.size()) + ": " +
                                    what + " needs " + std::to_string(n) + " bytes at byte " +
                                    std::to_string(pos_) + ", " + std::to_string(left()) +
                                    " left");
   }
   template <typename T>
-  T Get() {  // after Need
+  T Get() {  // after Has
     T v;
     std::memcpy(&v, in_.data() + pos_, sizeof v);
     pos_ += sizeof v;
     return v;
   }
-  std::string_view Bytes(size_t n) {  // after Need
+  std::string_view Bytes(size_t n) {  // after Has
     std::string_view s = in_.substr(pos_, n);
     pos_ += n;
     return s;
@@ -283,14 +284,14 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   Reader in(bytes);
   ParamMessage m;
   ParamMessageHeader& h = m.header;
-  SV_RETURN_IF_ERROR(in.Need(4, "the magic"));
+  if (!in.Has(4)) return in.Truncated(4, "the magic");
   if (const uint32_t magic = in.Get<uint32_t>(); magic != kParamMagic) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%08X", magic);
     return Status::InvalidArgument(std::string("bad magic ") + hex + " (expected 0x4D505653, " +
                                    "\"SVPM\")");
   }
-  SV_RETURN_IF_ERROR(in.Need(2, "the protocol version"));
+  if (!in.Has(2)) return in.Truncated(2, "the protocol version");
   h.version = in.Get<uint16_t>();
   if (h.version > kParamProtocolVersion) {
     return Status::InvalidArgument("protocol version " + std::to_string(h.version) +
@@ -298,7 +299,7 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
                                    std::to_string(kParamProtocolVersion));
   }
   if (h.version == 0) return Status::InvalidArgument("protocol version 0 does not exist");
-  SV_RETURN_IF_ERROR(in.Need(kParamHeaderBytes - 6, "the header"));
+  if (!in.Has(kParamHeaderBytes - 6)) return in.Truncated(kParamHeaderBytes - 6, "the header");
   const uint8_t kind = in.Get<uint8_t>();
   const uint8_t model = in.Get<uint8_t>();
   const uint8_t precision = in.Get<uint8_t>();
@@ -354,24 +355,24 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   const size_t row_bytes = static_cast<size_t>(h.dim) * value_bytes;
   m.records.reserve(h.record_count);
   for (uint32_t i = 0; i < h.record_count; ++i) {
-    const std::string name = "record " + std::to_string(i);
-    SV_RETURN_IF_ERROR(in.Need(2, name + "'s word length"));
+    // (Messages are built only on failure: this loop runs per record of every message.)
+    if (!in.Has(2)) return in.Truncated(2, RecordName(i, "") + "'s word length");
     const uint16_t length = in.Get<uint16_t>();
-    SV_RETURN_IF_ERROR(in.Need(length, name + "'s word"));
+    if (!in.Has(length)) return in.Truncated(length, RecordName(i, "") + "'s word");
     const std::string_view word = in.Bytes(length);
     if (std::string why = CheckWord(word); !why.empty()) {
-      return Status::InvalidArgument(name + ": " + why);
+      return Status::InvalidArgument(RecordName(i, "") + ": " + why);
     }
     ParamRecord& r = m.records.emplace_back();
     r.word.assign(word);
-    SV_RETURN_IF_ERROR(in.Need(1, RecordName(i, word) + "'s fields"));
+    if (!in.Has(1)) return in.Truncated(1, RecordName(i, word) + "'s fields");
     const uint8_t fields = in.Get<uint8_t>();
     if (std::string why = CheckFields(h.kind, fields); !why.empty()) {
       return Status::InvalidArgument(RecordName(i, word) + ": " + why);
     }
     r.removed = (fields & kFieldRemoved) != 0;
     if (fields & kFieldCount) {
-      SV_RETURN_IF_ERROR(in.Need(16, RecordName(i, word) + "'s count"));
+      if (!in.Has(16)) return in.Truncated(16, RecordName(i, word) + "'s count");
       r.has_count = true;
       r.count = in.Get<double>();
       r.count_error = in.Get<double>();
@@ -382,7 +383,9 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
     for (int which = 0; which < 2; ++which) {
       if (!(fields & (which == 0 ? kFieldInput : kFieldOutput))) continue;
       const char* label = which == 0 ? "input" : "output";
-      SV_RETURN_IF_ERROR(in.Need(row_bytes, RecordName(i, word) + "'s " + label + " row"));
+      if (!in.Has(row_bytes)) {
+        return in.Truncated(row_bytes, RecordName(i, word) + "'s " + label + " row");
+      }
       std::vector<float>& v = which == 0 ? r.input : r.output;
       v.resize(h.dim);
       const std::string_view raw = in.Bytes(row_bytes);
