@@ -115,12 +115,8 @@ double CountSummary::Guaranteed(std::string_view word) const {
 std::vector<CountEntry> CountSummary::Entries() const {
   std::vector<CountEntry> out;
   out.reserve(index_.size());
-  for (auto it = by_count_.rbegin(); it != by_count_.rend(); ++it) {
-    const Held& h = index_.at(it->second);
-    out.push_back(CountEntry{it->second, h.count, h.error});
-  }
-  // by_count_ orders ties by word ascending; reversed they are descending: put them back.
-  std::stable_sort(out.begin(), out.end(), [](const CountEntry& a, const CountEntry& b) {
+  for (const auto& [word, h] : index_) out.push_back(CountEntry{word, h.count, h.error});
+  std::sort(out.begin(), out.end(), [](const CountEntry& a, const CountEntry& b) {
     return a.count > b.count || (a.count == b.count && a.word < b.word);
   });
   return out;

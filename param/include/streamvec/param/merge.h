@@ -62,9 +62,10 @@ std::string_view MergeRuleName(MergeRule rule);
 StatusOr<MergeRule> ParseMergeRule(std::string_view name);
 
 struct MergeOptions {
-  // The rule --merge picks. AdaSum: it adds what trainers learned about different contexts of
-  // a word and does not double-count what they agree on (lessons 2 and 4 of
-  // research/distributed-and-gpu.md); bench/distributed_bench.py compares the four.
+  // The rule --merge picks. AdaSum by default: it adds what trainers learned about different
+  // contexts of a word and does not double-count what they agree on (lesson 2 of the research
+  // notes on distributed word2vec: never plain-sum concurrent updates of a row). Issue 20's
+  // benchmark is to measure the four and settle the default.
   MergeRule rule = MergeRule::kAdaSum;
   float eta = 0.2f;       // kDownpour: Adagrad base rate (the learner's --eta), > 0
   float epsilon = 1e-6f;  // kDownpour: added to G under the square root (the learner's), > 0
