@@ -33,6 +33,12 @@ void RowDeltaTracker::MarkDirty(uint32_t slot) {
   ++tracked_;
 }
 
+void RowDeltaTracker::MarkFresh(uint32_t slot) {
+  MarkDirty(slot);
+  float* base = bases_.data() + static_cast<size_t>(base_of_[slot]) * dim_;
+  std::fill(base, base + dim_, 0.0f);
+}
+
 std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
   std::vector<uint32_t> out;
   out.reserve(tracked_);

@@ -223,6 +223,25 @@ TEST(RowDeltaTrackerTest, UntrackDropsTheLocalDeltaAndReusesTheBase) {
   EXPECT_EQ(d, (std::vector<float>{1.0f, 0, 0, 0, 0}));
 }
 
+TEST(RowDeltaTrackerTest, FreshRowsGoOutWholeToANodeStartingFromZero) {
+  std::mt19937 rng(33);
+  Table trainer(3), node(3);
+  FillRandom(trainer, rng);  // the trainer's own random initialisation
+  RowDeltaTracker tracker(trainer.data.data(), 3, kStride, kDim);
+  RowDeltaTracker node_side(node.data.data(), 3, kStride, kDim);
+  tracker.MarkDirty(2);  // an earlier word's base, dropped by MarkFresh
+  tracker.MarkFresh(2);
+  EXPECT_TRUE(tracker.tracked(2));
+  EXPECT_EQ(tracker.tracked_count(), 1u);
+  trainer.row(2)[1] += 0.5f;
+  const uint32_t slots[] = {2};
+  std::vector<float> d(kDim);
+  tracker.Export(slots, d.data());
+  EXPECT_EQ(d, trainer.vec(2));
+  node_side.ApplyDeltas(slots, d.data());
+  EXPECT_EQ(node.vec(2), trainer.vec(2));
+}
+
 TEST(PushScheduleTest, LevelsDoubleThePeriodAsCountsHalve) {
   PushScheduleOptions o;
   o.top_rows = 100;

@@ -36,6 +36,11 @@ class RowDeltaTracker {
   // before the row is first changed locally (for the learner: when a sentence that uses the
   // row, as word, context or negative, is selected, before it is queued).
   void MarkDirty(uint32_t slot);
+  // (Re)starts tracking row `slot` with a zero base, dropping any earlier base: the next export
+  // carries the whole row. For a row the node has never seen (a slot just given to a new word,
+  // whose random initialisation only this trainer knows): the node, starting that word from
+  // zero, then receives the initial vector with the first push.
+  void MarkFresh(uint32_t slot);
   bool tracked(uint32_t slot) const { return base_of_[slot] != kNone; }
   // The tracked rows, ascending.
   std::vector<uint32_t> TrackedSlots() const;
