@@ -15,6 +15,8 @@ CountSummary::CountSummary(size_t capacity) : capacity_(capacity) {
 void CountSummary::Insert(const std::string& word, double count, double error) {
   index_.emplace(word, Held{count, error});
   by_count_.emplace(count, word);
+  changed_.insert(word);
+  removed_.erase(word);
 }
 
 void CountSummary::Add(std::string_view word, double weight) {
@@ -26,6 +28,7 @@ void CountSummary::Add(std::string_view word, double weight) {
     it->second.count += weight;
     node.value().first = it->second.count;
     by_count_.insert(std::move(node));
+    changed_.insert(key);
     return;
   }
   if (index_.size() >= capacity_) {
@@ -34,6 +37,8 @@ void CountSummary::Add(std::string_view word, double weight) {
     auto victim = by_count_.begin();
     floor_ = std::max(floor_, victim->first);
     index_.erase(victim->second);
+    changed_.erase(victim->second);
+    removed_.insert(victim->second);
     by_count_.erase(victim);
   }
   Insert(key, floor_ + weight, floor_);
@@ -89,6 +94,10 @@ void CountSummary::Merge(const CountSummary& other_in) {
     c_k = gs[capacity_ - 1];
   }
   const double floor = floor_ + other.floor_ + c_k;
+  for (const auto& [word, held] : index_) {  // every word held before may leave (Insert: stays)
+    changed_.erase(word);
+    removed_.insert(word);
+  }
   index_.clear();
   by_count_.clear();
   for (const auto& [word, m] : merged) {
@@ -120,6 +129,31 @@ std::vector<CountEntry> CountSummary::Entries() const {
     return a.count > b.count || (a.count == b.count && a.word < b.word);
   });
   return out;
+}
+
+std::vector<ParamRecord> CountSummary::TakeChanges() {
+  std::vector<ParamRecord> records;
+  records.reserve(changed_.size() + removed_.size());
+  auto changed = changed_.begin();
+  auto removed = removed_.begin();
+  // Both sets are ordered: merge them into one word-ordered list.
+  while (changed != changed_.end() || removed != removed_.end()) {
+    ParamRecord r;
+    if (removed == removed_.end() || (changed != changed_.end() && *changed < *removed)) {
+      const Held& h = index_.at(*changed);
+      r.word = *changed++;
+      r.has_count = true;
+      r.count = h.count;
+      r.count_error = h.error;
+    } else {
+      r.word = *removed++;
+      r.removed = true;
+    }
+    records.push_back(std::move(r));
+  }
+  changed_.clear();
+  removed_.clear();
+  return records;
 }
 
 std::vector<ParamRecord> CountSummary::ToRecords() const {

@@ -73,6 +73,51 @@ TEST(CountSummaryTest, MergeMatchesTheHandComputedMisraGriesStep) {
   EXPECT_EQ(a.Estimate("y"), 3.0);  // true count 3 <= floor
 }
 
+TEST(CountSummaryTest, TakeChangesGivesCountAndRemovalRecordsSinceTheLastCall) {
+  CountSummary s(2);
+  s.Add("b");
+  s.Add("a", 2);
+  std::vector<ParamRecord> r = s.TakeChanges();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].word, "a");
+  EXPECT_TRUE(r[0].has_count);
+  EXPECT_EQ(r[0].count, 2.0);
+  EXPECT_EQ(r[1].word, "b");
+  EXPECT_EQ(r[1].count, 1.0);
+  EXPECT_TRUE(s.TakeChanges().empty());
+  s.Add("c");  // evicts b: c enters at 2 with error 1
+  r = s.TakeChanges();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].word, "b");
+  EXPECT_TRUE(r[0].removed);
+  EXPECT_FALSE(r[0].has_count);
+  EXPECT_EQ(r[1].word, "c");
+  EXPECT_EQ(r[1].count, 2.0);
+  EXPECT_EQ(r[1].count_error, 1.0);
+  s.Add("a");  // a 3
+  s.Add("d");  // evicts c (2 < 3): d enters at 3
+  s.Add("c");  // a and d both hold 3: the smaller word, a, is evicted; c enters at 4
+  r = s.TakeChanges();
+  std::vector<std::string> words;
+  for (const ParamRecord& x : r) words.push_back(x.word + (x.removed ? "-" : "+"));
+  EXPECT_EQ(words, (std::vector<std::string>{"a-", "c+", "d+"}));
+  // They encode as one vocabulary message.
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kVocabulary;
+  h.dim = 100;
+  EXPECT_TRUE(EncodeParamMessages(h, r).ok());
+  // A merge reports the words it dropped: counters c 1, d 0, x 100, y 50; the 2nd largest, 50,
+  // is subtracted and only x stays (y was never held here: no record).
+  CountSummary other(2);
+  other.Add("x", 100);
+  other.Add("y", 50);
+  s.Merge(other);
+  r = s.TakeChanges();
+  words.clear();
+  for (const ParamRecord& x : r) words.push_back(x.word + (x.removed ? "-" : "+"));
+  EXPECT_EQ(words, (std::vector<std::string>{"c-", "d-", "x+"}));
+}
+
 // A Zipf(s) stream over `vocab` words ("w0" most frequent).
 std::vector<std::string> ZipfStream(std::mt19937_64& rng, size_t vocab, double s, size_t n) {
   std::vector<double> weights(vocab);

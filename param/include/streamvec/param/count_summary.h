@@ -87,6 +87,14 @@ class CountSummary {
   // The held words as vocabulary records for `<prefix>.params` (count and count_error set).
   std::vector<ParamRecord> ToRecords() const;
 
+  // What changed since the last call (or since construction), as vocabulary records for
+  // `<prefix>.params`: a count record (count, count_error) for every held word whose count
+  // changed, a removed record for every word that was held then and is not now (evicted, or
+  // dropped by a merge), in word order; then forgets them. A word evicted and added back in the
+  // interval gets a count record; after FromEntries every held word counts as changed (a
+  // restored node republishes its vocabulary). Memory: one entry per changed word until the call.
+  std::vector<ParamRecord> TakeChanges();
+
   // Rebuilds a summary from Entries(), total() and floor() (a snapshot, or a summary sent whole).
   // InvalidArgument naming the entry for anything that breaks the invariants above: more
   // entries than capacity, an empty or repeated word, a non-finite or negative figure, error
@@ -106,6 +114,8 @@ class CountSummary {
   std::unordered_map<std::string, Held> index_;
   // (count, word) of every held word: begin() is the eviction victim.
   std::set<std::pair<double, std::string>> by_count_;
+  // Since the last TakeChanges: words whose count changed (held now), and words that left.
+  std::set<std::string> changed_, removed_;
 };
 
 }  // namespace streamvec
