@@ -89,7 +89,7 @@ class CountSummary {
 
   // What changed since the last call (or since construction), as vocabulary records for
   // `<prefix>.params`: a count record (count, count_error) for every held word whose count
-  // changed, a removed record for every word that was held then and is not now (evicted, or
+  // changed, a removed record for every word held at some point since and not now (evicted, or
   // dropped by a merge), in word order; then forgets them. A word evicted and added back in the
   // interval gets a count record; after FromEntries every held word counts as changed (a
   // restored node republishes its vocabulary). Memory: one entry per changed word until the call.

@@ -1,5 +1,5 @@
 // How a parameter-node shard merges the row deltas that several trainers push for one row
-// (issue 20; docs/distributed.md).
+// (issue 20).
 //
 // A **round** is what the node merges into one row at once: the deltas for one row (one word's
 // input vector, or its output vector) found in one batch of consumed `<prefix>.updates`
@@ -37,18 +37,19 @@ namespace streamvec {
 
 enum class MergeRule {
   // Downpour SGD with Adagrad on the node (Dean et al. 2012, "Large Scale Distributed Deep
-  // Networks", sections 4.1 and 4.3): each contribution is treated as a gradient step and
+  // Networks", section 4.1): each contribution is treated as a gradient step and
   // applied in order with the row's node-side Adagrad rate, so a row's steps shrink as
   // 1/sqrt(updates) however many trainers push it.
   kDownpour,
-  // row += the mean of the round's deltas (a row only one trainer touched gets that trainer's
-  // delta unchanged; lesson 2 of the research notes: never divide by the number of trainers).
+  // row += the mean of the round's deltas: divided by the trainers that touched the row, not by
+  // all trainers, so a row only one trainer touched gets that delta unchanged (lesson 2 of the
+  // research notes on distributed word2vec).
   kAverage,
   // row += the sum of the round's deltas (Spark MLlib's merge; known to diverge with many
   // concurrent writers: kept as the baseline the benchmark compares against).
   kSum,
   // The AdaSum combiner (Maleki et al. 2021, "Scaling Distributed Training with Adaptive
-  // Summation", section 3; used as GraphAny2Vec's gradient combiner, Gill et al. 2021):
+  // Summation", MLSys 2021; used as GraphAny2Vec's gradient combiner, Gill et al. 2021):
   // adasum(a, b) = (1 - a.b / (2|a|^2)) a + (1 - a.b / (2|b|^2)) b, the sum when a and b are
   // orthogonal and their average when they are parallel, applied as a reduction tree over the
   // round (AdaSumRound). row += the result.

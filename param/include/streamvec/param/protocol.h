@@ -1,4 +1,4 @@
-// The wire format between trainers and parameter-node shards (issue 20; docs/distributed.md).
+// The wire format between trainers and parameter-node shards (issue 20).
 //
 // Two topics per prefix: `<prefix>.updates` (trainer -> node: pushes of row deltas and exact
 // count deltas; partition = the words' shard, ShardOf) and `<prefix>.params` (node -> trainers:

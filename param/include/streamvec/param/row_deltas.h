@@ -90,7 +90,7 @@ struct PushScheduleOptions {
 };
 
 // Which tracked rows are due in a push round, frequent rows more often than rare ones (in the
-// spirit of pWord2Vec, Ji et al. 2016, section 4.2: the most frequent rows are synchronised
+// spirit of pWord2Vec, Ji et al. 2016, arXiv 1604.04661: the most frequent rows are synchronised
 // every round and rarer rows exponentially less often, with a periodic full sync).
 //
 // The rule: with c* the reference count (SetReference: the top_rows-th largest count), a row of
