@@ -1,0 +1,123 @@
+// A bounded, mergeable summary of word counts: the node's global vocabulary counts, built from
+// the trainers' pushed count deltas and from other summaries (issue 20).
+//
+// Space-saving (Metwally, Agrawal & El Abbadi 2005) with weights, merged as Agarwal et al. 2012,
+// "Mergeable Summaries" (section 2: the Misra-Gries merge, and the isomorphism between
+// space-saving with k counters and Misra-Gries with k - 1). A summary of capacity k holds at
+// most k words, each with a count c (an over-estimate) and an error e (c - e is a guaranteed
+// under-estimate), plus two figures of the whole summary: total n (the weight summarised) and
+// floor m (no word that is not held has a true count above m). For every word w with true
+// count f(w) in the summarised stream:
+//
+//   held:      c - e <= f(w) <= c,   0 <= e <= m,   c >= m
+//   not held:  f(w) <= m
+//   always:    m <= (n - sum over held words of (c - m)) / k  <=  n / k
+//
+// so every word with f(w) > n / k is held, and every estimate is within n / k of the truth.
+// Proof sketch (the invariant P = n - sum(c - m) - k m >= 0): a weighted space-saving update
+// leaves P unchanged (a hit adds w to n and to one c; an insertion into free room adds w to both;
+// an eviction of the smallest counter c_min raises m to c_min and every held c - m falls by
+// c_min - m, the new word entering at c_min + w); a merge is the Misra-Gries merge of the
+// summaries' c - m counters (add them, subtract the k-th largest C, drop the non-positive), which
+// lowers their sum by at least k C while m grows by C (Agarwal et al.'s argument for k - 1
+// counters), and the merged floor is m_A + m_B + C.
+//
+// Counts are doubles: integer weights are exact up to 2^53, and decayed (scaled) counts work as
+// well. Memory is O(k) words. Not thread-safe: one thread drives an instance.
+#ifndef STREAMVEC_PARAM_COUNT_SUMMARY_H_
+#define STREAMVEC_PARAM_COUNT_SUMMARY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "streamvec/base/status.h"
+#include "streamvec/param/protocol.h"
+
+namespace streamvec {
+
+// One held word: count c and error e (c - e <= f <= c).
+struct CountEntry {
+  std::string word;
+  double count = 0.0;
+  double error = 0.0;
+};
+
+class CountSummary {
+ public:
+  // capacity >= 2 words (SV_CHECK).
+  explicit CountSummary(size_t capacity);
+
+  // Counts `weight` > 0 (finite; SV_CHECK) more occurrences of `word`: weighted space-saving.
+  // A word not held enters at floor + weight with error floor, evicting the held word with the
+  // smallest count (ties: the smallest word, bytewise) when the summary is full. O(log k).
+  void Add(std::string_view word, double weight = 1.0);
+
+  // Adds the count records of a push (exact occurrences since the trainer's previous push,
+  // count_error 0, as ParamRecord carries them): Add(word, count) for each record with a
+  // positive count. The result is a summary of this stream followed by the pushed words, with
+  // every bound above. InvalidArgument (and nothing added) if a record's count_error is not 0.
+  Status AddPushed(std::span<const ParamRecord> records);
+
+  // Merges `other` (a summary of another stream, of capacity >= this one's: SV_CHECK) into this
+  // one: afterwards this is a summary of both streams with this capacity and the bounds above
+  // (Agarwal et al. 2012, section 2). Holds at most k - 1 words after a merge that had to drop
+  // some. O((k + k') log k).
+  void Merge(const CountSummary& other);
+
+  // The upper estimate c of `word` (floor() when not held) and the guaranteed count c - e (0 when
+  // not held).
+  double Estimate(std::string_view word) const;
+  double Guaranteed(std::string_view word) const;
+  bool Contains(std::string_view word) const { return index_.count(std::string(word)) != 0; }
+
+  size_t size() const { return index_.size(); }
+  size_t capacity() const { return capacity_; }
+  double total() const { return total_; }  // n: the weight summarised
+  double floor() const { return floor_; }  // m: bound on any word not held, and on every error
+
+  // The held words, largest count first (ties: by word).
+  std::vector<CountEntry> Entries() const;
+  // The held words as vocabulary records for `<prefix>.params` (count and count_error set).
+  std::vector<ParamRecord> ToRecords() const;
+
+  // What changed since the last call (or since construction), as vocabulary records for
+  // `<prefix>.params`: a count record (count, count_error) for every held word whose count
+  // changed, a removed record for every word held at some point since and not now (evicted, or
+  // dropped by a merge), in word order; then forgets them. A word evicted and added back in the
+  // interval gets a count record; after FromEntries every held word counts as changed (a
+  // restored node republishes its vocabulary). Memory: one entry per changed word until the call.
+  std::vector<ParamRecord> TakeChanges();
+
+  // Rebuilds a summary from Entries(), total() and floor() (a snapshot, or a summary sent whole).
+  // InvalidArgument naming the entry for anything that breaks the invariants above: more
+  // entries than capacity, an empty or repeated word, a non-finite or negative figure, error
+  // outside [0, floor], count below floor, or a total too small for the floor.
+  static StatusOr<CountSummary> FromEntries(size_t capacity, std::span<const CountEntry> entries,
+                                            double total, double floor);
+
+ private:
+  struct Held {
+    double count;
+    double error;
+  };
+  void Insert(const std::string& word, double count, double error);
+  size_t capacity_;
+  double total_ = 0.0;
+  double floor_ = 0.0;
+  std::unordered_map<std::string, Held> index_;
+  // (count, word) of every held word: begin() is the eviction victim.
+  std::set<std::pair<double, std::string>> by_count_;
+  // Since the last TakeChanges: words whose count changed (held now), and words that left.
+  std::set<std::string> changed_, removed_;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_PARAM_COUNT_SUMMARY_H_

@@ -1,0 +1,219 @@
+#include "streamvec/param/count_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <unordered_set>
+
+namespace streamvec {
+
+CountSummary::CountSummary(size_t capacity) : capacity_(capacity) {
+  SV_CHECK(capacity >= 2);
+  index_.reserve(capacity);
+}
+
+void CountSummary::Insert(const std::string& word, double count, double error) {
+  index_.emplace(word, Held{count, error});
+  by_count_.emplace(count, word);
+  changed_.insert(word);
+  removed_.erase(word);
+}
+
+void CountSummary::Add(std::string_view word, double weight) {
+  SV_CHECK(weight > 0.0 && std::isfinite(weight));
+  total_ += weight;
+  std::string key(word);
+  if (auto it = index_.find(key); it != index_.end()) {
+    auto node = by_count_.extract({it->second.count, key});
+    it->second.count += weight;
+    node.value().first = it->second.count;
+    by_count_.insert(std::move(node));
+    changed_.insert(key);
+    return;
+  }
+  if (index_.size() >= capacity_) {
+    // Space-saving: the smallest counter is evicted and its count becomes the floor (every held
+    // count is >= the floor, so this never lowers it).
+    auto victim = by_count_.begin();
+    floor_ = std::max(floor_, victim->first);
+    index_.erase(victim->second);
+    changed_.erase(victim->second);
+    removed_.insert(victim->second);
+    by_count_.erase(victim);
+  }
+  Insert(key, floor_ + weight, floor_);
+}
+
+Status CountSummary::AddPushed(std::span<const ParamRecord> records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ParamRecord& r = records[i];
+    if (!r.has_count) continue;
+    if (r.count_error != 0.0 || !std::isfinite(r.count) || r.count < 0.0) {
+      return Status::InvalidArgument("record " + std::to_string(i) + " (word '" + r.word +
+                                     "'): a pushed count must be an exact, finite, non-negative "
+                                     "occurrence count with error 0");
+    }
+  }
+  for (const ParamRecord& r : records) {
+    if (r.has_count && r.count > 0.0) Add(r.word, r.count);
+  }
+  return Status::Ok();
+}
+
+void CountSummary::Merge(const CountSummary& other_in) {
+  // The bound's proof needs the other's floor to be backed by at least k counters' worth of
+  // weight (its own invariant with k' >= k).
+  SV_CHECK(other_in.capacity_ >= capacity_);
+  const CountSummary copy = &other_in == this ? other_in : CountSummary(2);
+  const CountSummary& other = &other_in == this ? copy : other_in;
+
+  // Per word of the union: G = the Misra-Gries counters (c - m) summed, L = the guaranteed
+  // counts (c - e) summed.
+  struct Merged {
+    double g = 0.0;
+    double lower = 0.0;
+  };
+  std::unordered_map<std::string, Merged> merged;
+  merged.reserve(index_.size() + other.index_.size());
+  for (const CountSummary* s : {static_cast<const CountSummary*>(this), &other}) {
+    for (const auto& [word, held] : s->index_) {
+      Merged& m = merged[word];
+      m.g += held.count - s->floor_;
+      m.lower += held.count - held.error;
+    }
+  }
+  // C: the k-th largest G (0 when fewer than k words): after subtracting it at most k - 1
+  // counters stay positive.
+  double c_k = 0.0;
+  if (merged.size() >= capacity_) {
+    std::vector<double> gs;
+    gs.reserve(merged.size());
+    for (const auto& [word, m] : merged) gs.push_back(m.g);
+    std::nth_element(gs.begin(), gs.begin() + static_cast<std::ptrdiff_t>(capacity_ - 1),
+                     gs.end(), std::greater<double>());
+    c_k = gs[capacity_ - 1];
+  }
+  const double floor = floor_ + other.floor_ + c_k;
+  for (const auto& [word, held] : index_) {  // every word held before may leave (Insert: stays)
+    changed_.erase(word);
+    removed_.insert(word);
+  }
+  index_.clear();
+  by_count_.clear();
+  for (const auto& [word, m] : merged) {
+    const double g = m.g - c_k;
+    if (!(g > 0.0)) continue;
+    const double count = g + floor;
+    const double lower = std::max(m.lower, g);
+    Insert(word, count, std::clamp(count - lower, 0.0, floor));
+  }
+  total_ += other.total_;
+  floor_ = floor;
+}
+
+double CountSummary::Estimate(std::string_view word) const {
+  auto it = index_.find(std::string(word));
+  return it == index_.end() ? floor_ : it->second.count;
+}
+
+double CountSummary::Guaranteed(std::string_view word) const {
+  auto it = index_.find(std::string(word));
+  return it == index_.end() ? 0.0 : it->second.count - it->second.error;
+}
+
+std::vector<CountEntry> CountSummary::Entries() const {
+  std::vector<CountEntry> out;
+  out.reserve(index_.size());
+  for (const auto& [word, h] : index_) out.push_back(CountEntry{word, h.count, h.error});
+  std::sort(out.begin(), out.end(), [](const CountEntry& a, const CountEntry& b) {
+    return a.count > b.count || (a.count == b.count && a.word < b.word);
+  });
+  return out;
+}
+
+std::vector<ParamRecord> CountSummary::TakeChanges() {
+  std::vector<ParamRecord> records;
+  records.reserve(changed_.size() + removed_.size());
+  auto changed = changed_.begin();
+  auto removed = removed_.begin();
+  // Both sets are ordered: merge them into one word-ordered list.
+  while (changed != changed_.end() || removed != removed_.end()) {
+    ParamRecord r;
+    if (removed == removed_.end() || (changed != changed_.end() && *changed < *removed)) {
+      const Held& h = index_.at(*changed);
+      r.word = *changed++;
+      r.has_count = true;
+      r.count = h.count;
+      r.count_error = h.error;
+    } else {
+      r.word = *removed++;
+      r.removed = true;
+    }
+    records.push_back(std::move(r));
+  }
+  changed_.clear();
+  removed_.clear();
+  return records;
+}
+
+std::vector<ParamRecord> CountSummary::ToRecords() const {
+  std::vector<ParamRecord> records;
+  for (CountEntry& e : Entries()) {
+    ParamRecord r;
+    r.word = std::move(e.word);
+    r.has_count = true;
+    r.count = e.count;
+    r.count_error = e.error;
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+StatusOr<CountSummary> CountSummary::FromEntries(size_t capacity,
+                                                 std::span<const CountEntry> entries,
+                                                 double total, double floor) {
+  if (capacity < 2) return Status::InvalidArgument("capacity must be >= 2");
+  if (entries.size() > capacity) {
+    return Status::InvalidArgument(std::to_string(entries.size()) + " entries exceed capacity " +
+                                   std::to_string(capacity));
+  }
+  if (!std::isfinite(total) || !std::isfinite(floor) || total < 0.0 || floor < 0.0) {
+    return Status::InvalidArgument("total and floor must be finite and >= 0");
+  }
+  CountSummary s(capacity);
+  double excess = 0.0;  // sum of (c - m)
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const CountEntry& e = entries[i];
+    const std::string name = "entry " + std::to_string(i) + " (word '" + e.word + "')";
+    if (e.word.empty()) {
+      return Status::InvalidArgument("entry " + std::to_string(i) + ": empty word");
+    }
+    if (!std::isfinite(e.count) || !std::isfinite(e.error)) {
+      return Status::InvalidArgument(name + ": count or error is not finite");
+    }
+    if (e.error < 0.0 || e.error > floor) {
+      return Status::InvalidArgument(name + ": error " + std::to_string(e.error) +
+                                     " is outside [0, floor " + std::to_string(floor) + "]");
+    }
+    if (e.count < floor || e.count <= 0.0) {
+      return Status::InvalidArgument(name + ": count " + std::to_string(e.count) +
+                                     " is not positive or is below the floor " +
+                                     std::to_string(floor));
+    }
+    if (s.index_.count(e.word) != 0) return Status::InvalidArgument(name + ": repeated");
+    s.Insert(e.word, e.count, e.error);
+    excess += e.count - floor;
+  }
+  // P = n - sum(c - m) - k m >= 0, up to rounding of non-integer weights.
+  const double p = total - excess - static_cast<double>(capacity) * floor;
+  if (p < -1e-9 * std::max(1.0, total)) {
+    return Status::InvalidArgument("total " + std::to_string(total) +
+                                   " is too small for the counts and floor " +
+                                   std::to_string(floor) + " it summarises");
+  }
+  s.total_ = total;
+  s.floor_ = floor;
+  return s;
+}
+
+}  // namespace streamvec

@@ -1,0 +1,128 @@
+#include "streamvec/param/merge.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+namespace streamvec {
+
+std::string_view MergeRuleName(MergeRule rule) {
+  switch (rule) {
+    case MergeRule::kDownpour: return "downpour";
+    case MergeRule::kAverage: return "average";
+    case MergeRule::kSum: return "sum";
+    case MergeRule::kAdaSum: return "adasum";
+  }
+  return "unknown";
+}
+
+StatusOr<MergeRule> ParseMergeRule(std::string_view name) {
+  for (MergeRule r : {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum,
+                      MergeRule::kAdaSum}) {
+    if (name == MergeRuleName(r)) return r;
+  }
+  return Status::InvalidArgument("--merge must be one of downpour, average, sum, adasum, not '" +
+                                 std::string(name) + "'");
+}
+
+void AdaSumPair(const double* a, const double* b, int dim, double* out) {
+  double dot = 0.0, aa = 0.0, bb = 0.0;
+  for (int j = 0; j < dim; ++j) {
+    dot += a[j] * b[j];
+    aa += a[j] * a[j];
+    bb += b[j] * b[j];
+  }
+  const double ca = aa > 0.0 ? 1.0 - dot / (2.0 * aa) : 1.0;
+  const double cb = bb > 0.0 ? 1.0 - dot / (2.0 * bb) : 1.0;
+  for (int j = 0; j < dim; ++j) out[j] = ca * a[j] + cb * b[j];
+}
+
+void AdaSumRound(double* vectors, size_t n, int dim) {
+  const size_t d = static_cast<size_t>(dim);
+  while (n > 1) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i += 2, ++kept) {
+      double* dst = vectors + kept * d;
+      if (i + 1 < n) {
+        AdaSumPair(vectors + i * d, vectors + (i + 1) * d, dim, dst);
+      } else if (dst != vectors + i * d) {
+        std::copy(vectors + i * d, vectors + (i + 1) * d, dst);
+      }
+    }
+    n = kept;
+  }
+}
+
+void MergeRound(const MergeOptions& options, std::span<const float* const> deltas, int dim,
+                NodeRowRef row) {
+  if (deltas.empty()) return;
+  const size_t d = static_cast<size_t>(dim);
+  if (options.rule == MergeRule::kDownpour) {
+    for (const float* g : deltas) {
+      double sq = 0.0;
+      for (size_t j = 0; j < d; ++j) sq += static_cast<double>(g[j]) * g[j];
+      // Capped at float's largest value so that a huge finite delta cannot make G infinite
+      // (which would freeze the row for good); its step is then tiny instead.
+      const double acc = std::min<double>(*row.accumulator + sq / dim, FLT_MAX);
+      *row.accumulator = static_cast<float>(acc);
+      const double lr = options.eta / std::sqrt(acc + options.epsilon);
+      for (size_t j = 0; j < d; ++j) row.row[j] = static_cast<float>(row.row[j] + lr * g[j]);
+    }
+    return;
+  }
+  std::vector<double> sum(d, 0.0);
+  if (options.rule == MergeRule::kAdaSum && deltas.size() > 1) {
+    std::vector<double> all(deltas.size() * d);
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      std::copy(deltas[i], deltas[i] + d, all.begin() + i * d);
+    }
+    AdaSumRound(all.data(), deltas.size(), dim);
+    std::copy(all.begin(), all.begin() + d, sum.begin());
+  } else {
+    for (const float* g : deltas) {
+      for (size_t j = 0; j < d; ++j) sum[j] += g[j];
+    }
+    if (options.rule == MergeRule::kAverage) {
+      for (double& x : sum) x /= static_cast<double>(deltas.size());
+    }
+  }
+  for (size_t j = 0; j < d; ++j) row.row[j] = static_cast<float>(row.row[j] + sum[j]);
+}
+
+MergeBatch::MergeBatch(int dim) : dim_(dim) { SV_CHECK(dim >= 1); }
+
+void MergeBatch::Add(uint64_t key, uint32_t sender, std::span<const float> delta) {
+  SV_CHECK(delta.size() == static_cast<size_t>(dim_));
+  auto [it, fresh] = by_key_.try_emplace(key, rounds_.size());
+  if (fresh) rounds_.push_back(Round{key, {}});
+  Round& round = rounds_[it->second];
+  for (const auto& [s, offset] : round.parts) {
+    if (s != sender) continue;
+    float* acc = pool_.data() + offset;
+    for (int j = 0; j < dim_; ++j) acc[j] += delta[j];
+    return;
+  }
+  round.parts.emplace_back(sender, pool_.size());
+  pool_.insert(pool_.end(), delta.begin(), delta.end());
+  ++contributions_;
+}
+
+void MergeBatch::Apply(const MergeOptions& options,
+                       const std::function<NodeRowRef(uint64_t key)>& row_of) {
+  std::vector<const float*> deltas;
+  for (const Round& round : rounds_) {
+    deltas.clear();
+    for (const auto& part : round.parts) deltas.push_back(pool_.data() + part.second);
+    MergeRound(options, deltas, dim_, row_of(round.key));
+  }
+  Clear();
+}
+
+void MergeBatch::Clear() {
+  rounds_.clear();
+  by_key_.clear();
+  pool_.clear();
+  contributions_ = 0;
+}
+
+}  // namespace streamvec

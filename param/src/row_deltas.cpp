@@ -1,0 +1,157 @@
+#include "streamvec/param/row_deltas.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+
+RowDeltaTracker::RowDeltaTracker(float* table, size_t rows, size_t stride, int dim)
+    : table_(table), rows_(rows), stride_(stride), dim_(dim), base_of_(rows, kNone) {
+  SV_CHECK(dim >= 1 && stride >= static_cast<size_t>(dim));
+  SV_CHECK(table != nullptr || rows == 0);
+}
+
+void RowDeltaTracker::MarkDirty(uint32_t slot) {
+  SV_CHECK(slot < rows_);
+  if (base_of_[slot] != kNone) return;
+  uint32_t b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else {
+    b = static_cast<uint32_t>(bases_.size() / dim_);
+    bases_.resize(bases_.size() + dim_);
+  }
+  base_of_[slot] = b;
+  const float* row = RowAt(slot);
+  std::copy(row, row + dim_, bases_.begin() + static_cast<size_t>(b) * dim_);
+  ++tracked_;
+}
+
+void RowDeltaTracker::MarkFresh(uint32_t slot) {
+  MarkDirty(slot);
+  float* base = bases_.data() + static_cast<size_t>(base_of_[slot]) * dim_;
+  std::fill(base, base + dim_, 0.0f);
+}
+
+std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
+  std::vector<uint32_t> out;
+  out.reserve(tracked_);
+  for (uint32_t s = 0; s < rows_; ++s) {
+    if (base_of_[s] != kNone) out.push_back(s);
+  }
+  return out;
+}
+
+void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
+                             ParamPrecision precision) {
+  const bool half = precision == ParamPrecision::kFp16;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const uint32_t s = slots[i];
+    SV_CHECK(s < rows_ && base_of_[s] != kNone);
+    // volatile: each component is read exactly once even while Hogwild workers write it.
+    const volatile float* row = RowAt(s);
+    float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
+    float* out = deltas + i * static_cast<size_t>(dim_);
+    for (int j = 0; j < dim_; ++j) {
+      const float now = row[j];
+      float d = now - base[j];
+      if (half) d = static_cast<float>(Eigen::half(d));
+      out[j] = d;
+      // The base moves by what was sent, computed as the receiver will (base + d), so it stays
+      // bit-equal to the receiver's row; whatever rounding left out (fp16, or an ulp of fp32)
+      // stays in row - base.
+      base[j] += d;
+    }
+  }
+}
+
+void RowDeltaTracker::ApplyRows(std::span<const uint32_t> slots, const float* rows) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const uint32_t s = slots[i];
+    SV_CHECK(s < rows_);
+    float* row = RowAt(s);
+    const float* received = rows + i * static_cast<size_t>(dim_);
+    if (base_of_[s] == kNone) {
+      std::copy(received, received + dim_, row);
+      continue;
+    }
+    float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
+    for (int j = 0; j < dim_; ++j) {
+      // A component the node left where we pushed it keeps its bits (no rounding through
+      // received + (row - base)).
+      if (received[j] == base[j]) continue;
+      const float local = row[j] - base[j];
+      row[j] = received[j] + local;
+      base[j] = received[j];
+    }
+  }
+}
+
+void RowDeltaTracker::ApplyDeltas(std::span<const uint32_t> slots, const float* deltas) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const uint32_t s = slots[i];
+    SV_CHECK(s < rows_);
+    float* row = RowAt(s);
+    const float* d = deltas + i * static_cast<size_t>(dim_);
+    float* base = base_of_[s] == kNone
+                      ? nullptr
+                      : bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
+    for (int j = 0; j < dim_; ++j) {
+      row[j] += d[j];
+      if (base) base[j] += d[j];
+    }
+  }
+}
+
+void RowDeltaTracker::Untrack(uint32_t slot) {
+  SV_CHECK(slot < rows_);
+  if (base_of_[slot] == kNone) return;
+  free_.push_back(base_of_[slot]);
+  base_of_[slot] = kNone;
+  --tracked_;
+}
+
+PushSchedule::PushSchedule(const PushScheduleOptions& options) : options_(options) {
+  SV_CHECK(options.top_rows >= 1 && options.max_level >= 0 && options.max_level <= 30);
+}
+
+void PushSchedule::SetReference(std::span<const double> counts) {
+  if (counts.size() <= options_.top_rows) {
+    reference_ = 0.0;
+    return;
+  }
+  std::vector<double> c(counts.begin(), counts.end());
+  const auto nth = c.begin() + (options_.top_rows - 1);
+  std::nth_element(c.begin(), nth, c.end(), std::greater<double>());
+  reference_ = *nth;
+}
+
+int PushSchedule::Level(double count) const {
+  if (count >= reference_) return 0;
+  if (!(count > 0.0)) return options_.max_level;
+  const double l = 1.0 + std::floor(std::log2(reference_ / count));
+  return static_cast<int>(std::min<double>(l, options_.max_level));
+}
+
+bool PushSchedule::Due(uint64_t round, uint32_t slot, double count) const {
+  const uint64_t period_mask = (uint64_t{1} << Level(count)) - 1;
+  return ((round + slot) & period_mask) == 0;
+}
+
+std::vector<uint32_t> PushSchedule::DueSlots(uint64_t round, std::span<const uint32_t> candidates,
+                                             std::span<const double> counts) const {
+  std::vector<uint32_t> out;
+  for (uint32_t s : candidates) {
+    SV_CHECK(s < counts.size());
+    if (Due(round, s, counts[s])) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace streamvec
