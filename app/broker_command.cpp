@@ -37,7 +37,7 @@ int RunBroker(const BrokerFlags& flags) {
     }
   }
   // The groups are held before the broker says where it is, so that a trainer started on its
-  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.6 s join, not 3 s).
+  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.15 s join wait, not 3 s).
   std::vector<std::string> groups = flags.hold_groups;
   if (groups.empty()) groups.push_back(TrainersGroup(flags.prefix));
   if (flags.no_hold_group) groups.clear();
@@ -98,9 +98,10 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--prefix", flags->prefix, "topic prefix")->capture_default_str();
   cmd->add_option("--hold-group", flags->hold_groups,
                   "keep this consumer group non-empty with a member of the broker's own, so a "
-                  "trainer joining it consumes after ~0.6 s instead of the mock's 3 s first join "
-                  "(repeatable; default: <prefix>.trainers). Its members must heartbeat more "
-                  "often than every 1.5 s and keep the default partition.assignment.strategy");
+                  "trainer joining it consumes after ~0.25 s instead of the mock's 3 s first join "
+                  "(repeatable; default: <prefix>.trainers). Its members must join with "
+                  "session.timeout.ms 1150 (a trainer does so itself) and keep the default "
+                  "partition.assignment.strategy");
   cmd->add_flag("--no-hold-group", flags->no_hold_group,
                 "hold no group (a trainer's first join then waits 3 s)");
   cmd->callback([flags, exit_code]() { *exit_code = RunBroker(*flags); });

@@ -238,11 +238,14 @@ def learner_flags(a) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # e2e
 
-def start_broker(sv: Path, work: Path, tag: str, a) -> tuple[Proc, Path]:
+def start_broker(sv: Path, work: Path, tag: str, a, hold_group: bool = True) -> tuple[Proc, Path]:
+    """`streamvec broker`; hold_group False for a trainer with --assign (a held group refuses
+    commits from outside it)."""
     bs = work / f"{tag}.bootstrap"
     bs.unlink(missing_ok=True)
     broker = Proc(f"{tag}-broker", [str(sv), "broker", "--bootstrap-file", str(bs),
-                                    "--partitions", str(a.partitions)], work)
+                                    "--partitions", str(a.partitions)]
+                  + ([] if hold_group else ["--no-hold-group"]), work)
     end = time.monotonic() + 30
     while time.monotonic() < end and not (bs.exists() and bs.read_text().strip()):
         if broker.poll() is not None:
@@ -294,7 +297,7 @@ def run_e2e_kafka(sv: Path, work: Path, rep: int, corpus: Path, a, peer: str = "
     state = work / f"{tag}.state"
     shutil.rmtree(state, ignore_errors=True)
     row = {"peer": peer, "run": rep}
-    broker, bs = start_broker(sv, work, tag, a)
+    broker, bs = start_broker(sv, work, tag, a, hold_group=peer != "kafka-assign")
     try:
         extra = ["--assign", "all"] if peer == "kafka-assign" else []
         trainer = kafka_trainer(sv, work, f"{tag}-train", bs, state, a.max_idle, a, extra)

@@ -174,11 +174,11 @@ namespace {
 // mock expires a member still waiting after the group's session timeout, which is the last
 // joiner's. So the first keeper needs a session over 3 s, and each next keeper, joining as the
 // previous one leaves, a session over the previous one's less 1 s (its own wait). The last one
-// leaves a group whose joins wait 0.5 s. A ladder of four takes about 7.5 s.
-constexpr int kKeeperSessionsMs[] = {3300, 2500, 1700, 1500};
-// The last keeper heartbeats every 50 ms, so that it rejoins well within a trainer's 0.5 s join;
-// the others every quarter of their session.
-constexpr int kLastKeeperHeartbeatMs = 50;
+// leaves a group whose joins wait 0.15 s. A ladder of four takes about 7 s.
+constexpr int kKeeperSessionsMs[] = {3300, 2500, 1700, kHeldGroupSessionMs};
+// The last keeper heartbeats every 25 ms, so that it rejoins well within a trainer's 0.15 s
+// join; the others every quarter of their session.
+constexpr int kLastKeeperHeartbeatMs = 25;
 
 }  // namespace
 

@@ -120,5 +120,27 @@ TEST_F(IngestCliTest, StdinThroughABrokerProcessArrivesInTheTopic) {
   EXPECT_THAT(texts, ::testing::UnorderedElementsAre("alpha beta", "delta"));
 }
 
+// `streamvec broker` holds <prefix>.trainers: a trainer joins it and trains what ingest sent; a
+// trainer with --assign is refused up front (the held group would refuse its commits, and the
+// ingestor's flow control would wait for them forever).
+TEST_F(IngestCliTest, TrainerJoinsTheBrokersHeldGroupAndAssignIsRefused) {
+  ASSERT_FALSE(StartBroker("held").empty());
+  const std::string bs = "--bootstrap-file '" + (dir_ / "bootstrap").string() + "' --prefix held";
+  CliRun run = Shell("printf 'alpha beta gamma\ndelta epsilon\n' | SV ingest --from - " + bs);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  run = Shell("SV train " + bs + " --state '" + (dir_ / "assigned").string() +
+              "' --assign all --max-idle 1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("--assign: group held.trainers is held"));
+  EXPECT_THAT(run.output, HasSubstr("--no-hold-group"));
+
+  run = Shell("SV train " + bs + " --state '" + (dir_ / "joined").string() +
+              "' --max-idle 2 --min-count 1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("group held.trainers is held on the embedded broker"));
+  EXPECT_THAT(run.output, HasSubstr("group held.trainers, 2 documents"));
+}
+
 }  // namespace
 }  // namespace streamvec

@@ -282,13 +282,16 @@ struct KafkaTrainer::Impl {
   // exist). False when stopped first.
   bool AssignManually(const std::atomic<bool>& stop);
   // On the embedded broker with the group held by a keeper (EmbeddedBroker::HoldGroup: topic
-  // GroupKeeperTopic(group) exists and the cluster id is the mock's), sets the consumer's
-  // session.timeout.ms to 1500 and heartbeat.interval.ms to 400 unless --kafka-config set
-  // them: the mock applies the last joiner's session to the whole group and waits that less 1 s
-  // for a join, so a member with a longer session would hold every later join that long.
-  // Elsewhere (a real cluster, whose group.min.session.timeout.ms is 6 s, or a group nobody
-  // holds, whose first join outlasts 1.5 s) the settings stay librdkafka's.
-  Status SuitSessionToHeldGroup(RdKafka::Conf* consumer_conf);
+  // GroupKeeperTopic(group) exists and the cluster id is the mock's): a group-joining trainer
+  // gets session.timeout.ms and heartbeat.interval.ms kHeldGroupSessionMs and
+  // kHeldGroupHeartbeatMs unless --kafka-config set them
+  // (the mock applies the last joiner's session to the whole group and waits that less 1 s for
+  // a join, so a member with a longer session would hold every later join that long); an
+  // assigning one (--assign) is refused with InvalidArgument, as the mock refuses commits
+  // without a generation to a group with members. Elsewhere (a real cluster, whose
+  // group.min.session.timeout.ms is 6 s, or a group nobody holds, whose first join outlasts
+  // 1.15 s) nothing changes.
+  Status SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf);
 
   // Copies the run thread's wall and phase times into stats.
   void PublishTimes(Clock::time_point run_start) {
@@ -700,10 +703,7 @@ void KafkaTrainer::Impl::UpdateLag() {
   stats.lag = known ? lag : -1;
 }
 
-Status KafkaTrainer::Impl::SuitSessionToHeldGroup(RdKafka::Conf* consumer_conf) {
-  for (const auto& [name, value] : options.kafka.properties) {
-    if (name == "session.timeout.ms" || name == "heartbeat.interval.ms") return Status::Ok();
-  }
+Status KafkaTrainer::Impl::SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf) {
   RdKafka::Metadata* md = nullptr;
   if (producer->metadata(/*all_topics=*/true, nullptr, &md, 2000) != RdKafka::ERR_NO_ERROR) {
     return Status::Ok();  // the broker is not up yet: nothing to learn, librdkafka's defaults
@@ -713,10 +713,22 @@ Status KafkaTrainer::Impl::SuitSessionToHeldGroup(RdKafka::Conf* consumer_conf) 
   bool held = false;
   for (const RdKafka::TopicMetadata* t : *md->topics()) held = held || t->topic() == keeper;
   if (!held || producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
-  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "session.timeout.ms", "1500"));
-  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "heartbeat.interval.ms", "400"));
-  spdlog::info("trainer: group {} is held on the embedded broker: session.timeout.ms 1500, "
-               "heartbeat.interval.ms 400", group);
+  if (options.assign) {
+    return Status::InvalidArgument(
+        "--assign: group " + group + " is held by the embedded broker (streamvec broker "
+        "--hold-group), and the broker refuses offset commits from a consumer outside a group "
+        "that has members; drop --assign (a trainer joins a held group in about 0.25 s) or start "
+        "the broker with --no-hold-group");
+  }
+  for (const auto& [name, value] : options.kafka.properties) {
+    if (name == "session.timeout.ms" || name == "heartbeat.interval.ms") return Status::Ok();
+  }
+  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "session.timeout.ms",
+                                 std::to_string(kHeldGroupSessionMs)));
+  SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "heartbeat.interval.ms",
+                                 std::to_string(kHeldGroupHeartbeatMs)));
+  spdlog::info("trainer: group {} is held on the embedded broker: session.timeout.ms {}, "
+               "heartbeat.interval.ms {}", group, kHeldGroupSessionMs, kHeldGroupHeartbeatMs);
   return Status::Ok();
 }
 
@@ -914,7 +926,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
 
   m.producer.reset(RdKafka::Producer::create(pconf.get(), err));
   if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
-  if (!o.assign) SV_RETURN_IF_ERROR(m.SuitSessionToHeldGroup(cconf.get()));
+  SV_RETURN_IF_ERROR(m.SuitConsumerToHeldGroup(cconf.get()));
   m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
   if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
   return std::unique_ptr<KafkaTrainer>(new KafkaTrainer(std::move(impl)));

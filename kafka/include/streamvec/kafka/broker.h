@@ -27,6 +27,11 @@ struct EmbeddedBrokerOptions {
 
 // The topic a group's keeper subscribes to (EmbeddedBroker::HoldGroup): "<group>.keeper".
 std::string GroupKeeperTopic(const std::string& group);
+// The session timeout of a held group's keeper, in ms, and the one its members must join with;
+// a join then waits 150 ms on the mock (EmbeddedBroker::HoldGroup).
+inline constexpr int kHeldGroupSessionMs = 1150;
+// The heartbeat interval members of a held group use, in ms (about four per session).
+inline constexpr int kHeldGroupHeartbeatMs = 300;
 
 class EmbeddedBroker {
  public:
@@ -45,7 +50,7 @@ class EmbeddedBroker {
   Status CreateTopic(const std::string& name, int partitions = 0);
 
   // Keeps consumer group `group` from ever being empty, so that a trainer joining it starts
-  // consuming about 0.6 s after it asks instead of 3 s. The mock, like a real broker with its
+  // consuming about 0.25 s after it asks instead of 3 s. The mock, like a real broker with its
   // group.initial.rebalance.delay.ms (3 s by default; a real cluster sets it per broker), holds
   // the first join of an empty group for 3 s waiting for more members, and librdkafka 2.0's mock
   // has no setting for it. A consumer of the broker's own (the group's keeper) joins `group`,
@@ -54,10 +59,10 @@ class EmbeddedBroker {
   // runs the assignor (librdkafka's default, range: members must keep the default
   // partition.assignment.strategy, or the mock aborts). A trainer joining then waits for the
   // rebalance of a non-empty group: the group's session timeout (on the mock, the last
-  // joiner's for the whole group) less 1 s. Members must therefore join with a session of 1.5 s,
-  // as the keeper's, and heartbeat more often (a trainer that finds the keeper's topic on the
-  // mock sets session.timeout.ms 1500 and heartbeat.interval.ms 400 itself); a killed member
-  // leaves the group after 1.5 s. Returns once the keeper holds its partition: about 7.5 s (a ladder of keepers
+  // joiner's for the whole group) less 1 s. Members must therefore join with the keeper's
+  // session, kHeldGroupSessionMs, and heartbeat every kHeldGroupHeartbeatMs (a trainer that finds
+  // the keeper's topic on the mock sets both itself); a killed member leaves the group after
+  // 1.15 s. Returns once the keeper holds its partition: about 7 s (a ladder of keepers
   // with shorter and shorter sessions, broker.cpp says why). Idempotent per group.
   // Errors: InvalidArgument (empty group), Internal (librdkafka refused the consumer), IoError
   // (no assignment within timeout_ms).
