@@ -26,6 +26,7 @@ struct IngestFlags {
   std::string group;
   int64_t max_lag_bytes = 0;
   int64_t max_partition_lag_bytes = 0;
+  double max_lag_seconds = 10.0;
   std::vector<std::string> kafka_config;
 };
 
@@ -38,6 +39,7 @@ int RunIngest(const IngestFlags& flags) {
   options.group = flags.group;
   options.max_lag_bytes = flags.max_lag_bytes;
   options.max_partition_lag_bytes = flags.max_partition_lag_bytes;
+  options.max_lag_seconds = flags.max_lag_seconds;
   options.kafka.topic_prefix = flags.prefix;
   if (!flags.brokers.empty() && !flags.bootstrap_file.empty()) {
     std::fprintf(stderr, "streamvec ingest: give --brokers or --bootstrap-file, not both\n");
@@ -119,6 +121,11 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--max-partition-lag-bytes", flags->max_partition_lag_bytes,
                   "flow-control budget for one partition, bytes (0: 80% of 5 MiB)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-lag-seconds", flags->max_lag_seconds,
+                  "also keep the total lag under the group's measured consumption rate times "
+                  "this many seconds (at least twice the partition budget; 0: bytes only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "extra librdkafka property name=value (repeatable)");
   cmd->callback([flags, exit_code]() { *exit_code = RunIngest(*flags); });

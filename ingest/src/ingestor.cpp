@@ -101,6 +101,10 @@ struct Ingestor::Impl {
   int64_t produced_flow_bytes = 0;  // flow-control bytes of documents produced (incl. retries)
   int64_t produced_flow_msgs = 0;
   int64_t budget_total = 0;         // resolved max_lag_bytes (0 until the topic is known)
+  int64_t budget_effective = 0;     // budget_total under the time bound (max_lag_seconds)
+  ConsumptionRate rate;             // of the group, from its committed offsets
+  Clock::time_point created = Clock::now();
+  Clock::time_point last_budget_log{};
   int64_t budget_partition = 0;
   bool lag_known = false;
   int64_t lag_total_bytes = 0;      // at the last query, including unacked bytes then
@@ -150,6 +154,20 @@ struct Ingestor::Impl {
                    docs_topic, parts, budget_total, budget_partition);
     }
     const int64_t avg = produced_flow_msgs > 0 ? produced_flow_bytes / produced_flow_msgs : 1024;
+    int64_t committed = 0;
+    for (const PartitionLag& pl : lag->partitions) committed += std::max<int64_t>(pl.committed, 0);
+    rate.Add(Seconds(Clock::now() - created), committed);
+    const double per_s = rate.MessagesPerSecond();
+    const int64_t effective =
+        TimeBoundedLagBudget(budget_total, std::min(budget_total, 2 * budget_partition),
+                             per_s < 0 ? -1.0 : per_s * static_cast<double>(avg),
+                             options.max_lag_seconds);
+    if (effective != budget_effective && Clock::now() - last_budget_log > std::chrono::seconds(10)) {
+      spdlog::info("ingest: group {} consumes {:.0f} messages/s; lag budget {} bytes", group,
+                   per_s, effective);
+      last_budget_log = Clock::now();
+    }
+    budget_effective = effective;
     lag_total_bytes = lag->total * avg + unacked;
     lag_partition_bytes.assign(lag->partitions.size(), 0);
     for (const PartitionLag& pl : lag->partitions) {
@@ -171,7 +189,7 @@ struct Ingestor::Impl {
     const int32_t parts = static_cast<int32_t>(partition_count);
     const int32_t cursor = static_cast<int32_t>(next_partition % static_cast<uint64_t>(parts));
     if (lag_total_bytes + since_query_bytes == 0) return cursor;  // a lone oversize message
-    if (lag_total_bytes + since_query_bytes + next > budget_total) return -1;
+    if (lag_total_bytes + since_query_bytes + next > budget_effective) return -1;
     for (int32_t k = 0; k < parts; ++k) {
       const int32_t p = (cursor + k) % parts;
       if (lag_partition_bytes[p] + sent_since_query[p] + unplaced_since_query + next <=
@@ -611,10 +629,38 @@ void OnLog(const rd_kafka_t*, int level, const char* facility, const char* messa
 
 }  // namespace
 
+ConsumptionRate::ConsumptionRate(double window_seconds, double min_span_seconds)
+    : window_(window_seconds), min_span_(min_span_seconds) {}
+
+void ConsumptionRate::Add(double t, int64_t committed_messages) {
+  samples_.emplace_back(t, committed_messages);
+  // Keep the newest sample at or before the window's start, so the span covers the window.
+  while (samples_.size() > 2 && samples_[1].first <= t - window_) samples_.pop_front();
+}
+
+double ConsumptionRate::MessagesPerSecond() const {
+  if (samples_.size() < 2) return -1;
+  const auto& [t0, c0] = samples_.front();
+  const auto& [t1, c1] = samples_.back();
+  if (t1 - t0 < min_span_ || c1 <= c0) return -1;
+  return static_cast<double>(c1 - c0) / (t1 - t0);
+}
+
+int64_t TimeBoundedLagBudget(int64_t cap, int64_t floor, double bytes_per_second,
+                             double seconds) {
+  if (bytes_per_second < 0 || seconds <= 0) return cap;
+  const double bound = bytes_per_second * seconds;
+  if (bound >= static_cast<double>(cap)) return cap;
+  return std::min(cap, std::max(floor, static_cast<int64_t>(bound)));
+}
+
 StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& options) {
   if (options.from.empty()) return Status::InvalidArgument("--from is empty");
   if (options.max_lag_bytes < 0 || options.max_partition_lag_bytes < 0) {
     return Status::InvalidArgument("--max-lag-bytes must not be negative");
+  }
+  if (!(options.max_lag_seconds >= 0)) {
+    return Status::InvalidArgument("--max-lag-seconds must not be negative");
   }
   if (options.poll_interval_ms < 1) {
     return Status::InvalidArgument("poll interval must be at least 1 ms");

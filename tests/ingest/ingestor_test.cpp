@@ -122,6 +122,40 @@ class IngestorTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The group's rate comes from its committed offsets over the window: commits every 2 s of 1000
+// messages are 500 messages/s; a group that commits nothing, or a window too short, gives no rate.
+TEST(ConsumptionRateTest, RateOfCommittedOffsetsOverTheWindow) {
+  ConsumptionRate rate(/*window_seconds=*/10, /*min_span_seconds=*/2);
+  EXPECT_EQ(rate.MessagesPerSecond(), -1);
+  rate.Add(0.0, 0);
+  rate.Add(1.0, 0);
+  EXPECT_EQ(rate.MessagesPerSecond(), -1);  // nothing committed yet
+  for (int k = 1; k <= 10; ++k) {
+    rate.Add(2.0 * k - 0.5, 1000 * (k - 1));  // queries between the commits
+    rate.Add(2.0 * k, 1000 * k);
+  }
+  EXPECT_NEAR(rate.MessagesPerSecond(), 500, 1e-9);  // (10000 - 5000) / (20 - 10)
+  rate.Add(30.0, 10000);
+  rate.Add(40.0, 10000);
+  EXPECT_EQ(rate.MessagesPerSecond(), -1);  // stalled for the whole window
+  rate.Add(41.0, 10500);
+  // From t = 30, the newest sample at or before the window's start (31): 500 in 11 s.
+  EXPECT_NEAR(rate.MessagesPerSecond(), 500.0 / 11, 1e-9);
+  ConsumptionRate short_window(10, 2);
+  short_window.Add(0.0, 0);
+  short_window.Add(1.5, 900);
+  EXPECT_EQ(short_window.MessagesPerSecond(), -1);  // spans less than 2 s
+}
+
+TEST(ConsumptionRateTest, TimeBoundedBudgetStaysBetweenFloorAndCap) {
+  const int64_t cap = 64 << 20, floor = 8 << 20;
+  EXPECT_EQ(TimeBoundedLagBudget(cap, floor, -1, 10), cap);        // no rate yet
+  EXPECT_EQ(TimeBoundedLagBudget(cap, floor, 1e6, 0), cap);        // bound off
+  EXPECT_EQ(TimeBoundedLagBudget(cap, floor, 25e6, 10), cap);      // a fast trainer: the ring
+  EXPECT_EQ(TimeBoundedLagBudget(cap, floor, 2e6, 10), 20000000);  // 2 MB/s x 10 s
+  EXPECT_EQ(TimeBoundedLagBudget(cap, floor, 1e5, 10), floor);     // never under the floor
+}
+
 TEST_F(IngestorTest, EveryLineArrivesOnceWithItsEndOffset) {
   std::mt19937 gen(3);
   std::uniform_int_distribution<int> words(1, 30);

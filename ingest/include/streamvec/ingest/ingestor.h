@@ -32,9 +32,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
@@ -67,12 +69,42 @@ struct IngestOptions {
   // kMockPartitionRingBytes (the trainer commits at half of it: KafkaTrainerOptions::
   // snapshot_partition_bytes). Raise both on a real Kafka cluster with real retention.
   int64_t max_partition_lag_bytes = 0;
+  // Time bound on the budget: the total budget is also at most the group's measured consumption
+  // rate (ConsumptionRate over its committed offsets, bytes/s) times this many seconds, and at
+  // least twice the partition budget; the byte budgets above stay the ceiling (on the embedded
+  // broker, the ring). So a slow trainer is not handed minutes of backlog. 0: bytes only.
+  double max_lag_seconds = 10.0;
   // Source id -> byte offset to resume from (a Document.offset the trainer recorded). Sources
   // not listed start at 0. For stdin, that many bytes are read and skipped.
   std::map<std::string, int64_t> start_positions;
   // After stop, how long Run keeps trying to deliver what was already produced, in ms.
   int stop_flush_timeout_ms = 5000;
 };
+
+// The rate at which a consumer group works through a topic, from its committed offsets over a
+// sliding window of lag queries: what IngestOptions::max_lag_seconds scales. Trainers commit at
+// snapshots (every few seconds or MiB), so the window spans several commits. Not thread-safe.
+class ConsumptionRate {
+ public:
+  // window_seconds > 0: how far back samples count; min_span_seconds: the shortest span a rate
+  // is reported over.
+  explicit ConsumptionRate(double window_seconds = 10.0, double min_span_seconds = 2.0);
+  // One lag query's result: at time t (seconds, monotonic, non-decreasing), the sum of the
+  // group's committed offsets over the topic's partitions (messages; 0 for none committed).
+  void Add(double t, int64_t committed_messages);
+  // Messages a second over the samples of the last window, or -1 while they span less than
+  // min_span_seconds or no offset moved in them (a stalled or idle group: no rate to size from).
+  double MessagesPerSecond() const;
+
+ private:
+  double window_;
+  double min_span_;
+  std::deque<std::pair<double, int64_t>> samples_;  // (t, committed), oldest first
+};
+
+// The total lag budget under a time bound, in bytes: min(cap, max(floor, bytes_per_second x
+// seconds)); `cap` when the rate is unknown (< 0) or seconds <= 0.
+int64_t TimeBoundedLagBudget(int64_t cap, int64_t floor, double bytes_per_second, double seconds);
 
 // Counters since Create. All are totals; safe to read from any thread while Run works.
 struct IngestStats {
