@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "pipeline_metrics.h"
 #include "stop_signal.h"
 #include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/crawler/extract.h"
@@ -38,6 +39,7 @@ struct CrawlFlags {
   double timeout = 30;
   int64_t max_body_bytes = int64_t{8} << 20;
   int max_redirects = 5;
+  std::string metrics;  // --metrics HOST:PORT
   std::vector<std::string> kafka_config;
 };
 
@@ -105,6 +107,17 @@ int RunCrawl(const CrawlFlags& flags) {
   if (!c.ok()) {
     std::fprintf(stderr, "streamvec crawl: %s\n", c.status().message().c_str());
     return c.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  crawler::Crawler* crawl = c->get();
+  StatusOr<std::unique_ptr<api::MetricsEndpoint>> metrics = StartMetrics(flags.metrics, [crawl]() {
+    std::string out;
+    AppendCrawlMetrics(&out, crawl->stats());
+    AppendProcessMetrics(&out);
+    return out;
+  });
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "streamvec crawl: %s\n", metrics.status().message().c_str());
+    return 2;
   }
   const Status s = (*c)->Run(StopOnSignals());
   std::fflush(stdout);
@@ -203,6 +216,9 @@ void RegisterCrawlCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "extra librdkafka property name=value (repeatable)");
+  cmd->add_option("--metrics", flags->metrics,
+                  "serve Prometheus metrics at http://HOST:PORT/metrics (feeds fetched, items, "
+                  "duplicates, errors by kind; port 0 picks one)");
   cmd->callback([flags, exit_code]() { *exit_code = RunCrawl(*flags); });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "pipeline_metrics.h"
 #include "stop_signal.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/client_config.h"
@@ -27,6 +28,7 @@ struct IngestFlags {
   int64_t max_lag_bytes = 0;
   int64_t max_partition_lag_bytes = 0;
   double max_lag_seconds = 10.0;
+  std::string metrics;  // --metrics HOST:PORT
   std::vector<std::string> kafka_config;
 };
 
@@ -73,6 +75,17 @@ int RunIngest(const IngestFlags& flags) {
     std::fprintf(stderr, "streamvec ingest: %s\n", ingestor.status().message().c_str());
     const StatusCode code = ingestor.status().code();
     return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? 2 : 1;
+  }
+  Ingestor* ingest = ingestor->get();
+  StatusOr<std::unique_ptr<api::MetricsEndpoint>> metrics = StartMetrics(flags.metrics, [ingest]() {
+    std::string out;
+    AppendIngestMetrics(&out, ingest->stats());
+    AppendProcessMetrics(&out);
+    return out;
+  });
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "streamvec ingest: %s\n", metrics.status().message().c_str());
+    return 2;
   }
   const std::atomic<bool>& stop = StopOnSignals();
   const auto start = std::chrono::steady_clock::now();
@@ -128,6 +141,9 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "extra librdkafka property name=value (repeatable)");
+  cmd->add_option("--metrics", flags->metrics,
+                  "serve Prometheus metrics at http://HOST:PORT/metrics (documents, bytes, "
+                  "rejections, throttled seconds; port 0 picks one)");
   cmd->callback([flags, exit_code]() { *exit_code = RunIngest(*flags); });
 }
 

@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "host_port.h"
+#include "pipeline_metrics.h"
 #include "server_flags.h"
 #include "streamvec/api/prometheus.h"
 #include "streamvec/api/server.h"
@@ -127,101 +128,6 @@ std::string BundledPath(const std::string& relative) {
     }
   }
   return "";
-}
-
-// write_bytes of /proc/self/io (0 where it cannot be read).
-uint64_t ProcessWriteBytes() {
-  std::FILE* f = std::fopen("/proc/self/io", "r");
-  if (f == nullptr) return 0;
-  char line[128];
-  unsigned long long bytes = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::sscanf(line, "write_bytes: %llu", &bytes) == 1) break;
-  }
-  std::fclose(f);
-  return bytes;
-}
-
-// Prometheus text for the pipeline's own figures (GET /metrics appends it).
-std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
-                            const crawler::CrawlStats* cs, double words_per_second) {
-  std::string out;
-  auto metric = [&out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(&out, name, type, help, value);
-  };
-  metric("streamvec_ingest_documents_total", "counter",
-         "Documents the file connector produced and the broker acknowledged.",
-         static_cast<double>(is.documents_delivered));
-  metric("streamvec_ingest_bytes_total", "counter", "Source bytes the file connector consumed.",
-         static_cast<double>(is.input_bytes));
-  metric("streamvec_ingest_rejected_total", "counter",
-         "Inputs sent to <prefix>.rejected (connector and trainer).",
-         static_cast<double>(is.rejected + static_cast<int64_t>(ts.rejected)));
-  metric("streamvec_ingest_throttled_seconds_total", "counter",
-         "Seconds the connector waited for the trainers (flow control).", is.throttled_seconds);
-  metric("streamvec_train_documents_total", "counter", "Documents trained by this process.",
-         static_cast<double>(ts.documents));
-  metric("streamvec_train_documents_skipped_language_total", "counter",
-         "Documents skipped for a language outside --lang.",
-         static_cast<double>(ts.skipped_language));
-  out += "# HELP streamvec_train_documents_by_language_total Documents trained by this process, "
-         "by their language ('' when none was named or detected).\n"
-         "# TYPE streamvec_train_documents_by_language_total counter\n";
-  for (const auto& [lang, n] : ts.documents_by_language) {
-    out += "streamvec_train_documents_by_language_total{lang=\"" + api::EscapeLabel(lang) +
-           "\"} " + std::to_string(n) + "\n";
-  }
-  metric("streamvec_train_words_total", "counter", "Words counted by the learner in this process.",
-         static_cast<double>(ts.words));
-  metric("streamvec_train_words_per_second", "gauge",
-         "Words trained per second over the last report interval.", words_per_second);
-  metric("streamvec_train_loss", "gauge",
-         "Mean SGNS loss per positive pair of the last micro-batch, nats.", ts.loss);
-  metric("streamvec_consumer_lag_messages", "gauge",
-         "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
-         static_cast<double>(ts.lag));
-  metric("streamvec_snapshot_bytes", "gauge",
-         "Entry bytes of the last trainer snapshot (publication or checkpoint).",
-         static_cast<double>(ts.snapshot_bytes));
-  metric("streamvec_snapshot_entry_bytes_total", "counter",
-         "Entry bytes of this process's trainer snapshots, changed or not.",
-         static_cast<double>(ts.snapshot_bytes_total));
-  metric("streamvec_snapshot_written_bytes_total", "counter",
-         "Entry bytes this process's trainer snapshots wrote (entries whose bytes changed).",
-         static_cast<double>(ts.snapshot_written_bytes_total));
-  metric("streamvec_snapshots_total", "counter",
-         "Trainer snapshots written by this process (publications and checkpoints).",
-         static_cast<double>(ts.snapshots));
-  metric("streamvec_checkpoints_total", "counter",
-         "Recovery checkpoints written by this process.", static_cast<double>(ts.checkpoints));
-  metric("streamvec_state_disk_bytes", "gauge",
-         "Bytes of the state directory after the last snapshot (checkpoints' shared files once).",
-         static_cast<double>(ts.state_disk_bytes));
-  metric("streamvec_process_write_bytes_total", "counter",
-         "Bytes this process caused to be written to storage (/proc/self/io write_bytes).",
-         static_cast<double>(ProcessWriteBytes()));
-  metric("streamvec_vocab_words", "gauge", "Words held by the learner.",
-         static_cast<double>(ts.vocab_size));
-  metric("streamvec_vocab_evictions_total", "counter",
-         "Words that lost their vocabulary slot (space-saving).",
-         static_cast<double>(ts.evictions));
-  if (cs != nullptr) {
-    metric("streamvec_crawl_feeds_fetched_total", "counter", "Feed responses with a body.",
-           static_cast<double>(cs->feeds_fetched));
-    metric("streamvec_crawl_not_modified_total", "counter", "304 answers to conditional GETs.",
-           static_cast<double>(cs->not_modified));
-    metric("streamvec_crawl_items_emitted_total", "counter", "Feed items produced as documents.",
-           static_cast<double>(cs->items_emitted));
-    metric("streamvec_crawl_duplicates_skipped_total", "counter",
-           "Feed items skipped as already emitted.", static_cast<double>(cs->duplicates_skipped));
-    api::AppendMetricHeader(&out, "streamvec_crawl_errors_total", "counter",
-                            "Crawl failures by kind.");
-    for (const auto& [kind, n] : cs->errors) {
-      out += "streamvec_crawl_errors_total{kind=\"" + api::EscapeLabel(kind) + "\"} " +
-             std::to_string(n) + "\n";
-    }
-  }
-  return out;
 }
 
 int Usage(const std::string& message) {

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "pipeline_metrics.h"
 #include "stop_signal.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
@@ -306,6 +309,36 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     std::string given;
     for (const std::string& flag : f.explicit_flags) given += " " + flag;
     spdlog::warn("ignored on resume:{} (a state keeps the options it was created with)", given);
+  }
+  // GET /metrics: the trainer's counters, words/s since the previous scrape.
+  struct Rate {
+    std::mutex mu;
+    Clock::time_point at = Clock::now();
+    uint64_t words = 0;
+  };
+  auto rate = std::make_shared<Rate>();
+  StatusOr<std::unique_ptr<api::MetricsEndpoint>> metrics =
+      StartMetrics(f.metrics, [&trainer, rate]() {
+        const KafkaTrainerStats ts = trainer.stats();
+        double per_second = 0;
+        {
+          std::lock_guard<std::mutex> lock(rate->mu);
+          const auto now = Clock::now();
+          const double dt = std::chrono::duration<double>(now - rate->at).count();
+          if (dt > 0 && ts.words_trained >= rate->words) {
+            per_second = static_cast<double>(ts.words_trained - rate->words) / dt;
+          }
+          rate->at = now;
+          rate->words = ts.words_trained;
+        }
+        std::string out;
+        AppendTrainerMetrics(&out, ts, per_second);
+        AppendProcessMetrics(&out);
+        return out;
+      });
+  if (!metrics.ok()) return Fail(metrics.status(), 2);
+  if (*metrics) {
+    spdlog::info("metrics: http://{}/metrics (port {})", f.metrics, (*metrics)->port());
   }
   const std::atomic<bool>& stop = StopOnSignals();
   spdlog::info("training from Kafka {} (group {}) into {}; SIGINT or SIGTERM stops after a final "

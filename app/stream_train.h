@@ -43,6 +43,7 @@ struct KafkaTrainFlags {
   int64_t snapshot_partition_bytes = -1;  // -1: KafkaTrainerOptions' default
   double checkpoint_every_s = 0;           // KafkaTrainerOptions::checkpoint_every_s
   double snapshot_write_rate_mb = 0;       // KafkaTrainerOptions::snapshot_write_rate, MB/s
+  std::string metrics;          // --metrics HOST:PORT: GET /metrics (Prometheus); "" = none
   StreamingOptions options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };

@@ -58,6 +58,7 @@ struct TrainFlags {
   int64_t snapshot_partition_bytes = -1;
   double checkpoint_every = -1;  // -1: not given
   double snapshot_write_rate = -1;  // MB/s; -1: not given
+  std::string metrics;              // --metrics HOST:PORT (Kafka only)
 };
 
 std::string Human(double x) {
@@ -175,6 +176,7 @@ int RunKafka(TrainFlags& f) {
   k.snapshot_partition_bytes = f.snapshot_partition_bytes;
   k.checkpoint_every_s = std::max(0.0, f.checkpoint_every);
   k.snapshot_write_rate_mb = std::max(0.0, f.snapshot_write_rate);
+  k.metrics = f.metrics;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -197,6 +199,11 @@ int RunTrain(TrainFlags& f) {
                 2);
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
+  if (!f.metrics.empty()) {
+    return Fail(Status::InvalidArgument("--metrics serves a long-running Kafka trainer's counters: "
+                                        "it needs --brokers or --bootstrap-file"),
+                2);
+  }
   if (f.normalize && !f.stream) {
     return Fail(Status::InvalidArgument("--normalize needs --stream or --brokers (batch training "
                                         "reads its corpus as it is)"),
@@ -443,6 +450,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");
+  cmd->add_option("--metrics", flags->metrics,
+                  "Kafka: serve Prometheus metrics at http://HOST:PORT/metrics (words/s, "
+                  "documents, lag, snapshots; port 0 picks one)");
   cmd->add_option("--max-idle", flags->max_idle,
                   "Kafka: stop (after a final snapshot) once every assigned partition is read "
                   "to its end and no message arrived for this many seconds (0: run until a "

@@ -1,13 +1,11 @@
-// Server: cpprestsdk listener + snapshot polling thread. The only translation unit of api/ that
-// includes cpprest (slow to compile; its U() macro is turned off for this target).
+// Server: cpprestsdk listener + snapshot polling thread. With metrics_endpoint.cpp, the only
+// translation units of api/ that include cpprest (slow to compile; its U() macro is turned off
+// for this target).
 #include "streamvec/api/server.h"
 
 #include <cpprest/http_listener.h>
 #include <pplx/threadpool.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "listen_address.h"
 #include "routes.h"
 #include "service.h"
 
@@ -30,40 +29,6 @@ namespace {
 
 namespace http = web::http;
 using http::experimental::listener::http_listener;
-
-std::string HostForUri(const std::string& host) {
-  return host.find(':') != std::string::npos ? "[" + host + "]" : host;  // IPv6 literal
-}
-
-// A port that is free on `host` right now: bind port 0 and read back what the kernel chose. Another
-// process may take it before the listener binds; Start retries then.
-StatusOr<int> PickFreePort(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.c_str(), "0", &hints, &found); rc != 0) {
-    return Status::IoError("cannot resolve host '" + host + "': " + gai_strerror(rc));
-  }
-  int port = -1;
-  std::string error = "no address";
-  for (addrinfo* a = found; a != nullptr && port < 0; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
-      port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    } else {
-      error = std::strerror(errno);
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  if (port < 0) return Status::IoError("cannot bind a port on '" + host + "': " + error);
-  return port;
-}
 
 // Reads at most kMaxBodyBytes + 1 bytes of the body: a client cannot make the server buffer more.
 void ReadBody(http::http_request& request, HttpCall* call) {
@@ -219,18 +184,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options,
   }
   auto impl = std::make_unique<Impl>(options, std::move(source));
   impl->service.PollOnce();  // serve the newest snapshot from the first request when there is one
-  Status listening;
-  if (options.port != 0) {
-    listening = impl->Listen(options.port);
-  } else {
-    for (int attempt = 0; attempt < 8; ++attempt) {  // another process may take a picked port
-      StatusOr<int> port = PickFreePort(options.host);
-      if (!port.ok()) return port.status();
-      listening = impl->Listen(*port);
-      if (listening.ok()) break;
-    }
-  }
-  if (!listening.ok()) return listening;
+  SV_RETURN_IF_ERROR(
+      ListenOnPort(options.host, options.port, [&impl](int port) { return impl->Listen(port); }));
   impl->service.StartPolling();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

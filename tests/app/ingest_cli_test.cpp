@@ -1,6 +1,9 @@
 // Runs the built `streamvec broker` and `streamvec ingest`: usage errors, and a file ingested
 // through a broker process read back by a librdkafka consumer.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +28,39 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+
+// A port free on 127.0.0.1 right now.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// GET http://127.0.0.1:port/path over HTTP/1.0: the whole response, or "" when nobody answers.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return response;
+}
 
 class IngestCliTest : public ::testing::Test {
  protected:
@@ -140,6 +176,50 @@ TEST_F(IngestCliTest, TrainerJoinsTheBrokersHeldGroupAndAssignIsRefused) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("group held.trainers is held on the embedded broker"));
   EXPECT_THAT(run.output, HasSubstr("group held.trainers, 2 documents"));
+}
+
+// `train --brokers ... --metrics HOST:PORT` serves the trainer's counters while it runs.
+TEST_F(IngestCliTest, TrainerServesItsMetricsWhileItRuns) {
+  ASSERT_FALSE(StartBroker("met").empty());
+  const std::string file = (dir_ / "bootstrap").string();
+  CliRun run = Shell("printf 'alpha beta gamma\\ndelta epsilon\\n' | SV ingest --from - "
+                     "--bootstrap-file '" + file + "' --prefix met");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  run = Shell("SV train --input x --output y --metrics 127.0.0.1:0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--metrics"));
+  run = Shell("SV train --bootstrap-file '" + file + "' --state '" + (dir_ / "s0").string() +
+              "' --metrics nowhere");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--metrics must be HOST:PORT"));
+
+  const int port = FreePort();
+  const std::string state = (dir_ / "st").string();
+  const std::string metrics = "127.0.0.1:" + std::to_string(port);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    ::execl(STREAMVEC_BINARY, STREAMVEC_BINARY, "train", "--bootstrap-file", file.c_str(),
+            "--prefix", "met", "--state", state.c_str(), "--min-count", "1", "--max-idle", "30",
+            "--metrics", metrics.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string body;
+  for (int i = 0; i < 600 && body.find("streamvec_train_documents_total 2\n") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    body = HttpGet(port, "/metrics");
+  }
+  EXPECT_THAT(body, HasSubstr("200 OK"));
+  EXPECT_THAT(body, HasSubstr("streamvec_train_documents_total 2\n"));
+  EXPECT_THAT(body, HasSubstr("streamvec_train_words_total 5\n"));
+  EXPECT_THAT(body, HasSubstr("# TYPE streamvec_consumer_lag_messages gauge"));
+  EXPECT_THAT(HttpGet(port, "/v1/vectors/alpha"), HasSubstr("404"));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace

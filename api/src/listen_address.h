@@ -1,0 +1,26 @@
+// Where the API's HTTP listeners bind (private to api/): the host as a URI writes it, and binding
+// a port, picking a free one for port 0.
+#ifndef STREAMVEC_API_SRC_LISTEN_ADDRESS_H_
+#define STREAMVEC_API_SRC_LISTEN_ADDRESS_H_
+
+#include <functional>
+#include <string>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec::api {
+
+// `host` for a URI: an IPv6 literal in brackets.
+std::string HostForUri(const std::string& host);
+
+// A port that is free on `host` right now: bind port 0 and read back what the kernel chose.
+// Errors: IoError (the host does not resolve, nothing can be bound).
+StatusOr<int> PickFreePort(const std::string& host);
+
+// Calls listen(port), or for port 0 listen(a free port), again with another free port up to 8
+// times while it fails (another process may take a picked port first). Returns its last status.
+Status ListenOnPort(const std::string& host, int port, const std::function<Status(int)>& listen);
+
+}  // namespace streamvec::api
+
+#endif  // STREAMVEC_API_SRC_LISTEN_ADDRESS_H_

@@ -1,0 +1,42 @@
+// Prometheus text of the pipeline's processes: what `run`'s /metrics appends and what the
+// `--metrics HOST:PORT` endpoints of `train --brokers`, `ingest` and `crawl` serve.
+#ifndef STREAMVEC_APP_PIPELINE_METRICS_H_
+#define STREAMVEC_APP_PIPELINE_METRICS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "streamvec/api/metrics_endpoint.h"
+#include "streamvec/ingest/crawler/crawler.h"
+#include "streamvec/ingest/ingestor.h"
+#include "streamvec/trainer/kafka_trainer.h"
+
+namespace streamvec::app {
+
+// The file connector's counters (streamvec_ingest_*); `trainer_rejected` is added to the
+// rejections (run counts the trainer's with the connector's).
+void AppendIngestMetrics(std::string* out, const IngestStats& is, int64_t trainer_rejected = 0);
+// The Kafka trainer's counters and gauges (streamvec_train_*, streamvec_snapshot_*,
+// streamvec_vocab_*, streamvec_consumer_lag_messages); words_per_second over the caller's
+// interval.
+void AppendTrainerMetrics(std::string* out, const KafkaTrainerStats& ts, double words_per_second);
+// The feed crawler's counters (streamvec_crawl_*).
+void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs);
+// streamvec_process_write_bytes_total (/proc/self/io).
+void AppendProcessMetrics(std::string* out);
+
+// All of them, as `run` serves them (crawl only when cs is not null).
+std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
+                            const crawler::CrawlStats* cs, double words_per_second);
+
+// Starts a command's `--metrics HOST:PORT` endpoint serving `text()`: nullptr for an empty flag,
+// else the endpoint, or InvalidArgument (not HOST:PORT) / IoError (cannot bind), naming
+// --metrics.
+StatusOr<std::unique_ptr<api::MetricsEndpoint>> StartMetrics(const std::string& flag,
+                                                             std::function<std::string()> text);
+
+}  // namespace streamvec::app
+
+#endif  // STREAMVEC_APP_PIPELINE_METRICS_H_
