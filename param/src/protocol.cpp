@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "streamvec/base/hash_word.h"
 #include "streamvec/tokenizer/utf8.h"
-#include "streamvec/trainer/vocabulary.h"
 
 namespace streamvec {
 namespace {

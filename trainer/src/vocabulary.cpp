@@ -4,48 +4,10 @@
 #include <cstring>
 #include <numeric>
 
+#include "streamvec/base/hash_word.h"
 #include "streamvec/base/status.h"
 
 namespace streamvec {
-namespace {
-
-// The n <= 8 bytes at p as an integer, zero-padded: on a little-endian machine what a memcpy of
-// n bytes into a zeroed uint64_t gives, without that memcpy's library call (its size is not a
-// constant) and the stall of loading 8 bytes just stored a few at a time (perf put a third of
-// the vocabulary count's time there). Reads only [p, p + n): two overlapping 4-byte loads, or
-// up to three single bytes.
-inline uint64_t LoadUpTo8(const char* p, size_t n) {
-  if (n >= 4) {
-    uint32_t lo, hi;
-    std::memcpy(&lo, p, 4);
-    std::memcpy(&hi, p + n - 4, 4);
-    return uint64_t{lo} | (uint64_t{hi} << (8 * (n - 4)));
-  }
-  if (n == 0) return 0;
-  const auto byte = [p](size_t i) { return uint64_t{static_cast<unsigned char>(p[i])}; };
-  return byte(0) | (byte(n / 2) << (8 * (n / 2))) | (byte(n - 1) << (8 * (n - 1)));
-}
-
-}  // namespace
-
-uint64_t HashWord(std::string_view word) {
-  const char* p = word.data();
-  size_t n = word.size();
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xff51afd7ed558ccdULL);
-  while (n >= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 31;
-    p += 8;
-    n -= 8;
-  }
-  h = (h ^ LoadUpTo8(p, n)) * 0x94d049bb133111ebULL;
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 32;
-  return h;
-}
 
 void WordIndex::Reserve(size_t words) {
   size_t slots = std::max<size_t>(16, slots_.size());

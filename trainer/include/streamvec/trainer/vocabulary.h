@@ -13,11 +13,9 @@
 #include <vector>
 
 #include "streamvec/base/big_array.h"
+#include "streamvec/base/hash_word.h"
 
 namespace streamvec {
-
-// 64-bit hash of a byte string (multiply-xorshift over 8-byte words); stable across runs.
-uint64_t HashWord(std::string_view word);
 
 // A word -> id map over words stored elsewhere (callers keep the strings alive).
 class WordIndex {
