@@ -37,7 +37,8 @@ int RunBroker(const BrokerFlags& flags) {
     }
   }
   // The groups are held before the broker says where it is, so that a trainer started on its
-  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.15 s join wait, not 3 s).
+  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.15 s join wait,
+  // not 3 s).
   std::vector<std::string> groups = flags.hold_groups;
   if (groups.empty()) groups.push_back(TrainersGroup(flags.prefix));
   if (flags.no_hold_group) groups.clear();

@@ -90,6 +90,29 @@ void AppendTrainerMetrics(std::string* out, const KafkaTrainerStats& ts, double 
          static_cast<double>(ts.evictions));
 }
 
+void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
+  auto metric = [out](const char* name, const char* type, const char* help, double value) {
+    api::AppendMetric(out, name, type, help, value);
+  };
+  metric("streamvec_train_param_pushes_total", "counter",
+         "Push rounds to the parameter node (<prefix>.updates).", static_cast<double>(ps.pushes));
+  metric("streamvec_train_param_push_bytes_total", "counter", "Bytes of the pushed messages.",
+         static_cast<double>(ps.push_bytes));
+  metric("streamvec_train_param_rows_pushed_total", "counter",
+         "Word records pushed (row deltas and counts).", static_cast<double>(ps.rows_pushed));
+  metric("streamvec_train_param_pull_bytes_total", "counter",
+         "Bytes of the node's publications consumed (<prefix>.params).",
+         static_cast<double>(ps.pull_bytes));
+  metric("streamvec_train_param_rows_applied_total", "counter",
+         "Published rows applied to words this trainer holds.",
+         static_cast<double>(ps.rows_applied));
+  metric("streamvec_train_param_rejected_total", "counter",
+         "Publications that did not decode (skipped).", static_cast<double>(ps.rejected));
+  metric("streamvec_train_param_node_clock", "gauge",
+         "Newest node clock applied (words the node had merged).",
+         static_cast<double>(ps.node_clock));
+}
+
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {
   auto metric = [out](const char* name, const char* type, const char* help, double value) {
     api::AppendMetric(out, name, type, help, value);

@@ -22,6 +22,8 @@ void AppendIngestMetrics(std::string* out, const IngestStats& is, int64_t traine
 // streamvec_vocab_*, streamvec_consumer_lag_messages); words_per_second over the caller's
 // interval.
 void AppendTrainerMetrics(std::string* out, const KafkaTrainerStats& ts, double words_per_second);
+// A trainer's pushes to and pulls from the parameter node (streamvec_train_param_*).
+void AppendParamMetrics(std::string* out, const ParamClientStats& ps);
 // The feed crawler's counters (streamvec_crawl_*).
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs);
 // streamvec_process_write_bytes_total (/proc/self/io).

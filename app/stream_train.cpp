@@ -295,6 +295,14 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     o.snapshot_every_s = 0;
     o.snapshot_every_bytes = every_bytes;
   }
+  o.param_shards = f.param_shards;
+  o.push_every_words = f.push_every;
+  o.trainer_id = f.trainer_id;
+  if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision); p.ok()) {
+    o.delta_precision = *p;
+  } else {
+    return Fail(p.status(), 2);
+  }
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer_or = KafkaTrainer::Create(o);
   if (!trainer_or.ok()) {
     const Status& s = trainer_or.status();
@@ -333,6 +341,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
         }
         std::string out;
         AppendTrainerMetrics(&out, ts, per_second);
+        if (ts.param.pushes > 0 || ts.param.pull_messages > 0) AppendParamMetrics(&out, ts.param);
         AppendProcessMetrics(&out);
         return out;
       });

@@ -59,6 +59,10 @@ struct TrainFlags {
   double checkpoint_every = -1;  // -1: not given
   double snapshot_write_rate = -1;  // MB/s; -1: not given
   std::string metrics;              // --metrics HOST:PORT (Kafka only)
+  uint32_t param_shards = 0;        // parameter node (Kafka only)
+  uint64_t push_every = uint64_t{1} << 20;
+  std::string delta_precision = "fp32";
+  uint32_t trainer_id = 0;
 };
 
 std::string Human(double x) {
@@ -177,6 +181,10 @@ int RunKafka(TrainFlags& f) {
   k.checkpoint_every_s = std::max(0.0, f.checkpoint_every);
   k.snapshot_write_rate_mb = std::max(0.0, f.snapshot_write_rate);
   k.metrics = f.metrics;
+  k.param_shards = f.param_shards;
+  k.push_every = f.push_every;
+  k.delta_precision = f.delta_precision;
+  k.trainer_id = f.trainer_id;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   return RunKafkaTrain(k);
@@ -199,9 +207,10 @@ int RunTrain(TrainFlags& f) {
                 2);
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
-  if (!f.metrics.empty()) {
-    return Fail(Status::InvalidArgument("--metrics serves a long-running Kafka trainer's counters: "
-                                        "it needs --brokers or --bootstrap-file"),
+  if (!f.metrics.empty() || f.param_shards > 0) {
+    const std::string flag = f.param_shards > 0 ? "--param-shards" : "--metrics";
+    return Fail(Status::InvalidArgument(flag + " is for a Kafka trainer: it needs --brokers or "
+                                               "--bootstrap-file"),
                 2);
   }
   if (f.normalize && !f.stream) {
@@ -450,6 +459,20 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--kafka-config", flags->kafka_config,
                   "Kafka: librdkafka property name=value (repeatable), applied last");
+  cmd->add_option("--param-shards", flags->param_shards,
+                  "Kafka: push row deltas and counts to the parameter node's N shards "
+                  "(<prefix>.updates) and apply the rows they publish (<prefix>.params); "
+                  "docs/distributed.md (default 0: train alone)");
+  cmd->add_option("--push-every", flags->push_every,
+                  "Kafka, with --param-shards: trained words between pushes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--delta-precision", flags->delta_precision,
+                  "Kafka, with --param-shards: fp32 or fp16 (half the bytes; the rounding is "
+                  "carried into the next push)")
+      ->capture_default_str();
+  cmd->add_option("--trainer-id", flags->trainer_id,
+                  "Kafka, with --param-shards: this trainer's id in its pushes (default: random)");
   cmd->add_option("--metrics", flags->metrics,
                   "Kafka: serve Prometheus metrics at http://HOST:PORT/metrics (words/s, "
                   "documents, lag, snapshots; port 0 picks one)");

@@ -94,10 +94,11 @@ TEST(EmbeddedBrokerTest, ProducerAndConsumerExchangeKeyedMessagesInOrder) {
 class GroupMember {
  public:
   GroupMember(const std::string& bootstrap, const std::string& group, const std::string& topic) {
-    rd_kafka_conf_t* conf = testing::TestConf(bootstrap, {{"group.id", group},
-                                                          {"enable.auto.commit", "false"},
-                                                          {"session.timeout.ms", std::to_string(kHeldGroupSessionMs)},
-                                                          {"heartbeat.interval.ms", std::to_string(kHeldGroupHeartbeatMs)}});
+    rd_kafka_conf_t* conf = testing::TestConf(
+        bootstrap, {{"group.id", group},
+                    {"enable.auto.commit", "false"},
+                    {"session.timeout.ms", std::to_string(kHeldGroupSessionMs)},
+                    {"heartbeat.interval.ms", std::to_string(kHeldGroupHeartbeatMs)}});
     char err[512];
     rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     SV_CHECK(rk_ != nullptr);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
@@ -176,6 +177,7 @@ struct KafkaTrainer::Impl {
   std::string rejected_topic;
   std::unique_ptr<StateStore> store;
   std::unique_ptr<StreamingLearner> learner;
+  std::unique_ptr<ParamClient> param;  // options.param_shards > 0
   EventLogger consumer_events{"trainer consumer", false};
   EventLogger producer_events{"trainer producer", true};
   std::unique_ptr<RebalanceHandler> rebalance;
@@ -451,6 +453,11 @@ Status KafkaTrainer::Impl::TrainPending() {
     for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
   }
   const Status s = learner->TrainMicroBatch(texts);
+  if (param && s.ok()) {
+    if (Status ps = param->Sync(/*force=*/false); !ps.ok()) {
+      spdlog::warn("trainer: parameter node: {}", ps.message());
+    }
+  }
   feed_s += SecondsSince(feed_t0);
   const StreamingStats ls = learner->stats();
   {
@@ -469,6 +476,7 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.trained_until_seconds = SecondsSince(run_start);
     stats.vocab_size = ls.vocab_size;
     stats.evictions = ls.evictions;
+    if (param) stats.param = param->stats();
     // The running mean since the last snapshot (TakeLoss there); no wait for the workers.
     if (ls.loss > 0) stats.loss = ls.loss;
   }
@@ -917,6 +925,20 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     m.learner = std::make_unique<StreamingLearner>(o.learner);
     SV_RETURN_IF_ERROR(m.learner->device_status());
   }
+  if (o.param_shards > 0) {
+    ParamClientOptions po;
+    po.kafka = o.kafka;
+    po.shards = o.param_shards;
+    po.push_every_words = o.push_every_words;
+    po.precision = o.delta_precision;
+    po.sender = o.trainer_id != 0 ? o.trainer_id : static_cast<uint32_t>(std::random_device{}());
+    StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, m.learner.get());
+    if (!client.ok()) return client.status();
+    m.param = std::move(client).value();
+    spdlog::info("trainer: pushing to {} ({} shard(s)) as trainer {}, every {} trained words",
+                 UpdatesTopic(o.kafka.topic_prefix), o.param_shards, po.sender,
+                 o.push_every_words);
+  }
   const StreamingStats ls = m.learner->stats();
   m.start_words = ls.words_seen;
   m.start_words_trained = ls.words_trained;
@@ -1123,6 +1145,16 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   // committed only on a clean stop.
   if (Status s = m.FinishSnapshot(/*commit=*/m.options.final_snapshot && fatal.ok()); !s.ok()) {
     spdlog::warn("trainer: snapshot failed, the previous one is kept: {}", s.message());
+  }
+  if (m.param && m.options.final_snapshot && fatal.ok()) {
+    // What was trained since the last push reaches the node before the trainer goes.
+    if (Status ps = m.param->Sync(/*force=*/true); !ps.ok()) {
+      spdlog::warn("trainer: parameter node: {}", ps.message());
+    } else if (Status fs = m.param->Flush(10000); !fs.ok()) {
+      spdlog::warn("trainer: parameter node: {}", fs.message());
+    }
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stats.param = m.param->stats();
   }
   if (m.options.final_snapshot && fatal.ok()) {
     if (m.dirty || m.since_checkpoint || !m.batch.empty() || m.store->version() == 0) {

@@ -945,6 +945,35 @@ void StreamingLearner::ExportVectors(std::vector<std::string>* words,
   }
 }
 
+void StreamingLearner::AdmittedSlots(std::vector<std::string>* words,
+                                     std::vector<uint32_t>* slots,
+                                     std::vector<double>* counts) const {
+  *slots = impl_->AdmittedByCount();  // drains
+  const Impl& m = *impl_;
+  const double scale = m.Scale();
+  words->clear();
+  counts->clear();
+  words->reserve(slots->size());
+  counts->reserve(slots->size());
+  for (uint32_t s : *slots) {
+    words->push_back(m.words[s]);
+    counts->push_back(m.counts[s] / scale);
+  }
+}
+
+int64_t StreamingLearner::SlotOf(std::string_view word) const {
+  const uint32_t s = impl_->Find(word);
+  return s == StreamingWordIndex::kNone ? -1 : static_cast<int64_t>(s);
+}
+
+StreamingLearner::RowTables StreamingLearner::MutableRowTables() {
+  Impl& m = *impl_;
+  m.Quiesce();
+  if (m.device) return {};
+  return {.input = m.input.data(), .output = m.output.data(), .stride = m.stride,
+          .slots = m.opt.vocab_capacity};
+}
+
 double StreamingLearner::Count(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
   return s == StreamingWordIndex::kNone ? 0.0 : impl_->counts[s] / impl_->Scale();

@@ -36,6 +36,7 @@
 #include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/store/state_store.h"
+#include "streamvec/trainer/param_client.h"
 #include "streamvec/trainer/streaming_learner.h"
 
 namespace streamvec {
@@ -114,6 +115,13 @@ struct KafkaTrainerOptions {
   std::vector<std::string> languages;
   bool final_snapshot = true;  // false: Run returns at stop without the final snapshot and
                                // commit, as a crash would (for tests of the resume rule)
+  // Parameter node (issue 20; ParamClient): with param_shards > 0 the trainer pushes its row
+  // deltas and counts to <prefix>.updates and applies the rows the node's shards publish on
+  // <prefix>.params, between micro-batches. 0: alone, as before.
+  uint32_t param_shards = 0;
+  uint64_t push_every_words = uint64_t{1} << 20;  // trained words between pushes
+  ParamPrecision delta_precision = ParamPrecision::kFp32;
+  uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
 };
 
 struct KafkaTrainerStats {
@@ -155,6 +163,7 @@ struct KafkaTrainerStats {
                                   // workers (with threads > 1 the workers train meanwhile)
   double snapshot_seconds = 0;    // snapshots: draining the workers, writing the state
   double commit_seconds = 0;      // committing offsets after durable snapshots
+  ParamClientStats param;         // pushes and pulls (KafkaTrainerOptions::param_shards > 0)
 };
 
 class KafkaTrainer {

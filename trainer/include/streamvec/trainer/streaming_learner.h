@@ -162,6 +162,26 @@ class StreamingLearner {
   void ExportRowsBySlot(std::vector<std::string>* words, std::vector<uint32_t>* slots,
                         std::vector<const float*>* slot_rows, int* stride,
                         size_t* rows_per_chunk) const;
+  // The seam of a distributed trainer (param/, issue 20), off the training path: the admitted
+  // words, most frequent first (ties: slot order), with their slots and running (decayed)
+  // counts. Waits for queued training.
+  void AdmittedSlots(std::vector<std::string>* words, std::vector<uint32_t>* slots,
+                     std::vector<double>* counts) const;
+  // The slot holding `word` (admitted or not), or -1.
+  int64_t SlotOf(std::string_view word) const;
+  // The row tables, to be read and written in place between micro-batches: slot s's input
+  // vector is input[s * stride .. + dim), its output vector output[s * stride .. + dim); the
+  // floats past dim are padding (they may hold the row's Adagrad accumulator: leave them).
+  // Waits for queued training first, so nothing else writes the rows until the next call that
+  // trains. Null tables with a CUDA device (the rows live there).
+  struct RowTables {
+    float* input = nullptr;
+    float* output = nullptr;
+    size_t stride = 0;   // floats a row
+    uint32_t slots = 0;  // rows of each table (the vocabulary capacity)
+  };
+  RowTables MutableRowTables();
+
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
   bool Admitted(std::string_view word) const;

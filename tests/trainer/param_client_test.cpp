@@ -1,0 +1,161 @@
+// A trainer's pushes to and pulls from the parameter node (ParamClient) on the embedded broker.
+#include "streamvec/trainer/param_client.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../kafka/kafka_test_util.h"
+#include "streamvec/kafka/broker.h"
+
+namespace streamvec {
+namespace {
+
+StreamingOptions Small() {
+  StreamingOptions o;
+  o.dim = 8;
+  o.vocab_capacity = 64;
+  o.min_count = 2;
+  o.noise_table_size = 4096;
+  o.sample = 0;
+  o.negative_pool = 0;
+  return o;
+}
+
+std::vector<std::string_view> Text(const std::vector<std::string>& lines) {
+  return {lines.begin(), lines.end()};
+}
+
+// Every pushed delta of a word, summed in push order, is its row (to float rounding): the node
+// starts a word from zero and the first push carries the whole row. Each word goes to its
+// ShardOf partition.
+TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 2).ok());
+  StreamingLearner learner(Small());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pc";
+  po.shards = 2;
+  po.sender = 7;
+  po.push_every_words = 1;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  const std::vector<std::string> lines = {"the cat sat on the mat", "the dog sat on the log",
+                                          "a cat and a dog and the mat"};
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(learner.TrainMicroBatch(Text(lines)).ok());
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+  }
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  EXPECT_EQ((*client)->stats().pushes, 3u);
+
+  testing::TestConsumer consumer((*broker)->bootstrap(), "pc.updates");
+  const std::vector<testing::Record> got = consumer.Read((*client)->stats().push_messages, 5000);
+  ASSERT_EQ(got.size(), (*client)->stats().push_messages);
+  std::map<std::string, std::vector<float>> input_sum, output_sum;
+  uint64_t last_sequence = 0;
+  for (const testing::Record& r : got) {
+    StatusOr<ParamMessage> m = DecodeParamMessage(r.value, {.dim = 8});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->header.kind, ParamMessageKind::kPush);
+    EXPECT_EQ(m->header.sender, 7u);
+    last_sequence = std::max(last_sequence, m->header.sequence);
+    for (const ParamRecord& rec : m->records) {
+      EXPECT_EQ(static_cast<int32_t>(ShardOf(rec.word, 2)), r.partition) << rec.word;
+      if (rec.input.empty()) continue;
+      auto& in = input_sum[rec.word];
+      auto& out = output_sum[rec.word];
+      in.resize(8, 0.0f);
+      out.resize(8, 0.0f);
+      for (int j = 0; j < 8; ++j) {
+        in[j] += rec.input[j];
+        out[j] += rec.output[j];
+      }
+    }
+  }
+  std::vector<std::string> words;
+  std::vector<uint32_t> slots;
+  std::vector<double> counts;
+  learner.AdmittedSlots(&words, &slots, &counts);
+  ASSERT_GE(words.size(), 6u);
+  const StreamingLearner::RowTables t = learner.MutableRowTables();
+  for (size_t i = 0; i < words.size(); ++i) {
+    ASSERT_TRUE(input_sum.count(words[i])) << words[i];
+    for (int j = 0; j < 8; ++j) {
+      // Within float rounding: a push rebases by the rounded delta, so the receiver's sum is the
+      // tracker's base and the last rounding residual waits for the next push.
+      EXPECT_FLOAT_EQ(input_sum[words[i]][j], t.input[slots[i] * t.stride + j]) << words[i];
+      EXPECT_FLOAT_EQ(output_sum[words[i]][j], t.output[slots[i] * t.stride + j]) << words[i];
+    }
+  }
+}
+
+// A published row replaces the trainer's copy, keeping what the trainer learned since its last
+// push; a publication that does not decode is skipped and counted.
+TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pp.updates", 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pp.params", 1).ok());
+  StreamingLearner learner(Small());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pp";
+  po.push_every_words = 1;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat"})).ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // "cat" pushed: the node knows it now
+
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kRows;
+  h.dim = 8;
+  h.sender_clock = 42;
+  ParamRecord cat;
+  cat.word = "cat";
+  cat.input = {1, 2, 3, 4, 5, 6, 7, 8};
+  cat.output = {-1, -2, -3, -4, -5, -6, -7, -8};
+  ParamRecord unknown = cat;
+  unknown.word = "zebra";  // not held by this trainer: skipped
+  StatusOr<std::vector<std::string>> rows = EncodeParamMessages(h, std::vector{cat, unknown});
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pp.params",
+                                {{.key = "", .value = "not a message", .partition = 0},
+                                 {.key = "", .value = (*rows)[0], .partition = 0}}),
+            0);
+  for (int i = 0; i < 100 && (*client)->stats().rows_applied == 0; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ((*client)->stats().rows_applied, 1u);
+  EXPECT_EQ((*client)->stats().rejected, 1u);
+  EXPECT_EQ((*client)->stats().node_clock, 42u);
+  const StreamingLearner::RowTables t = learner.MutableRowTables();
+  const int64_t slot = learner.SlotOf("cat");
+  ASSERT_GE(slot, 0);
+  for (int j = 0; j < 8; ++j) {  // nothing trained since the push: exactly the node's row
+    EXPECT_EQ(t.input[slot * t.stride + j], cat.input[j]);
+    EXPECT_EQ(t.output[slot * t.stride + j], cat.output[j]);
+  }
+}
+
+TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
+  StreamingLearner learner(Small());
+  ParamClientOptions po;
+  po.kafka.brokers = "127.0.0.1:1";
+  po.shards = 0;
+  EXPECT_EQ(ParamClient::Create(po, &learner).status().code(), StatusCode::kInvalidArgument);
+  po.shards = 1;
+  po.push_every_words = 0;
+  EXPECT_EQ(ParamClient::Create(po, &learner).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace streamvec

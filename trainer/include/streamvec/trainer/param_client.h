@@ -1,0 +1,81 @@
+// A trainer's side of the parameter node (issue 20): pushes of row deltas and counts to
+// <prefix>.updates and pulls of the node's rows from <prefix>.params, around a StreamingLearner.
+//
+// Downpour SGD (Dean et al. 2012, section 4.1): the trainer trains its micro-batches locally
+// (the learner, Hogwild and Adagrad as alone) and every `push_every_words` trained words it
+// quiesces the learner and pushes, for every admitted word, what its rows moved since the last
+// push (RowDeltaTracker::Export: row - base) with the occurrences counted since then, to the
+// word's shard (ShardOf: the .updates partition). A word seen for the first time, or a slot
+// the learner gave to another word, is pushed whole (MarkFresh: the node starts it from zero).
+// Then it applies the rows the shards published since (RowDeltaTracker::ApplyRows: the node's
+// row plus the local delta not yet pushed), for the words it holds; others are skipped.
+//
+// Not yet: the pWord2Vec push schedule (every admitted row that moved goes out each round),
+// the vocabulary and noise distribution from the node's counts, a staleness bound, and a late
+// trainer's start from the node's newest rows beyond what .params still holds.
+//
+// Thread safety: one thread (the Kafka trainer's) drives it, between micro-batches.
+#ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
+#define STREAMVEC_TRAINER_PARAM_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "streamvec/base/status.h"
+#include "streamvec/kafka/client_config.h"
+#include "streamvec/param/protocol.h"
+#include "streamvec/trainer/streaming_learner.h"
+
+namespace streamvec {
+
+struct ParamClientOptions {
+  KafkaOptions kafka;        // brokers, topic prefix, extra librdkafka properties
+  uint32_t shards = 1;       // node shards: partitions of .updates and .params (--param-shards)
+  uint32_t sender = 0;       // this trainer's id in the messages' header
+  ParamPrecision precision = ParamPrecision::kFp32;  // of the pushed deltas (--delta-precision)
+  uint64_t push_every_words = uint64_t{1} << 20;     // trained words between pushes (--push-every)
+};
+
+struct ParamClientStats {
+  uint64_t pushes = 0;           // push rounds
+  uint64_t push_messages = 0;    // messages produced to .updates
+  uint64_t push_bytes = 0;       // their bytes
+  uint64_t rows_pushed = 0;      // records pushed (a word's deltas and count)
+  uint64_t pull_messages = 0;    // publications consumed from .params
+  uint64_t pull_bytes = 0;       // their bytes
+  uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
+  uint64_t rejected = 0;         // publications that did not decode (logged, skipped)
+  uint64_t node_clock = 0;       // newest node clock applied (the pushes' base clock)
+};
+
+class ParamClient {
+ public:
+  // The learner must outlive the client and have its rows on the host (no CUDA device):
+  // InvalidArgument otherwise, or for shards 0, push_every_words 0, or a property librdkafka
+  // refuses. Does not contact the broker.
+  static StatusOr<std::unique_ptr<ParamClient>> Create(const ParamClientOptions& options,
+                                                      StreamingLearner* learner);
+  ~ParamClient();
+  ParamClient(const ParamClient&) = delete;
+  ParamClient& operator=(const ParamClient&) = delete;
+
+  // Call after a micro-batch was queued: pushes once push_every_words more words were trained
+  // since the last push (always with force: before a snapshot, at stop), then applies what the
+  // shards published. IoError when a push cannot be queued (the producer's queue full for
+  // 10 s); a publication that does not decode is skipped and counted.
+  Status Sync(bool force);
+  // Waits up to timeout_ms for the pushes to be delivered (at stop). IoError if some were not.
+  Status Flush(int timeout_ms);
+
+  ParamClientStats stats() const;
+
+ private:
+  struct Impl;
+  explicit ParamClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_TRAINER_PARAM_CLIENT_H_
