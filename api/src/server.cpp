@@ -255,4 +255,103 @@ void Server::Stop() {
   }
 }
 
+struct MetricsServer::Impl {
+  std::function<std::string()> render;
+  std::unique_ptr<http_listener> listener;
+  int port = 0;
+  std::mutex mu;
+  bool stopped = false;  // GUARDED_BY(mu)
+
+  void Handle(http::http_request request) {
+    int status = 200;
+    std::string body;
+    try {
+      if (request.method() != http::methods::GET) {
+        status = 405;
+        body = "only GET /metrics\n";
+      } else if (request.request_uri().path() != "/metrics") {
+        status = 404;
+        body = "not found: only GET /metrics\n";
+      } else {
+        body = render();
+      }
+    } catch (const std::exception& e) {
+      status = 500;
+      body = std::string("internal error: ") + e.what() + "\n";
+    }
+    try {
+      http::http_response response(static_cast<http::status_code>(status));
+      response.set_body(std::move(body), "text/plain; version=0.0.4; charset=utf-8");
+      request.reply(response).then([](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (...) {
+        }
+      });
+    } catch (const std::exception& e) {
+      spdlog::warn("metrics: cannot reply: {}", e.what());
+    }
+  }
+
+  Status Listen(const std::string& host, int port_to_try) {
+    const std::string url = "http://" + HostForUri(host) + ":" + std::to_string(port_to_try) + "/";
+    try {
+      auto l = std::make_unique<http_listener>(url);
+      l->support([this](http::http_request r) { Handle(std::move(r)); });
+      l->support(http::methods::TRCE, [this](http::http_request r) { Handle(std::move(r)); });
+      l->open().wait();
+      listener = std::move(l);
+      port = port_to_try;
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return Status::IoError("cannot listen on " + url + ": " + e.what());
+    }
+  }
+};
+
+MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MetricsServer::~MetricsServer() { Stop(); }
+
+StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& host, int port, std::function<std::string()> render) {
+  if (host.empty()) return Status::InvalidArgument("host is empty");
+  if (port < 0 || port > 65535) {
+    return Status::InvalidArgument("port " + std::to_string(port) + " is outside [0, 65535]");
+  }
+  if (!render) return Status::InvalidArgument("no metrics to render");
+  auto impl = std::make_unique<Impl>();
+  impl->render = std::move(render);
+  Status listening;
+  if (port != 0) {
+    listening = impl->Listen(host, port);
+  } else {
+    for (int attempt = 0; attempt < 8; ++attempt) {  // another process may take a picked port
+      StatusOr<int> picked = PickFreePort(host);
+      if (!picked.ok()) return picked.status();
+      listening = impl->Listen(host, *picked);
+      if (listening.ok()) break;
+    }
+  }
+  if (!listening.ok()) return listening;
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
+}
+
+int MetricsServer::port() const { return impl_->port; }
+
+void MetricsServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  if (impl_->listener) {
+    try {
+      impl_->listener->close().wait();
+    } catch (const std::exception& e) {
+      spdlog::warn("metrics: closing the listener: {}", e.what());
+    }
+  }
+}
+
 }  // namespace streamvec::api

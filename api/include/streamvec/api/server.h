@@ -143,6 +143,29 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
+// GET /metrics alone, for a long-running process that serves no embedding (`streamvec
+// param-node --metrics HOST:PORT`): Prometheus text (api/prometheus.h) from `render`, called on
+// a request thread (it must be thread-safe); any other path is 404, any other method 405. Same
+// listener and thread pool as Server.
+class MetricsServer {
+ public:
+  // port 0 picks a free port (see port()). Errors: InvalidArgument (empty host, port outside
+  // [0, 65535], no render), IoError naming host:port when it cannot listen.
+  static StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
+                                                        std::function<std::string()> render);
+  ~MetricsServer();  // Stop()s.
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  int port() const;
+  // Closes the listener (waits for requests in flight). Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit MetricsServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace streamvec::api
 
 #endif  // STREAMVEC_API_SERVER_H_
