@@ -228,5 +228,78 @@ TEST_F(ParamNodeCliTest, MergesPushesStopsOnSigintAndServeAnswersThePushedVector
   EXPECT_EQ(serve.Wait(), 0) << serve.Output();
 }
 
+// Two shards, each run until idle; `serve` and `export` given both states answer the words of
+// both.
+TEST_F(ParamNodeCliTest, ServeAndExportJoinTheShardsStates) {
+  auto broker = EmbeddedBroker::Start({});
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  ASSERT_TRUE((*broker)->CreateTopic("two.updates", 2).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("two.params", 2).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("two.rejected", 1).ok());
+  // A word of each shard.
+  std::string word[2];
+  for (int i = 0; word[0].empty() || word[1].empty(); ++i) {
+    const std::string w = "w" + std::to_string(i);
+    std::string& slot = word[ShardOf(w, 2)];
+    if (slot.empty()) slot = w;
+  }
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  ASSERT_EQ(conf->set("bootstrap.servers", (*broker)->bootstrap(), err), RdKafka::Conf::CONF_OK);
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+  ASSERT_TRUE(producer) << err;
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    ParamMessageHeader h;
+    h.kind = ParamMessageKind::kPush;
+    h.dim = 3;
+    h.sender = 1;
+    ParamRecord r;
+    r.word = word[shard];
+    r.has_count = true;
+    r.count = 1;
+    r.input = {1.0f + shard, 2.0f, 3.0f};
+    StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, std::vector<ParamRecord>{r});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_EQ(producer->produce("two.updates", static_cast<int32_t>(shard),
+                                RdKafka::Producer::RK_MSG_COPY, m->front().data(),
+                                m->front().size(), nullptr, 0, 0, nullptr),
+              RdKafka::ERR_NO_ERROR);
+  }
+  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+  const std::string a = (dir_ / "a").string(), b = (dir_ / "b").string();
+  for (const auto& [shard, state] : {std::pair{0, a}, std::pair{1, b}}) {
+    const CliRun run = Shell("SV param-node --shard " + std::to_string(shard) +
+                             " --shards 2 --prefix two --max-idle 1 --brokers " +
+                             (*broker)->bootstrap() + " --state " + state);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("1 merged"), std::string::npos) << run.output;
+  }
+
+  const std::string out = (dir_ / "v.txt").string();
+  const CliRun exported = Shell("SV export --state " + a + " --state " + b + " --output " + out);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  std::FILE* f = std::fopen(out.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[4096];
+  const size_t got = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  const std::string text(buf, got);
+  EXPECT_EQ(text.rfind("2 3\n", 0), 0u) << text;
+  EXPECT_NE(text.find(word[0] + " 1 2 3"), std::string::npos) << text;
+  EXPECT_NE(text.find(word[1] + " 2 2 3"), std::string::npos) << text;
+
+  Child serve({"serve", "--state", a, "--state", b, "--http", "127.0.0.1:0", "--http-threads",
+               "2"},
+              "serving http://127.0.0.1:%d");
+  ASSERT_GT(serve.port(), 0) << serve.Output();
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    const auto [code, body] = HttpGet(serve.port(), "/v1/vectors/" + word[shard]);
+    ASSERT_EQ(code, 200) << body;
+    EXPECT_EQ(nlohmann::json::parse(body)["vector"][0].get<float>(), 1.0f + shard) << body;
+  }
+  serve.Signal(SIGINT);
+  EXPECT_EQ(serve.Wait(), 0) << serve.Output();
+}
+
 }  // namespace
 }  // namespace streamvec
