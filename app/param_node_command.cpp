@@ -31,7 +31,8 @@ struct ParamNodeFlags {
   int64_t dim = 0;
   float eta = MergeOptions{}.eta;
   std::string snapshot_every = "5s";
-  double publish_every = 0.1;
+  double publish_every = ParamNodeOptions{}.publish_every_s;
+  int64_t publish_max_bytes = static_cast<int64_t>(ParamNodeOptions{}.publish_max_bytes);
   double max_idle = 0;
   std::string metrics;
   std::vector<std::string> kafka_config;
@@ -143,6 +144,8 @@ int RunParamNode(const ParamNodeFlags& f) {
   }
   if (!(f.publish_every >= 0)) return Usage("--publish-every must not be negative");
   o.publish_every_s = f.publish_every;
+  if (f.publish_max_bytes < 1024) return Usage("--publish-max-bytes must be at least 1024");
+  o.publish_max_bytes = static_cast<size_t>(f.publish_max_bytes);
   if (!(f.max_idle >= 0)) return Usage("--max-idle must not be negative");
   o.max_idle_s = f.max_idle;
   std::string metrics_host;
@@ -230,6 +233,9 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--publish-every", flags->publish_every,
                   "Seconds between publications on <prefix>.params (coalescing)")
+      ->capture_default_str();
+  cmd->add_option("--publish-max-bytes", flags->publish_max_bytes,
+                  "Row bytes published per turn at most (the rest waits for the next turn)")
       ->capture_default_str();
   cmd->add_option("--max-idle", flags->max_idle,
                   "Stop (after the final snapshot) once the partition was read to its end and "

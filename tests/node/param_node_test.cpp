@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -352,6 +353,44 @@ TEST_F(ParamNodeTest, EvictedWordsLoseTheirRowsAndTheVocabularyStaysBounded) {
   const ParamNodeStats s = node_->stats();
   EXPECT_EQ(s.rows, 2u);
   EXPECT_EQ(s.evictions, 1u);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+// The publication budget: a batch that changes many rows is published over several turns, each
+// within publish_max_bytes, and every row goes out.
+TEST_F(ParamNodeTest, PublicationsStayWithinTheByteBudgetPerTurnAndCarryEveryRow) {
+  ParamNodeOptions o = Options();
+  o.publish_max_bytes = 1024;
+  StartNode(o);
+  std::vector<ParamRecord> records;
+  for (int i = 0; i < 100; ++i) records.push_back(Push("w" + std::to_string(i), 1, {1.0f, 2.0f}));
+  Send({PushMessage(1, 0, records)});
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", broker_->bootstrap(), err);
+  conf->set("group.id", "test-budget", err);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  std::vector<RdKafka::TopicPartition*> parts{
+      RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+  c->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  std::set<std::string> words;
+  size_t rows_messages = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (words.size() < records.size() && Clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+    StatusOr<ParamMessage> d = DecodeParamMessage(
+        std::string_view(static_cast<const char*>(m->payload()), m->len()));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    if (d->header.kind != ParamMessageKind::kRows) continue;
+    ++rows_messages;
+    EXPECT_LE(m->len(), o.publish_max_bytes + kParamHeaderBytes);
+    for (const ParamRecord& r : d->records) words.insert(r.word);
+  }
+  c->close();
+  EXPECT_EQ(words.size(), records.size());
+  EXPECT_GE(rows_messages, 3u);  // 100 rows of about 40 bytes: at least 4 turns of 1 KiB
   ASSERT_TRUE(StopNode().ok());
 }
 

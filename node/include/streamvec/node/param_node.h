@@ -90,8 +90,11 @@ struct ParamNodeOptions {
   size_t vocab_capacity = 100000;  // words this shard holds at most (>= 2)
   uint32_t dim = 0;          // expected dim; 0: the snapshot's, else the first valid push's
   double snapshot_every_s = 5;     // seconds between snapshots while something changed (> 0)
-  double publish_every_s = 0.1;    // seconds between publications (coalescing), >= 0
-  size_t publish_max_bytes = size_t{1} << 20;  // encoded bytes per publication turn, at most
+  double publish_every_s = 0.2;    // seconds between publications (coalescing), >= 0
+  // Encoded row bytes per publication turn, at most (the rest waits for the next turn): with
+  // publish_every_s, at most 2.5 MiB/s on the partition by default, half the embedded broker's
+  // ring a second, so a trainer that reads `.params` within about 2 s loses nothing there.
+  size_t publish_max_bytes = size_t{512} << 10;
   size_t max_message_bytes = size_t{512} << 10;  // bytes per `.params` message (under Kafka's
                                                  // 1 MB message.max.bytes), at most
   size_t max_batch_messages = 256;  // `.updates` messages merged as one batch, at most
