@@ -228,6 +228,84 @@ TEST_F(ParamNodeCliTest, MergesPushesStopsOnSigintAndServeAnswersThePushedVector
   EXPECT_EQ(serve.Wait(), 0) << serve.Output();
 }
 
+// Waits (60 s at most: a bound, not a timed assertion) until `sample` reaches `at_least` in the
+// node's /metrics; returns the last value.
+double WaitForMetric(int port, const std::string& sample, double at_least) {
+  double v = -1;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    v = Metric(HttpGet(port, "/metrics").second, sample);
+    if (v >= at_least) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return v;
+}
+
+void Produce(RdKafka::Producer* producer, const std::string& topic, uint32_t sender,
+             const std::string& word, std::vector<float> input) {
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kPush;
+  h.dim = static_cast<uint32_t>(input.size());
+  h.sender = sender;
+  ParamRecord r;
+  r.word = word;
+  r.has_count = true;
+  r.count = 1;
+  r.input = std::move(input);
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, std::vector<ParamRecord>{r});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(producer->produce(topic, 0, RdKafka::Producer::RK_MSG_COPY, m->front().data(),
+                              m->front().size(), nullptr, 0, 0, nullptr),
+            RdKafka::ERR_NO_ERROR);
+  ASSERT_EQ(producer->flush(10000), RdKafka::ERR_NO_ERROR);
+}
+
+// kill -9 after a snapshot and a later merge: the restarted node keeps what the snapshot held and
+// merges what came after it again, once (sum: a double merge or a lost one changes the row).
+TEST_F(ParamNodeCliTest, Sigkill9ThenRestartMergesEveryPushExactlyOnceIntoTheRows) {
+  auto broker = EmbeddedBroker::Start({});
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  for (const char* t : {"k9.updates", "k9.params", "k9.rejected"}) {
+    ASSERT_TRUE((*broker)->CreateTopic(t, 1).ok());
+  }
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  ASSERT_EQ(conf->set("bootstrap.servers", (*broker)->bootstrap(), err), RdKafka::Conf::CONF_OK);
+  std::unique_ptr<RdKafka::Producer> producer(RdKafka::Producer::create(conf.get(), err));
+  ASSERT_TRUE(producer) << err;
+  const std::string state = (dir_ / "node").string();
+  const std::vector<std::string> args = {"param-node", "--shard", "0", "--shards", "1",
+                                         "--state", state, "--brokers", (*broker)->bootstrap(),
+                                         "--prefix", "k9", "--merge", "sum"};
+  Produce(producer.get(), "k9.updates", 1, "cat", {1.0f, 2.0f, 3.0f});
+  {
+    std::vector<std::string> a = args;
+    for (const char* x : {"--snapshot-every", "0.5s", "--metrics", "127.0.0.1:0"}) a.push_back(x);
+    Child node(a, "metrics http://127.0.0.1:%d/metrics");
+    ASSERT_GT(node.port(), 0) << node.Output();
+    ASSERT_GE(WaitForMetric(node.port(), "streamvec_param_node_snapshot_version{shard=\"0\"}", 1),
+              1);
+    Produce(producer.get(), "k9.updates", 2, "cat", {1.0f, 1.0f, 1.0f});
+    ASSERT_GE(WaitForMetric(node.port(), "streamvec_param_node_merges_total{shard=\"0\"}", 2), 2);
+    node.Signal(SIGKILL);
+    EXPECT_EQ(node.Wait(), -1);
+  }
+  std::vector<std::string> a = args;
+  std::string line = "SV";
+  for (size_t i = 0; i < a.size(); ++i) line += " " + a[i];
+  const CliRun restarted = Shell(line + " --max-idle 1");
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.output;
+  EXPECT_NE(restarted.output.find("clock 2,"), std::string::npos) << restarted.output;
+  const std::string out = (dir_ / "v.txt").string();
+  ASSERT_EQ(Shell("SV export --state " + state + " --output " + out).exit_code, 0);
+  std::FILE* f = std::fopen(out.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[256];
+  const size_t got = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  EXPECT_EQ(std::string(buf, got), "1 3\ncat 2 3 4\n");
+}
+
 // Two shards, each run until idle; `serve` and `export` given both states answer the words of
 // both.
 TEST_F(ParamNodeCliTest, ServeAndExportJoinTheShardsStates) {
