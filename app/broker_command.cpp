@@ -9,6 +9,7 @@
 #include "stop_signal.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/param/protocol.h"
 
 namespace streamvec::app {
 namespace {
@@ -21,6 +22,7 @@ struct BrokerFlags {
   std::string prefix = "streamvec";
   std::vector<std::string> hold_groups;  // empty: the trainers' group of --prefix
   bool no_hold_group = false;
+  int param_shards = 0;  // > 0: also <prefix>.updates and <prefix>.params with this many partitions
 };
 
 int RunBroker(const BrokerFlags& flags) {
@@ -34,6 +36,14 @@ int RunBroker(const BrokerFlags& flags) {
     if (Status s = (*broker)->CreateTopic(topic); !s.ok()) {
       std::fprintf(stderr, "streamvec broker: %s\n", s.message().c_str());
       return 1;
+    }
+  }
+  if (flags.param_shards > 0) {
+    for (const std::string& topic : {UpdatesTopic(flags.prefix), ParamsTopic(flags.prefix)}) {
+      if (Status s = (*broker)->CreateTopic(topic, flags.param_shards); !s.ok()) {
+        std::fprintf(stderr, "streamvec broker: --param-shards: %s\n", s.message().c_str());
+        return 2;
+      }
     }
   }
   // The groups are held before the broker says where it is, so that a trainer started on its
@@ -97,6 +107,10 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--bootstrap-file", flags->bootstrap_file,
                   "also write the bootstrap string to this file");
   cmd->add_option("--prefix", flags->prefix, "topic prefix")->capture_default_str();
+  cmd->add_option("--param-shards", flags->param_shards,
+                  "also create <prefix>.updates and <prefix>.params with this many partitions "
+                  "(one per parameter-node shard; 0: neither)")
+      ->capture_default_str();
   cmd->add_option("--hold-group", flags->hold_groups,
                   "keep this consumer group non-empty with a member of the broker's own, so a "
                   "trainer joining it consumes after ~0.25 s instead of the mock's 3 s first join "

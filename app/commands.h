@@ -20,6 +20,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code);
 void RegisterCrawlCommand(CLI::App& root, int* exit_code);
 void RegisterExtractCommand(CLI::App& root, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& root, int* exit_code);
+void RegisterParamNodeCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

@@ -23,7 +23,7 @@ struct ServeFlags {
   // cpprestsdk's thread pool: one thread a core measured best on 2 cores (lookups 5.8k -> 16k
   // req/s, most_similar p99 14 -> 4.5 ms with wrk -c16 against 40 threads); 0: its default, 40.
   size_t http_threads = std::max(2u, std::thread::hardware_concurrency());
-  std::string state;
+  std::vector<std::string> state;  // one, or one per parameter-node shard (their union)
   std::string http = "127.0.0.1:8000";
   double poll_interval_s = 0.5;
   std::string admin_token_file;
@@ -42,7 +42,7 @@ struct ServeFlags {
 
 int RunServe(const ServeFlags& flags) {
   api::ServeOptions options;
-  options.state_dir = flags.state;
+  options.state_dir = flags.state.front();
   options.poll_interval_s = flags.poll_interval_s;
   options.cors_origin = flags.cors_origin;
   options.similarity_files = flags.similarity;
@@ -85,7 +85,10 @@ int RunServe(const ServeFlags& flags) {
       return 2;
     }
   }
-  StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(options);
+  StatusOr<std::unique_ptr<api::Server>> server =
+      flags.state.size() == 1
+          ? api::Server::Start(options)
+          : api::Server::Start(options, api::NewShardedStateDirSnapshotSource(flags.state));
   if (!server.ok()) {
     std::fprintf(stderr, "streamvec serve: %s\n", server.status().ToString().c_str());
     return server.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -96,7 +99,7 @@ int RunServe(const ServeFlags& flags) {
   bool announced = false;
   if ((*server)->snapshot_version() == 0) {
     std::printf("listening on %s: waiting for a first snapshot in %s\n", url.c_str(),
-                flags.state.c_str());
+                options.state_dir.c_str());
     std::fflush(stdout);
   }
   while (true) {
@@ -126,7 +129,9 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       "serve",
       "Serve vectors, neighbours and similarities over HTTP from a state directory's "
       "newest snapshot (hot-swapped as a trainer publishes)");
-  cmd->add_option("--state", flags->state, "State directory a trainer writes (may not exist yet)")
+  cmd->add_option("--state", flags->state,
+                  "State directory a trainer or a parameter node writes (may not exist yet); "
+                  "repeat it once per parameter-node shard to serve their union")
       ->required();
   AddHttpThreadsFlag(cmd, &flags->http_threads);
   cmd->add_option("--http", flags->http, "HOST:PORT to listen on (PORT 0 picks a free one)")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "streamvec/kernels/dot.h"
@@ -178,10 +179,89 @@ class StateDirSnapshotSource : public SnapshotSource {
   std::set<std::string> logged_;  // damaged checkpoints already logged
 };
 
+class ShardedStateDirSnapshotSource : public SnapshotSource {
+ public:
+  explicit ShardedStateDirSnapshotSource(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+
+  StatusOr<std::vector<SnapshotInfo>> List() override {
+    SnapshotInfo combined;
+    nlohmann::json shards = nlohmann::json::array();
+    for (const std::string& dir : dirs_) {
+      StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(dir);
+      if (!list.ok() && list.status().code() == StatusCode::kNotFound) {
+        return std::vector<SnapshotInfo>{};
+      }
+      if (!list.ok()) return list.status();
+      if (list->empty()) return std::vector<SnapshotInfo>{};
+      Add(dir, list->back(), &combined, &shards);
+    }
+    combined.metadata_json = Metadata(combined, shards);
+    return std::vector<SnapshotInfo>{combined};
+  }
+
+  StatusOr<std::shared_ptr<const ServingSnapshot>> LoadNewerThan(uint64_t version) override {
+    StatusOr<std::vector<SnapshotInfo>> list = List();
+    if (!list.ok()) return list.status();
+    if (list->empty() || list->back().version <= version) {
+      return std::shared_ptr<const ServingSnapshot>();
+    }
+    SnapshotInfo combined;
+    nlohmann::json shards = nlohmann::json::array();
+    std::vector<Embeddings> parts;
+    for (const std::string& dir : dirs_) {
+      StatusOr<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::OpenNewest(dir);
+      if (!reader.ok()) {
+        if (reader.status().code() == StatusCode::kNotFound) {
+          return std::shared_ptr<const ServingSnapshot>();
+        }
+        return reader.status();
+      }
+      const SnapshotReader& r = **reader;
+      StatusOr<Embeddings> e =
+          ReadEmbeddingEntries([&r](const std::string& key) { return r.Get(key); });
+      if (!e.ok()) {
+        return Status(StatusCode::kCorruption, "snapshot " + std::to_string(r.version()) +
+                                                   " in " + dir + ": " + e.status().message());
+      }
+      parts.push_back(std::move(e).value());
+      Add(dir, r.info(), &combined, &shards);
+    }
+    if (combined.version <= version) return std::shared_ptr<const ServingSnapshot>();
+    combined.metadata_json = Metadata(combined, shards);
+    StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts));
+    if (!joined.ok()) return Status::Corruption("--state: " + joined.status().message());
+    return std::shared_ptr<const ServingSnapshot>(
+        std::make_shared<ServingSnapshot>(std::move(joined).value(), combined));
+  }
+
+ private:
+  static void Add(const std::string& dir, const SnapshotInfo& info, SnapshotInfo* combined,
+                  nlohmann::json* shards) {
+    combined->version += info.version;
+    combined->created_at = std::max(combined->created_at, info.created_at);
+    nlohmann::json meta = nlohmann::json::parse(info.metadata_json, nullptr, false);
+    if (meta.is_discarded()) meta = nlohmann::json::object();
+    shards->push_back({{"state", dir}, {"version", info.version}, {"metadata", meta}});
+  }
+  static std::string Metadata(const SnapshotInfo& combined, const nlohmann::json& shards) {
+    return nlohmann::json{{"kind", "shards"},
+                          {"version", combined.version},
+                          {"created_at", combined.created_at},
+                          {"shards", shards}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  const std::vector<std::string> dirs_;
+};
+
 }  // namespace
 
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir) {
   return std::make_shared<StateDirSnapshotSource>(std::move(state_dir));
+}
+
+std::shared_ptr<SnapshotSource> NewShardedStateDirSnapshotSource(std::vector<std::string> dirs) {
+  return std::make_shared<ShardedStateDirSnapshotSource>(std::move(dirs));
 }
 
 }  // namespace streamvec::api

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 namespace streamvec {
 namespace {
@@ -238,6 +240,38 @@ StatusOr<Embeddings> ReadEmbeddingEntries(
     have += part->size();
   }
   return e;
+}
+
+StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards) {
+  if (shards.empty()) return Status::InvalidArgument("no embedding to join");
+  size_t total = 0, longest = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i].dim != shards[0].dim) {
+      return Status::InvalidArgument("shard " + std::to_string(i) + " has dim " +
+                                     std::to_string(shards[i].dim) + ", shard 0 has dim " +
+                                     std::to_string(shards[0].dim));
+    }
+    total += shards[i].rows();
+    longest = std::max(longest, shards[i].rows());
+  }
+  if (shards.size() == 1) return std::move(shards[0]);
+  Embeddings out;
+  out.dim = shards[0].dim;
+  const size_t dim = static_cast<size_t>(out.dim);
+  out.words.reserve(total);
+  out.vectors.resize(total * dim);
+  std::unordered_set<std::string_view> seen;
+  size_t row = 0;
+  for (size_t rank = 0; rank < longest; ++rank) {
+    for (const Embeddings& e : shards) {
+      if (rank >= e.rows() || !seen.insert(e.words[rank]).second) continue;
+      out.words.push_back(e.words[rank]);
+      std::memcpy(out.vectors.data() + row * dim, e.row(rank), dim * sizeof(float));
+      ++row;
+    }
+  }
+  out.vectors.resize(row * dim);
+  return out;
 }
 
 }  // namespace streamvec

@@ -116,6 +116,16 @@ class SnapshotSource {
 // published yet", not an error, so a server can start before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);
 
+// The union of several state directories, one per parameter-node shard (`serve --state A --state
+// B`): their newest snapshots' embeddings joined by InterleaveEmbeddings (store/). It lists one
+// snapshot, the newest combination, whose version is the sum of the shards' newest versions (so
+// it grows whenever a shard publishes; a shard whose state is started afresh must be served anew),
+// created_at the newest shard's, and metadata {"kind": "shards", "shards": [{"state", "version",
+// "metadata"}...]}. Nothing is published until every shard has published. Errors: Corruption /
+// IoError as NewStateDirSnapshotSource, naming the directory; Corruption for shards of different
+// dims.
+std::shared_ptr<SnapshotSource> NewShardedStateDirSnapshotSource(std::vector<std::string> dirs);
+
 }  // namespace streamvec::api
 
 #endif  // STREAMVEC_API_SERVING_SNAPSHOT_H_

@@ -54,6 +54,13 @@ Status WriteEmbeddingTable(const std::vector<std::string>& words,
 StatusOr<Embeddings> ReadEmbeddingEntries(
     const std::function<StatusOr<std::string>(const std::string& key)>& get);
 
+// The union of several shards' embeddings (parameter-node shards, which hold disjoint words,
+// issue 20): their words interleaved by rank (rank 0 of shard 0, of shard 1, ..., then rank 1 of
+// each, ...; a shard's words are most frequent first and words are spread over shards by a hash,
+// so the result is close to most frequent first overall). A word held by several shards keeps
+// its first row. Errors: InvalidArgument for no shard or dims that differ (naming the shards).
+StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_STORE_EMBEDDING_ENTRIES_H_

@@ -1,0 +1,880 @@
+#include "streamvec/node/param_node.h"
+
+#include <librdkafka/rdkafkacpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/param/count_summary.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/state_store.h"
+
+namespace streamvec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// librdkafka's errors -> spdlog, each error kind at most once every 10 s (a broker that is down
+// is reported every few hundred ms while librdkafka retries). Called from librdkafka's threads.
+class NodeEventLogger : public RdKafka::EventCb {
+ public:
+  explicit NodeEventLogger(std::string what) : what_(std::move(what)) {}
+  void event_cb(RdKafka::Event& event) override {
+    if (event.type() != RdKafka::Event::EVENT_ERROR) return;
+    if (event.fatal()) fatal_.store(true);
+    std::lock_guard<std::mutex> lock(mu_);
+    const int kind = static_cast<int>(event.err());
+    auto it = last_.find(kind);
+    if (it != last_.end() && SecondsSince(it->second) < 10) return;
+    last_[kind] = Clock::now();
+    spdlog::error("{}: Kafka error: {}: {} (librdkafka retries)", what_,
+                  RdKafka::err2str(event.err()), event.str());
+  }
+  bool fatal() const { return fatal_.load(); }
+
+ private:
+  const std::string what_;
+  std::atomic<bool> fatal_{false};
+  std::mutex mu_;
+  std::map<int, Clock::time_point> last_;  // GUARDED_BY(mu_)
+};
+
+Status SetProperty(RdKafka::Conf* conf, const std::string& name, const std::string& value) {
+  std::string err;
+  if (conf->set(name, value, err) != RdKafka::Conf::CONF_OK) {
+    return Status::InvalidArgument("--kafka-config " + name + "=" + value + ": " + err);
+  }
+  return Status::Ok();
+}
+
+std::string ChunkKey(size_t i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s/%08zu", kNodeRowsEntry, i);
+  return buf;
+}
+
+bool AllFinite(const float* v, int dim) {
+  for (int j = 0; j < dim; ++j) {
+    if (!std::isfinite(v[j])) return false;
+  }
+  return true;
+}
+
+// The node's rows: one slot per held word with its input row, output row (dim floats each) and
+// two row-wise Adagrad accumulators (input, output). Slots of evicted words are reused.
+struct NodeRows {
+  int dim = 0;
+  std::vector<std::string> words;  // slot -> word; "" for a free slot
+  std::vector<float> input, output;
+  std::vector<float> accumulators;  // 2 per slot: MergeBatch key (slot * 2 + table)
+  std::unordered_map<std::string, uint32_t> slot_of;
+  std::vector<uint32_t> free_slots;
+
+  size_t slots() const { return words.size(); }
+  size_t held() const { return slot_of.size(); }
+  float* Row(uint32_t slot, int table) {
+    return (table == 0 ? input.data() : output.data()) + static_cast<size_t>(slot) * dim;
+  }
+  const float* Row(uint32_t slot, int table) const {
+    return (table == 0 ? input.data() : output.data()) + static_cast<size_t>(slot) * dim;
+  }
+  // Returns the slot of `word`, or -1.
+  int64_t Find(const std::string& word) const {
+    auto it = slot_of.find(word);
+    return it == slot_of.end() ? int64_t{-1} : static_cast<int64_t>(it->second);
+  }
+  // A zeroed slot for `word` (not held).
+  uint32_t Add(const std::string& word) {
+    uint32_t slot;
+    if (!free_slots.empty()) {
+      slot = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(words.size());
+      words.emplace_back();
+      input.resize(input.size() + dim);
+      output.resize(output.size() + dim);
+      accumulators.resize(accumulators.size() + 2);
+    }
+    words[slot] = word;
+    std::fill_n(Row(slot, 0), dim, 0.0f);
+    std::fill_n(Row(slot, 1), dim, 0.0f);
+    accumulators[2 * slot] = accumulators[2 * slot + 1] = 0.0f;
+    slot_of[word] = slot;
+    return slot;
+  }
+  void Remove(const std::string& word) {
+    auto it = slot_of.find(word);
+    if (it == slot_of.end()) return;
+    words[it->second].clear();
+    free_slots.push_back(it->second);
+    slot_of.erase(it);
+  }
+};
+
+// One message of a consumed batch that decoded as a push.
+struct DecodedPush {
+  ParamMessage message;
+};
+
+}  // namespace
+
+std::string ParamNodesGroup(const std::string& prefix) { return prefix + ".param-nodes"; }
+
+struct ParamNode::Impl {
+  ParamNodeOptions options;
+  std::string updates_topic, params_topic, rejected_topic, group;
+  std::unique_ptr<StateStore> store;
+  std::unique_ptr<CountSummary> counts;
+  NodeRows rows;
+  NodeEventLogger consumer_events{"param-node consumer"};
+  NodeEventLogger producer_events{"param-node producer"};
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  std::unique_ptr<RdKafka::Producer> producer;
+
+  // Resume point (from the snapshot).
+  std::string snapshot_cluster_id;
+  int64_t snapshot_offset = -1;
+  std::string cluster_id;
+  int64_t next_offset = -1;  // next `.updates` offset; covered by the rows once merged
+
+  // Cumulative over the state's life (kNodeMetaEntry).
+  uint64_t clock = 0, total_messages = 0, total_rejected = 0, total_rows_dropped = 0;
+  uint64_t sequence = 0;  // of the next publication message
+
+  // Publication: words whose rows changed since they were last published, and vocabulary
+  // changes not yet published (the latest per word).
+  std::set<std::string> pending_rows;
+  std::map<std::string, ParamRecord> pending_vocab;
+
+  bool changed = false;  // since the last snapshot
+  bool at_end = false;
+  Clock::time_point last_activity = Clock::now();
+
+  mutable std::mutex mu;
+  ParamNodeStats stats;  // GUARDED_BY(mu)
+
+  Status Restore();
+  void ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>>& batch);
+  void Reject(const RdKafka::Message& m, const std::string& reason);
+  void Produce(const std::string& topic, int32_t partition, const std::string& value,
+               const std::string& key);
+  void TakeVocabularyChanges();
+  Status Publish(bool everything);
+  Status Snapshot(const char* why);
+  std::string OffsetsJson() const;
+  bool Assign(const std::atomic<bool>& stop);
+  void UpdateLag();
+};
+
+Status ParamNode::Impl::Restore() {
+  StatusOr<std::string> meta_bytes = store->Get(kNodeMetaEntry);
+  if (!meta_bytes.ok()) {
+    return Status::FailedPrecondition("state " + options.state_dir +
+                                      " is not a parameter node's (it has no " + kNodeMetaEntry +
+                                      " entry: a trainer's state?)");
+  }
+  const std::string where = "state " + options.state_dir + ": ";
+  try {
+    const json meta = json::parse(*meta_bytes);
+    const uint32_t shard = meta.at("shard").get<uint32_t>();
+    const uint32_t shards = meta.at("shards").get<uint32_t>();
+    if (shard != options.shard || shards != options.shards) {
+      return Status::FailedPrecondition(
+          where + "it holds shard " + std::to_string(shard) + " of " + std::to_string(shards) +
+          ", not --shard " + std::to_string(options.shard) + " of --shards " +
+          std::to_string(options.shards));
+    }
+    const uint32_t dim = meta.at("dim").get<uint32_t>();
+    if (options.dim != 0 && dim != 0 && dim != options.dim) {
+      return Status::FailedPrecondition(where + "its rows have dim " + std::to_string(dim) +
+                                        ", not --dim " + std::to_string(options.dim));
+    }
+    if (dim != 0) options.dim = dim;
+    rows.dim = static_cast<int>(options.dim);
+    clock = meta.value("clock", uint64_t{0});
+    total_messages = meta.value("messages", uint64_t{0});
+    total_rejected = meta.value("rejected", uint64_t{0});
+    total_rows_dropped = meta.value("rows_dropped", uint64_t{0});
+    sequence = meta.value("sequence", uint64_t{0});
+    const size_t slots = meta.at("slots").get<size_t>();
+    const size_t per_chunk = meta.at("rows_per_chunk").get<size_t>();
+    if (slots > 0 && (dim == 0 || per_chunk == 0)) {
+      return Status::Corruption(where + "node/meta: slots without dim or rows_per_chunk");
+    }
+
+    StatusOr<std::string> counts_bytes = store->Get(kNodeCountsEntry);
+    StatusOr<std::string> offsets_bytes = store->Get(kNodeOffsetsEntry);
+    if (!counts_bytes.ok() || !offsets_bytes.ok()) {
+      return Status::Corruption(where + kNodeCountsEntry + " or " + kNodeOffsetsEntry +
+                                " is missing");
+    }
+    const json c = json::parse(*counts_bytes);
+    std::vector<CountEntry> entries;
+    for (const json& e : c.at("entries")) {
+      entries.push_back({e.at(0).get<std::string>(), e.at(1).get<double>(), e.at(2).get<double>()});
+    }
+    const size_t capacity = c.at("capacity").get<size_t>();
+    if (capacity != options.vocab_capacity) {
+      spdlog::info("param-node: the state's vocabulary capacity {} is kept (--vocab-capacity {} "
+                   "applies to a new state)", capacity, options.vocab_capacity);
+    }
+    StatusOr<CountSummary> summary = CountSummary::FromEntries(
+        capacity, entries, c.at("total").get<double>(), c.at("floor").get<double>());
+    if (!summary.ok()) return Status::Corruption(where + "node/counts: " +
+                                                 summary.status().message());
+    counts = std::make_unique<CountSummary>(std::move(summary).value());
+
+    const size_t slot_bytes = 2 * static_cast<size_t>(dim) * sizeof(float) + 2 * sizeof(float);
+    for (size_t chunk = 0; chunk * per_chunk < slots; ++chunk) {
+      StatusOr<std::string> bytes = store->Get(ChunkKey(chunk));
+      if (!bytes.ok()) return Status::Corruption(where + ChunkKey(chunk) + " is missing");
+      const std::string& b = *bytes;
+      size_t pos = 0;
+      const size_t end_slot = std::min(slots, (chunk + 1) * per_chunk);
+      for (size_t s = chunk * per_chunk; s < end_slot; ++s) {
+        uint32_t len = 0;
+        if (pos + 4 > b.size()) return Status::Corruption(where + ChunkKey(chunk) + " truncated");
+        std::memcpy(&len, b.data() + pos, 4);
+        pos += 4;
+        if (pos + len + slot_bytes > b.size()) {
+          return Status::Corruption(where + ChunkKey(chunk) + " truncated");
+        }
+        const std::string word(b.data() + pos, len);
+        pos += len;
+        // Slots are restored at their positions, free ones included.
+        const uint32_t slot = static_cast<uint32_t>(rows.words.size());
+        rows.words.push_back(word);
+        rows.input.resize(rows.input.size() + dim);
+        rows.output.resize(rows.output.size() + dim);
+        rows.accumulators.resize(rows.accumulators.size() + 2);
+        std::memcpy(rows.Row(slot, 0), b.data() + pos, dim * sizeof(float));
+        pos += dim * sizeof(float);
+        std::memcpy(rows.Row(slot, 1), b.data() + pos, dim * sizeof(float));
+        pos += dim * sizeof(float);
+        std::memcpy(&rows.accumulators[2 * slot], b.data() + pos, 2 * sizeof(float));
+        pos += 2 * sizeof(float);
+        if (word.empty()) {
+          rows.free_slots.push_back(slot);
+        } else {
+          if (!counts->Contains(word) || !rows.slot_of.emplace(word, slot).second) {
+            return Status::Corruption(where + ChunkKey(chunk) + ": row of '" + word +
+                                      "' is not in the counts or repeated");
+          }
+        }
+      }
+      if (pos != b.size()) return Status::Corruption(where + ChunkKey(chunk) + ": trailing bytes");
+    }
+    std::reverse(rows.free_slots.begin(), rows.free_slots.end());
+
+    const json off = json::parse(*offsets_bytes);
+    snapshot_cluster_id = off.value("cluster_id", "");
+    if (off.value("topic", "") == updates_topic &&
+        off.value("partition", int64_t{-1}) == static_cast<int64_t>(options.shard)) {
+      snapshot_offset = off.value("offset", int64_t{-1});
+    }
+  } catch (const std::exception& e) {
+    return Status::Corruption(where + "malformed parameter node entry: " + e.what());
+  }
+  // A restored node republishes what it holds: trainers that start now pull it from `.params`.
+  for (const auto& [word, slot] : rows.slot_of) pending_rows.insert(word);
+  TakeVocabularyChanges();
+  spdlog::info("param-node: resuming {} (snapshot {}): {} words, dim {}, clock {}, `.updates` "
+               "offset {}", options.state_dir, store->version(), rows.held(), options.dim, clock,
+               snapshot_offset);
+  return Status::Ok();
+}
+
+void ParamNode::Impl::Produce(const std::string& topic, int32_t partition,
+                              const std::string& value, const std::string& key) {
+  for (int attempt = 0; attempt < 600; ++attempt) {
+    const RdKafka::ErrorCode e = producer->produce(
+        topic, partition, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+        value.size(), key.empty() ? nullptr : key.data(), key.size(), 0, nullptr);
+    if (e != RdKafka::ERR__QUEUE_FULL) {
+      if (e != RdKafka::ERR_NO_ERROR) {
+        spdlog::error("param-node: cannot queue a message for {}: {}", topic,
+                      RdKafka::err2str(e));
+      }
+      break;
+    }
+    producer->poll(100);
+  }
+  producer->poll(0);
+}
+
+void ParamNode::Impl::Reject(const RdKafka::Message& m, const std::string& reason) {
+  const std::string origin =
+      m.topic_name() + "/" + std::to_string(m.partition()) + "@" + std::to_string(m.offset());
+  spdlog::warn("param-node: rejected {}: {}", origin, reason);
+  Produce(rejected_topic, RdKafka::Topic::PARTITION_UA,
+          RejectionToJson(reason, origin,
+                          std::string_view(static_cast<const char*>(m.payload()),
+                                           m.payload() ? m.len() : 0)),
+          origin);
+  ++total_rejected;
+  std::lock_guard<std::mutex> lock(mu);
+  ++stats.rejected;
+}
+
+void ParamNode::Impl::TakeVocabularyChanges() {
+  for (ParamRecord& r : counts->TakeChanges()) {
+    if (r.removed) {
+      rows.Remove(r.word);
+      pending_rows.erase(r.word);
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.evictions;
+    }
+    std::string word = r.word;
+    pending_vocab[word] = std::move(r);
+  }
+}
+
+void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>>& batch) {
+  const auto t0 = Clock::now();
+  uint64_t bytes = 0;
+  std::vector<ParamMessage> pushes;
+  // Counts first, the whole batch's, in offset order: they decide which words hold rows.
+  for (const auto& m : batch) {
+    bytes += m->len();
+    next_offset = std::max(next_offset, m->offset() + 1);
+    const std::string_view payload(static_cast<const char*>(m->payload()),
+                                   m->payload() ? m->len() : 0);
+    StatusOr<ParamMessage> decoded =
+        DecodeParamMessage(payload, ParamExpectations{ParamModelKind::kSgns, options.dim});
+    if (!decoded.ok()) {
+      Reject(*m, decoded.status().message());
+      continue;
+    }
+    if (decoded->header.kind != ParamMessageKind::kPush) {
+      Reject(*m, "message kind " + ParamMessageKindName(decoded->header.kind) +
+                     " on " + updates_topic + ", which carries pushes only");
+      continue;
+    }
+    if (Status s = counts->AddPushed(decoded->records); !s.ok()) {
+      Reject(*m, s.message());
+      continue;
+    }
+    if (options.dim == 0) {
+      options.dim = decoded->header.dim;
+      rows.dim = static_cast<int>(options.dim);
+      spdlog::info("param-node: dim {} (from the first push, {})", options.dim,
+                   m->topic_name() + "/" + std::to_string(m->partition()) + "@" +
+                       std::to_string(m->offset()));
+    }
+    pushes.push_back(std::move(decoded).value());
+  }
+  TakeVocabularyChanges();
+
+  uint64_t dropped = 0, rounds = 0, contributions = 0;
+  if (!pushes.empty()) {
+    const int dim = rows.dim;
+    MergeBatch fresh(dim), merged(dim);
+    std::unordered_set<uint32_t> fresh_slots;
+    for (const ParamMessage& push : pushes) {
+      for (const ParamRecord& r : push.records) {
+        if (r.input.empty() && r.output.empty()) continue;
+        if (!counts->Contains(r.word)) {
+          ++dropped;
+          continue;
+        }
+        int64_t found = rows.Find(r.word);
+        uint32_t slot;
+        if (found < 0) {
+          slot = rows.Add(r.word);
+          fresh_slots.insert(slot);
+        } else {
+          slot = static_cast<uint32_t>(found);
+        }
+        MergeBatch& into = fresh_slots.count(slot) ? fresh : merged;
+        if (!r.input.empty()) into.Add(uint64_t{slot} * 2, push.header.sender, r.input);
+        if (!r.output.empty()) into.Add(uint64_t{slot} * 2 + 1, push.header.sender, r.output);
+        pending_rows.insert(r.word);
+      }
+    }
+    rounds = fresh.rows() + merged.rows();
+    contributions = fresh.contributions() + merged.contributions();
+    auto row_of = [this](uint64_t key) {
+      const uint32_t slot = static_cast<uint32_t>(key / 2);
+      return NodeRowRef{rows.Row(slot, static_cast<int>(key % 2)), &rows.accumulators[key]};
+    };
+    MergeOptions first = options.merge;
+    first.rule = MergeRule::kAverage;  // a new row: the mean of the senders' initial rows
+    fresh.Apply(first, row_of);
+    merged.Apply(options.merge, row_of);
+  }
+  clock += pushes.size();
+  total_messages += batch.size();
+  total_rows_dropped += dropped;
+  changed = true;
+  std::lock_guard<std::mutex> lock(mu);
+  stats.messages += batch.size();
+  stats.bytes_in += bytes;
+  stats.merges += pushes.size();
+  stats.rounds += rounds;
+  stats.contributions += contributions;
+  stats.rows_dropped += dropped;
+  stats.clock = clock;
+  stats.rows = rows.held();
+  stats.dim = options.dim;
+  stats.next_offset = next_offset;
+  stats.merge_seconds += SecondsSince(t0);
+}
+
+Status ParamNode::Impl::Publish(bool everything) {
+  if (pending_rows.empty() && pending_vocab.empty()) return Status::Ok();
+  if (options.dim == 0) return Status::Ok();
+  const int dim = rows.dim;
+  ParamMessageHeader header;
+  header.model = ParamModelKind::kSgns;
+  header.precision = ParamPrecision::kFp32;
+  header.dim = options.dim;
+  header.sender = options.shard;
+  header.sender_clock = clock;
+  std::vector<ParamRecord> records;
+  size_t budget = 0;
+  for (auto it = pending_rows.begin(); it != pending_rows.end();) {
+    const int64_t slot = rows.Find(*it);
+    if (slot < 0) {
+      it = pending_rows.erase(it);
+      continue;
+    }
+    const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
+    const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
+    if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
+      spdlog::warn("param-node: the row of '{}' is not finite (a diverging merge rule?): not "
+                   "published", *it);
+      it = pending_rows.erase(it);
+      continue;
+    }
+    ParamRecord r;
+    r.word = *it;
+    r.has_count = true;
+    r.count = counts->Estimate(r.word);
+    r.count_error = r.count - counts->Guaranteed(r.word);
+    r.input.assign(in, in + dim);
+    r.output.assign(out, out + dim);
+    const size_t b = ParamRecordBytes(r, options.dim, header.precision);
+    if (!everything && !records.empty() && budget + b > options.publish_max_bytes) break;
+    budget += b;
+    records.push_back(std::move(r));
+    it = pending_rows.erase(it);
+  }
+  std::vector<std::string> messages;
+  if (!records.empty()) {
+    header.kind = ParamMessageKind::kRows;
+    header.sequence = sequence;
+    StatusOr<std::vector<std::string>> m =
+        EncodeParamMessages(header, records, options.max_message_bytes);
+    if (!m.ok()) return m.status();
+    sequence += m->size();
+    messages = std::move(m).value();
+  }
+  if (!pending_vocab.empty()) {
+    std::vector<ParamRecord> vocab;
+    vocab.reserve(pending_vocab.size());
+    for (auto& [word, r] : pending_vocab) vocab.push_back(std::move(r));
+    pending_vocab.clear();
+    header.kind = ParamMessageKind::kVocabulary;
+    header.sequence = sequence;
+    StatusOr<std::vector<std::string>> m =
+        EncodeParamMessages(header, vocab, options.max_message_bytes);
+    if (!m.ok()) return m.status();
+    sequence += m->size();
+    for (std::string& s : *m) messages.push_back(std::move(s));
+  }
+  uint64_t out_bytes = 0;
+  const std::string key = std::to_string(options.shard);
+  for (const std::string& value : messages) {
+    Produce(params_topic, static_cast<int32_t>(options.shard), value, key);
+    out_bytes += value.size();
+  }
+  changed = true;  // the sequence moved
+  std::lock_guard<std::mutex> lock(mu);
+  stats.published_messages += messages.size();
+  stats.bytes_out += out_bytes;
+  stats.published_rows += records.size();
+  return Status::Ok();
+}
+
+std::string ParamNode::Impl::OffsetsJson() const {
+  json j = {{"cluster_id", cluster_id.empty() ? snapshot_cluster_id : cluster_id},
+            {"group", group},
+            {"topic", updates_topic},
+            {"partition", options.shard},
+            {"offset", next_offset >= 0 ? next_offset : snapshot_offset}};
+  return j.dump();
+}
+
+Status ParamNode::Impl::Snapshot(const char* why) {
+  const auto t0 = Clock::now();
+  // Rejections and publications are acknowledged before the offsets that pass them are recorded.
+  if (producer->flush(10000) != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("param-node: messages not yet acknowledged by the broker at snapshot time");
+  }
+  const int dim = rows.dim;
+  const std::string offsets = OffsetsJson();
+  const int64_t covered = next_offset;
+  json meta_entry = {{"shard", options.shard},
+                     {"shards", options.shards},
+                     {"dim", options.dim},
+                     {"model", "sgns"},
+                     {"slots", rows.slots()},
+                     {"rows_per_chunk", kNodeRowsPerChunk},
+                     {"clock", clock},
+                     {"messages", total_messages},
+                     {"rejected", total_rejected},
+                     {"rows_dropped", total_rows_dropped},
+                     {"sequence", sequence}};
+  json metadata = {{"model", "sgns"},
+                   {"kind", "param-node"},
+                   {"shard", options.shard},
+                   {"shards", options.shards},
+                   {"dim", options.dim},
+                   {"merge", std::string(MergeRuleName(options.merge.rule))},
+                   {"vocab_size", rows.held()},
+                   {"vocab_capacity", counts->capacity()},
+                   {"words_seen", counts->total()},
+                   {"clock", clock},
+                   {"messages", total_messages},
+                   {"rejected", total_rejected},
+                   {"offsets", json::parse(offsets)}};
+  const std::vector<CountEntry> entries = counts->Entries();
+  Status s = store->WriteSnapshot(
+      [&](const SnapshotSink& sink) -> Status {
+        if (dim > 0) {
+          // The serving embedding: held words with rows, most frequent first.
+          std::vector<std::string> words;
+          std::vector<const float*> vectors;
+          for (const CountEntry& e : entries) {
+            const int64_t slot = rows.Find(e.word);
+            if (slot < 0) continue;
+            words.push_back(e.word);
+            vectors.push_back(rows.Row(static_cast<uint32_t>(slot), 0));
+          }
+          SV_RETURN_IF_ERROR(WriteEmbeddingEntries(words, vectors, dim, sink));
+        }
+        SV_RETURN_IF_ERROR(sink(kNodeMetaEntry, meta_entry.dump()));
+        for (size_t chunk = 0; chunk * kNodeRowsPerChunk < rows.slots(); ++chunk) {
+          std::string b;
+          const size_t end = std::min(rows.slots(), (chunk + 1) * kNodeRowsPerChunk);
+          for (size_t slot = chunk * kNodeRowsPerChunk; slot < end; ++slot) {
+            const std::string& w = rows.words[slot];
+            const uint32_t len = static_cast<uint32_t>(w.size());
+            b.append(reinterpret_cast<const char*>(&len), 4);
+            b.append(w);
+            const uint32_t s32 = static_cast<uint32_t>(slot);
+            b.append(reinterpret_cast<const char*>(rows.Row(s32, 0)), dim * sizeof(float));
+            b.append(reinterpret_cast<const char*>(rows.Row(s32, 1)), dim * sizeof(float));
+            b.append(reinterpret_cast<const char*>(&rows.accumulators[2 * slot]),
+                     2 * sizeof(float));
+          }
+          SV_RETURN_IF_ERROR(sink(ChunkKey(chunk), b));
+        }
+        json list = json::array();
+        for (const CountEntry& e : entries) list.push_back({e.word, e.count, e.error});
+        SV_RETURN_IF_ERROR(sink(kNodeCountsEntry, json{{"capacity", counts->capacity()},
+                                                       {"total", counts->total()},
+                                                       {"floor", counts->floor()},
+                                                       {"entries", list}}
+                                                      .dump()));
+        return sink(kNodeOffsetsEntry, offsets);
+      },
+      metadata.dump());
+  if (!s.ok()) return s;
+  changed = false;
+  // Durable: the group's offset may now pass what the snapshot covers.
+  if (covered >= 0 && consumer) {
+    std::vector<RdKafka::TopicPartition*> list{
+        RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
+    list[0]->set_offset(covered);
+    const RdKafka::ErrorCode e = consumer->commitSync(list);
+    RdKafka::TopicPartition::destroy(list);
+    if (e != RdKafka::ERR_NO_ERROR) {
+      spdlog::warn("param-node: committing the offset failed (the snapshot holds it): {}",
+                   RdKafka::err2str(e));
+    }
+  }
+  spdlog::info("param-node: snapshot {} ({}): {} words, clock {}, offset {}, {:.3f} s",
+               store->version(), why, rows.held(), clock, covered, SecondsSince(t0));
+  std::lock_guard<std::mutex> lock(mu);
+  ++stats.snapshots;
+  stats.snapshot_version = store->version();
+  return Status::Ok();
+}
+
+bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
+  int32_t partitions = -1;
+  auto last_log = Clock::now() - std::chrono::seconds(60);
+  while (!stop.load()) {
+    RdKafka::Metadata* md = nullptr;
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> t(
+        RdKafka::Topic::create(consumer.get(), updates_topic, nullptr, err));
+    if (t && consumer->metadata(false, t.get(), &md, 2000) == RdKafka::ERR_NO_ERROR && md) {
+      for (const RdKafka::TopicMetadata* tm : *md->topics()) {
+        if (tm->topic() == updates_topic && tm->err() == RdKafka::ERR_NO_ERROR) {
+          partitions = static_cast<int32_t>(tm->partitions()->size());
+        }
+      }
+    }
+    delete md;
+    if (partitions > static_cast<int32_t>(options.shard)) break;
+    if (SecondsSince(last_log) >= 10) {
+      spdlog::info("param-node: waiting for topic {} to have partition {}", updates_topic,
+                   options.shard);
+      last_log = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (stop.load()) return false;
+  if (partitions != static_cast<int32_t>(options.shards)) {
+    spdlog::warn("param-node: {} has {} partitions for {} shards (trainers push a word to "
+                 "partition ShardOf(word, shards))", updates_topic, partitions, options.shards);
+  }
+  cluster_id = consumer->clusterid(5000);
+  int64_t offset = RdKafka::Topic::OFFSET_BEGINNING;
+  if (snapshot_offset >= 0) {
+    int64_t low = -1, high = -1;
+    const RdKafka::ErrorCode e = consumer->query_watermark_offsets(
+        updates_topic, static_cast<int32_t>(options.shard), &low, &high, 5000);
+    if (!snapshot_cluster_id.empty() && !cluster_id.empty() && snapshot_cluster_id != cluster_id) {
+      spdlog::info("param-node: the snapshot's offset is from Kafka cluster '{}', this is '{}': "
+                   "the partition starts from the beginning (the rows are kept)",
+                   snapshot_cluster_id, cluster_id);
+    } else if (e == RdKafka::ERR_NO_ERROR && snapshot_offset > high) {
+      spdlog::info("param-node: the snapshot's offset {} is beyond the high watermark {}: the "
+                   "partition starts from the beginning (the rows are kept)",
+                   snapshot_offset, high);
+    } else {
+      offset = snapshot_offset;
+      next_offset = snapshot_offset;
+    }
+  }
+  std::vector<RdKafka::TopicPartition*> list{
+      RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
+  list[0]->set_offset(offset);
+  const RdKafka::ErrorCode e = consumer->assign(list);
+  RdKafka::TopicPartition::destroy(list);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    spdlog::error("param-node: cannot take {}/{}: {}", updates_topic, options.shard,
+                  RdKafka::err2str(e));
+    return false;
+  }
+  spdlog::info("param-node: shard {} of {}: consuming {}/{} from {}", options.shard,
+               options.shards, updates_topic, options.shard,
+               offset >= 0 ? "offset " + std::to_string(offset) : std::string("the beginning"));
+  last_activity = Clock::now();
+  return true;
+}
+
+void ParamNode::Impl::UpdateLag() {
+  int64_t low = -1, high = -1;
+  if (consumer->get_watermark_offsets(updates_topic, static_cast<int32_t>(options.shard), &low,
+                                      &high) != RdKafka::ERR_NO_ERROR ||
+      high < 0) {
+    return;
+  }
+  const int64_t from = next_offset >= 0 ? next_offset : low;
+  std::lock_guard<std::mutex> lock(mu);
+  stats.lag = std::max<int64_t>(0, high - from);
+}
+
+ParamNode::ParamNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ParamNode::~ParamNode() {
+  if (impl_->consumer) impl_->consumer->close();
+  if (impl_->producer) impl_->producer->flush(2000);
+}
+
+StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o) {
+  if (o.kafka.brokers.empty()) return Status::InvalidArgument("--brokers is empty");
+  if (o.kafka.topic_prefix.empty()) return Status::InvalidArgument("--prefix is empty");
+  if (o.state_dir.empty()) return Status::InvalidArgument("--state is required");
+  if (o.shards < 1) return Status::InvalidArgument("--shards must be at least 1");
+  if (o.shard >= o.shards) {
+    return Status::InvalidArgument("--shard " + std::to_string(o.shard) +
+                                   " must be below --shards " + std::to_string(o.shards));
+  }
+  if (o.vocab_capacity < 2) return Status::InvalidArgument("--vocab-capacity must be at least 2");
+  if (o.dim > kMaxParamDim) {
+    return Status::InvalidArgument("--dim must be at most " + std::to_string(kMaxParamDim));
+  }
+  if (!(o.snapshot_every_s > 0)) {
+    return Status::InvalidArgument("--snapshot-every must be positive");
+  }
+  if (!(o.publish_every_s >= 0)) {
+    return Status::InvalidArgument("--publish-every must not be negative");
+  }
+  if (!(o.merge.eta > 0) || !(o.merge.epsilon > 0)) {
+    return Status::InvalidArgument("the Downpour eta and epsilon must be positive");
+  }
+  if (o.max_message_bytes < 4096 || o.publish_max_bytes == 0 || o.max_batch_messages == 0) {
+    return Status::InvalidArgument("message and batch bounds too small");
+  }
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.options = o;
+  m.updates_topic = UpdatesTopic(o.kafka.topic_prefix);
+  m.params_topic = ParamsTopic(o.kafka.topic_prefix);
+  m.rejected_topic = RejectedTopic(o.kafka.topic_prefix);
+  m.group = ParamNodesGroup(o.kafka.topic_prefix);
+  m.rows.dim = static_cast<int>(o.dim);
+
+  // Kafka configuration first: a bad property is a usage error and must not touch the state.
+  std::unique_ptr<RdKafka::Conf> cconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::unique_ptr<RdKafka::Conf> pconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  const std::string client = "streamvec-param-node-" + std::to_string(o.shard);
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", o.kafka.brokers},
+                                                        {"group.id", m.group},
+                                                        {"client.id", client},
+                                                        {"enable.auto.commit", "false"},
+                                                        {"enable.auto.offset.store", "false"},
+                                                        {"auto.offset.reset", "earliest"},
+                                                        {"enable.partition.eof", "true"}}) {
+    SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
+  }
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "bootstrap.servers", o.kafka.brokers));
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "client.id", client));
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "linger.ms", "5"));
+  SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "enable.idempotence", "true"));
+  std::string err;
+  if (cconf->set("event_cb", &m.consumer_events, err) != RdKafka::Conf::CONF_OK ||
+      pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK) {
+    return Status::Internal("librdkafka configuration: " + err);
+  }
+  for (const auto& [name, value] : o.kafka.properties) {
+    SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
+    SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
+  }
+
+  StatusOr<std::unique_ptr<StateStore>> store =
+      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen);
+  if (!store.ok()) return store.status();
+  m.store = std::move(store).value();
+  if (m.store->version() > 0) {
+    SV_RETURN_IF_ERROR(m.Restore());
+  } else {
+    m.counts = std::make_unique<CountSummary>(o.vocab_capacity);
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stats.clock = m.clock;
+    m.stats.rows = m.rows.held();
+    m.stats.dim = m.options.dim;
+    m.stats.snapshot_version = m.store->version();
+    m.stats.next_offset = m.snapshot_offset;
+  }
+
+  if (o.create_topics_on != nullptr) {
+    const int shards = static_cast<int>(o.shards);
+    SV_RETURN_IF_ERROR(o.create_topics_on->CreateTopic(m.updates_topic, shards));
+    SV_RETURN_IF_ERROR(o.create_topics_on->CreateTopic(m.params_topic, shards));
+    SV_RETURN_IF_ERROR(o.create_topics_on->CreateTopic(m.rejected_topic, 1));
+  }
+  m.producer.reset(RdKafka::Producer::create(pconf.get(), err));
+  if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
+  m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
+  if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
+  return std::unique_ptr<ParamNode>(new ParamNode(std::move(impl)));
+}
+
+Status ParamNode::Run(const std::atomic<bool>& stop) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  const bool assigned = m.Assign(stop);
+  auto last_snapshot = Clock::now();
+  auto last_publish = Clock::now() - std::chrono::hours(1);
+  auto last_lag = Clock::now() - std::chrono::hours(1);
+  Status fatal;
+  while (assigned && !stop.load()) {
+    std::vector<std::unique_ptr<RdKafka::Message>> batch;
+    std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(100));
+    m.producer->poll(0);
+    // One batch: the first message and what the consumer holds already, without waiting.
+    while (msg) {
+      if (msg->err() == RdKafka::ERR_NO_ERROR) {
+        m.at_end = false;
+        m.last_activity = Clock::now();
+        batch.push_back(std::move(msg));
+        if (batch.size() >= m.options.max_batch_messages) break;
+        msg.reset(m.consumer->consume(0));
+        continue;
+      }
+      if (msg->err() == RdKafka::ERR__PARTITION_EOF) {
+        m.at_end = true;
+      } else if (msg->err() != RdKafka::ERR__TIMED_OUT) {
+        spdlog::warn("param-node: consume: {}", msg->errstr());
+      }
+      break;
+    }
+    if (!batch.empty()) m.ProcessBatch(batch);
+    if (m.consumer_events.fatal() || m.producer_events.fatal()) {
+      fatal = Status::Internal("fatal librdkafka error (see the log)");
+      break;
+    }
+    if (SecondsSince(last_publish) >= m.options.publish_every_s) {
+      if (Status s = m.Publish(/*everything=*/false); !s.ok()) {
+        spdlog::error("param-node: publication failed: {}", s.message());
+      }
+      last_publish = Clock::now();
+    }
+    if (m.changed && SecondsSince(last_snapshot) >= m.options.snapshot_every_s) {
+      if (Status s = m.Snapshot("periodic"); !s.ok()) {
+        spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
+      }
+      last_snapshot = Clock::now();
+    }
+    if (SecondsSince(last_lag) >= 0.5) {
+      m.UpdateLag();
+      last_lag = Clock::now();
+    }
+    if (m.options.max_idle_s > 0 && m.at_end &&
+        SecondsSince(m.last_activity) >= m.options.max_idle_s) {
+      spdlog::info("param-node: idle for {} s: stopping", m.options.max_idle_s);
+      break;
+    }
+  }
+  Status final_status = fatal;
+  if (Status s = m.Publish(/*everything=*/true); !s.ok()) {
+    spdlog::error("param-node: final publication failed: {}", s.message());
+  }
+  if (m.changed || m.store->version() == 0) {
+    if (Status s = m.Snapshot("final"); !s.ok() && final_status.ok()) final_status = s;
+  }
+  m.UpdateLag();
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stats.seconds = SecondsSince(t0);
+  }
+  return final_status;
+}
+
+ParamNodeStats ParamNode::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+}  // namespace streamvec

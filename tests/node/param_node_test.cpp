@@ -1,0 +1,398 @@
+// ParamNode against the embedded broker and a real state directory: hand-encoded pushes from two
+// fake trainers, the rows the node publishes on `.params`, rejections, and a restart from the
+// snapshot.
+#include "streamvec/node/param_node.h"
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/param/protocol.h"
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kPrefix[] = "pn";
+constexpr uint32_t kDim = 2;
+
+ParamRecord Push(const std::string& word, double count, std::vector<float> input,
+                 std::vector<float> output = {}) {
+  ParamRecord r;
+  r.word = word;
+  r.has_count = count > 0;
+  r.count = count;
+  r.input = std::move(input);
+  r.output = std::move(output);
+  return r;
+}
+
+// One push message of `sender` (a fake trainer).
+std::string PushMessage(uint32_t sender, uint64_t sequence, std::vector<ParamRecord> records,
+                        uint32_t dim = kDim) {
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kPush;
+  h.dim = dim;
+  h.sender = sender;
+  h.sequence = sequence;
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, records);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->size(), 1u);
+  return m->front();
+}
+
+// The newest row record of each word seen on `.params`, and the largest node clock.
+struct Published {
+  std::map<std::string, ParamRecord> rows;
+  uint64_t clock = 0;
+};
+
+class ParamNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests
+    dir_ = fs::temp_directory_path() /
+           ("streamvec_param_node_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto b = EmbeddedBroker::Start({});
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    broker_ = std::move(b).value();
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    ASSERT_EQ(conf->set("bootstrap.servers", broker_->bootstrap(), err), RdKafka::Conf::CONF_OK);
+    // A long linger: the messages of one Send go out as one message set, so the node consumes
+    // them in one batch (one merge round per row).
+    ASSERT_EQ(conf->set("linger.ms", "300", err), RdKafka::Conf::CONF_OK);
+    producer_.reset(RdKafka::Producer::create(conf.get(), err));
+    ASSERT_TRUE(producer_) << err;
+  }
+  void TearDown() override {
+    (void)StopNode();
+    fs::remove_all(dir_);
+  }
+
+  ParamNodeOptions Options() const {
+    ParamNodeOptions o;
+    o.kafka.brokers = broker_->bootstrap();
+    o.kafka.topic_prefix = kPrefix;
+    o.state_dir = (dir_ / "state").string();
+    o.create_topics_on = broker_.get();
+    o.publish_every_s = 0;
+    o.snapshot_every_s = 3600;  // only the final snapshot
+    return o;
+  }
+
+  void StartNode(const ParamNodeOptions& o) {
+    auto n = ParamNode::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    node_ = std::move(n).value();
+    stop_.store(false);
+    thread_ = std::thread([this] { run_status_ = node_->Run(stop_); });
+  }
+  Status StopNode() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    node_.reset();
+    return run_status_;
+  }
+
+  // Produces `messages` to partition 0 of `.updates` in one go.
+  void Send(const std::vector<std::string>& messages) {
+    for (const std::string& m : messages) {
+      ASSERT_EQ(producer_->produce(UpdatesTopic(kPrefix), 0, RdKafka::Producer::RK_MSG_COPY,
+                                   const_cast<char*>(m.data()), m.size(), nullptr, 0, 0, nullptr),
+                RdKafka::ERR_NO_ERROR);
+    }
+    ASSERT_EQ(producer_->flush(10000), RdKafka::ERR_NO_ERROR);
+  }
+
+  // Reads `.params` partition 0 from the beginning until a publication of clock >= `clock` has
+  // been seen (60 s at most: a bound on the wait, not a timed assertion).
+  Published ReadParams(uint64_t clock) {
+    Published p;
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    conf->set("bootstrap.servers", broker_->bootstrap(), err);
+    conf->set("group.id", "test-reader", err);
+    conf->set("enable.auto.commit", "false", err);
+    std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+    std::vector<RdKafka::TopicPartition*> parts{
+        RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+    c->assign(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    bool seen = false;
+    while (Clock::now() < deadline) {
+      std::unique_ptr<RdKafka::Message> m(c->consume(100));
+      if (m->err() != RdKafka::ERR_NO_ERROR) {
+        if (seen) break;  // caught up after the wanted publication
+        continue;
+      }
+      StatusOr<ParamMessage> d = DecodeParamMessage(
+          std::string_view(static_cast<const char*>(m->payload()), m->len()));
+      EXPECT_TRUE(d.ok()) << d.status().ToString();
+      if (!d.ok()) continue;
+      p.clock = std::max(p.clock, d->header.sender_clock);
+      if (d->header.sender_clock >= clock) seen = true;
+      if (d->header.kind != ParamMessageKind::kRows) continue;
+      for (ParamRecord& r : d->records) p.rows[r.word] = std::move(r);
+    }
+    c->close();
+    EXPECT_TRUE(seen) << "no publication of clock " << clock;
+    return p;
+  }
+
+  std::vector<nlohmann::json> ReadRejected(size_t want) {
+    std::vector<nlohmann::json> out;
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    conf->set("bootstrap.servers", broker_->bootstrap(), err);
+    conf->set("group.id", "test-rejected", err);
+    std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+    std::vector<RdKafka::TopicPartition*> parts{RdKafka::TopicPartition::create(
+        RejectedTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+    c->assign(parts);
+    RdKafka::TopicPartition::destroy(parts);
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (out.size() < want && Clock::now() < deadline) {
+      std::unique_ptr<RdKafka::Message> m(c->consume(100));
+      if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+      out.push_back(nlohmann::json::parse(
+          std::string(static_cast<const char*>(m->payload()), m->len())));
+    }
+    c->close();
+    return out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<EmbeddedBroker> broker_;
+  std::unique_ptr<RdKafka::Producer> producer_;
+  std::unique_ptr<ParamNode> node_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  Status run_status_;
+};
+
+void ExpectRow(const std::vector<float>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5) << "component " << j;
+}
+
+class ParamNodeMergeTest : public ParamNodeTest,
+                           public ::testing::WithParamInterface<MergeRule> {};
+
+// Two fake trainers push deltas for one row in one batch; the node's published row is the
+// rule's result, computed here by hand. New rows start as the mean of the senders' initial rows.
+TEST_P(ParamNodeMergeTest, PublishedRowsEqualTheHandComputedMerge) {
+  ParamNodeOptions o = Options();
+  o.merge.rule = GetParam();
+  StartNode(o);
+  // Round 1: "cat" is new (sender 1 alone: its whole row); "dog" is new at both senders.
+  Send({PushMessage(1, 0, {Push("cat", 3, {1.0f, 2.0f}, {0.5f, -0.5f}),
+                           Push("dog", 1, {1.0f, 0.0f})}),
+        PushMessage(2, 0, {Push("dog", 1, {0.0f, 3.0f})})});
+  Published first = ReadParams(2);
+  ASSERT_TRUE(first.rows.count("cat") && first.rows.count("dog"));
+  ExpectRow(first.rows["cat"].input, {1.0, 2.0});
+  ExpectRow(first.rows["cat"].output, {0.5, -0.5});
+  ExpectRow(first.rows["dog"].input, {0.5, 1.5});  // the mean, under every rule
+  EXPECT_EQ(first.rows["dog"].count, 2.0);
+
+  // Round 2: both senders push a delta for cat's input row, in one batch.
+  const double d1[2] = {0.1f, 0.2f}, d2[2] = {-0.2f, 0.4f};
+  Send({PushMessage(1, 1, {Push("cat", 1, {0.1f, 0.2f})}),
+        PushMessage(2, 1, {Push("cat", 1, {-0.2f, 0.4f})})});
+  Published second = ReadParams(4);
+  ASSERT_TRUE(second.rows.count("cat"));
+  std::vector<double> want = {1.0, 2.0};
+  switch (GetParam()) {
+    case MergeRule::kSum:
+      for (int j = 0; j < 2; ++j) want[j] += d1[j] + d2[j];
+      break;
+    case MergeRule::kAverage:
+      for (int j = 0; j < 2; ++j) want[j] += (d1[j] + d2[j]) / 2;
+      break;
+    case MergeRule::kAdaSum: {
+      // (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b
+      const double dot = d1[0] * d2[0] + d1[1] * d2[1];
+      const double aa = d1[0] * d1[0] + d1[1] * d1[1], bb = d2[0] * d2[0] + d2[1] * d2[1];
+      for (int j = 0; j < 2; ++j) {
+        want[j] += (1 - dot / (2 * aa)) * d1[j] + (1 - dot / (2 * bb)) * d2[j];
+      }
+      break;
+    }
+    case MergeRule::kDownpour: {
+      // Row-wise Adagrad, one step per sender in consumption order: G += mean(g^2),
+      // row += eta / sqrt(G + eps) g.
+      double g = 0;
+      for (const double* d : {d1, d2}) {
+        g += (d[0] * d[0] + d[1] * d[1]) / 2;
+        const double lr = o.merge.eta / std::sqrt(g + o.merge.epsilon);
+        for (int j = 0; j < 2; ++j) want[j] += lr * d[j];
+      }
+      break;
+    }
+  }
+  ExpectRow(second.rows["cat"].input, want);
+  ExpectRow(second.rows["cat"].output, {0.5, -0.5});  // no output delta was pushed
+  EXPECT_EQ(second.rows["cat"].count, 5.0);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, ParamNodeMergeTest,
+                         ::testing::Values(MergeRule::kDownpour, MergeRule::kAverage,
+                                           MergeRule::kSum, MergeRule::kAdaSum),
+                         [](const auto& info) { return std::string(MergeRuleName(info.param)); });
+
+TEST_F(ParamNodeTest, BadMessagesAreRejectedWithTheReasonAndTheStreamGoesOn) {
+  ParamNodeOptions o = Options();
+  o.dim = kDim;
+  StartNode(o);
+  const std::string good = PushMessage(1, 0, {Push("cat", 1, {1.0f, 1.0f})});
+  std::string rows_kind = good;
+  rows_kind[6] = static_cast<char>(ParamMessageKind::kRows);  // a publication, not a push
+  Send({std::string(60, 'x'),                                  // not a param message
+        good.substr(0, good.size() - 3),                       // truncated
+        PushMessage(1, 1, {Push("cat", 1, {1.0f, 1.0f, 1.0f})}, 3),  // another dim
+        rows_kind,
+        PushMessage(2, 0, {Push("cat", 1, {1.0f, 3.0f})})});
+  Published p = ReadParams(1);
+  ASSERT_TRUE(p.rows.count("cat"));
+  ExpectRow(p.rows["cat"].input, {1.0, 3.0});
+  std::vector<nlohmann::json> rejected = ReadRejected(4);
+  ASSERT_EQ(rejected.size(), 4u);
+  EXPECT_NE(rejected[0]["reason"].get<std::string>().find("bad magic"), std::string::npos);
+  EXPECT_NE(rejected[1]["reason"].get<std::string>().find("truncated"), std::string::npos);
+  EXPECT_NE(rejected[2]["reason"].get<std::string>().find("dim 3 != expected 2"),
+            std::string::npos);
+  EXPECT_NE(rejected[3]["reason"].get<std::string>().find("pushes only"), std::string::npos);
+  EXPECT_EQ(rejected[1]["origin"].get<std::string>(), UpdatesTopic(kPrefix) + "/0@1");
+  const ParamNodeStats s = node_->stats();
+  EXPECT_EQ(s.rejected, 4u);
+  EXPECT_EQ(s.merges, 1u);
+  EXPECT_EQ(s.messages, 5u);
+  EXPECT_EQ(s.next_offset, 5);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+TEST_F(ParamNodeTest, RestartResumesFromTheSnapshotAndMergesNothingTwice) {
+  ParamNodeOptions o = Options();
+  o.merge.rule = MergeRule::kSum;
+  StartNode(o);
+  Send({PushMessage(1, 0,
+                    {Push("cat", 2, {1.0f, 2.0f}, {3.0f, 4.0f}), Push("dog", 1, {5.0f, 6.0f})}),
+        PushMessage(1, 1, {Push("cat", 1, {0.5f, 0.5f})})});
+  Published before = ReadParams(2);
+  ExpectRow(before.rows["cat"].input, {1.5, 2.5});
+  ASSERT_TRUE(StopNode().ok());  // final snapshot
+
+  StartNode(o);
+  {
+    const ParamNodeStats s = node_->stats();
+    EXPECT_EQ(s.rows, 2u);
+    EXPECT_EQ(s.clock, 2u);
+    EXPECT_EQ(s.next_offset, 2);  // past both merged messages
+    EXPECT_EQ(s.dim, kDim);
+  }
+  Send({PushMessage(2, 0, {Push("cat", 1, {1.0f, 1.0f})})});
+  Published after = ReadParams(3);
+  // Only the new push is merged on top of the restored row (a re-merge would add 1.5, 2.5).
+  ExpectRow(after.rows["cat"].input, {2.5, 3.5});
+  ExpectRow(after.rows["cat"].output, {3.0, 4.0});
+  EXPECT_EQ(after.rows["cat"].count, 4.0);
+  // The restored node republished the rows it holds.
+  ExpectRow(after.rows["dog"].input, {5.0, 6.0});
+  const ParamNodeStats s = node_->stats();
+  EXPECT_EQ(s.merges, 1u);
+  EXPECT_EQ(s.messages, 1u);
+  EXPECT_EQ(s.clock, 3u);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+TEST_F(ParamNodeTest, AStateOfAnotherShardIsRefused) {
+  ParamNodeOptions o = Options();
+  StartNode(o);
+  ASSERT_TRUE(StopNode().ok());
+  o.shard = 1;
+  o.shards = 2;
+  auto n = ParamNode::Create(o);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("holds shard 0 of 1"), std::string::npos)
+      << n.status().ToString();
+}
+
+TEST_F(ParamNodeTest, EvictedWordsLoseTheirRowsAndTheVocabularyStaysBounded) {
+  ParamNodeOptions o = Options();
+  o.vocab_capacity = 2;
+  o.merge.rule = MergeRule::kSum;
+  StartNode(o);
+  Send({PushMessage(1, 0, {Push("a", 5, {1.0f, 1.0f}), Push("b", 4, {2.0f, 2.0f})})});
+  ReadParams(1);
+  Send({PushMessage(1, 1, {Push("c", 1, {3.0f, 3.0f})})});  // evicts b, the smallest count
+  Published p = ReadParams(2);
+  ExpectRow(p.rows["c"].input, {3.0, 3.0});
+  const ParamNodeStats s = node_->stats();
+  EXPECT_EQ(s.rows, 2u);
+  EXPECT_EQ(s.evictions, 1u);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+// The publication budget: a batch that changes many rows is published over several turns, each
+// within publish_max_bytes, and every row goes out.
+TEST_F(ParamNodeTest, PublicationsStayWithinTheByteBudgetPerTurnAndCarryEveryRow) {
+  ParamNodeOptions o = Options();
+  o.publish_max_bytes = 1024;
+  StartNode(o);
+  std::vector<ParamRecord> records;
+  for (int i = 0; i < 100; ++i) records.push_back(Push("w" + std::to_string(i), 1, {1.0f, 2.0f}));
+  Send({PushMessage(1, 0, records)});
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", broker_->bootstrap(), err);
+  conf->set("group.id", "test-budget", err);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  std::vector<RdKafka::TopicPartition*> parts{
+      RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+  c->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  std::set<std::string> words;
+  size_t rows_messages = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (words.size() < records.size() && Clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+    StatusOr<ParamMessage> d = DecodeParamMessage(
+        std::string_view(static_cast<const char*>(m->payload()), m->len()));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    if (d->header.kind != ParamMessageKind::kRows) continue;
+    ++rows_messages;
+    EXPECT_LE(m->len(), o.publish_max_bytes + kParamHeaderBytes);
+    for (const ParamRecord& r : d->records) words.insert(r.word);
+  }
+  c->close();
+  EXPECT_EQ(words.size(), records.size());
+  EXPECT_GE(rows_messages, 3u);  // 100 rows of about 40 bytes: at least 4 turns of 1 KiB
+  ASSERT_TRUE(StopNode().ok());
+}
+
+}  // namespace
+}  // namespace streamvec
