@@ -64,13 +64,16 @@ int RunExport(const ExportFlags& f) {
         return Fail(
             Status::InvalidArgument("--state " + state + ": " + learner.status().message()), 2);
       }
-      Embeddings e;
+      std::vector<std::string> words;
       std::vector<float> vectors;
-      (*learner)->ExportVectors(&e.words, &vectors);
-      e.dim = (*learner)->options().dim;
-      e.vectors.assign(vectors.begin(), vectors.end());
-      parts.push_back(std::move(e));
-      continue;
+      (*learner)->ExportVectors(&words, &vectors);
+      const int dim = (*learner)->options().dim;
+      if (Status s = WriteWord2Vec(f.output, words, vectors.data(), dim, dim, format); !s.ok()) {
+        return Fail(s, 1);
+      }
+      std::fprintf(stderr, "streamvec export: %zu words x %d from %s (snapshot %s) to %s\n",
+                   words.size(), dim, state.c_str(), versions.c_str(), f.output.c_str());
+      return 0;
     }
     StatusOr<Embeddings> e = ReadServingEmbedding(**store);
     if (!e.ok()) {

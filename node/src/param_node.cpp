@@ -31,6 +31,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
+// Seconds a batch waits, at most, for the messages the partition held when it began.
+constexpr double kBatchWaitSeconds = 1.0;
+
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -671,6 +674,8 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
       offset = snapshot_offset;
       next_offset = snapshot_offset;
     }
+    // An ignored offset must not be recorded again under this cluster's id.
+    if (next_offset < 0) snapshot_offset = -1;
   }
   std::vector<RdKafka::TopicPartition*> list{
       RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
@@ -813,22 +818,37 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
     std::vector<std::unique_ptr<RdKafka::Message>> batch;
     std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(100));
     m.producer->poll(0);
-    // One batch: the first message and what the consumer holds already, without waiting.
-    while (msg) {
-      if (msg->err() == RdKafka::ERR_NO_ERROR) {
-        m.at_end = false;
-        m.last_activity = Clock::now();
-        batch.push_back(std::move(msg));
-        if (batch.size() >= m.options.max_batch_messages) break;
-        msg.reset(m.consumer->consume(0));
-        continue;
+    // One batch: the first message and the messages the partition held when it was fetched (up
+    // to the high watermark the consumer knew then: messages produced together are merged
+    // together, however the client hands them over), at most max_batch_messages, waiting at
+    // most kBatchWaitSeconds for them.
+    int64_t batch_end = -1;
+    const auto batch_start = Clock::now();
+    while (msg->err() == RdKafka::ERR_NO_ERROR) {
+      m.at_end = false;
+      m.last_activity = Clock::now();
+      if (batch.empty()) {
+        int64_t low = -1, high = -1;
+        if (m.consumer->get_watermark_offsets(msg->topic_name(), msg->partition(), &low,
+                                              &high) == RdKafka::ERR_NO_ERROR) {
+          batch_end = high;
+        }
       }
-      if (msg->err() == RdKafka::ERR__PARTITION_EOF) {
-        m.at_end = true;
-      } else if (msg->err() != RdKafka::ERR__TIMED_OUT) {
-        spdlog::warn("param-node: consume: {}", msg->errstr());
+      const int64_t next = msg->offset() + 1;
+      batch.push_back(std::move(msg));
+      if (batch.size() >= m.options.max_batch_messages) break;
+      while (true) {
+        const bool expected = next < batch_end && !stop.load() &&
+                              SecondsSince(batch_start) < kBatchWaitSeconds;
+        msg.reset(m.consumer->consume(expected ? 100 : 0));
+        if (!(expected && msg->err() == RdKafka::ERR__TIMED_OUT)) break;
       }
-      break;
+    }
+    if (msg && msg->err() == RdKafka::ERR__PARTITION_EOF) {
+      m.at_end = true;
+    } else if (msg && msg->err() != RdKafka::ERR_NO_ERROR &&
+               msg->err() != RdKafka::ERR__TIMED_OUT) {
+      spdlog::warn("param-node: consume: {}", msg->errstr());
     }
     if (!batch.empty()) m.ProcessBatch(batch);
     if (m.consumer_events.fatal() || m.producer_events.fatal()) {

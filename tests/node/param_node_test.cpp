@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/param/protocol.h"
 
@@ -304,6 +305,11 @@ TEST_F(ParamNodeTest, RestartResumesFromTheSnapshotAndMergesNothingTwice) {
   Published before = ReadParams(2);
   ExpectRow(before.rows["cat"].input, {1.5, 2.5});
   ASSERT_TRUE(StopNode().ok());  // final snapshot
+  // Committed to the nodes' group once the snapshot was durable.
+  StatusOr<GroupLag> lag =
+      ConsumerGroupLag(o.kafka, ParamNodesGroup(kPrefix), UpdatesTopic(kPrefix));
+  ASSERT_TRUE(lag.ok()) << lag.status().ToString();
+  EXPECT_EQ(lag->partitions.at(0).committed, 2);
 
   StartNode(o);
   {

@@ -18,8 +18,10 @@
 // that is neither a gradient step (Downpour would rescale it) nor to be summed; later rounds of
 // that row follow the rule.
 //
-// Merge rounds and the clock. One consumed batch is what the consumer hands over without
-// waiting once a first message arrived (at most max_batch_messages). The node clock, written in
+// Merge rounds and the clock. One consumed batch is a first message and the messages the
+// partition held when it was fetched (up to the high watermark the consumer then knew: messages
+// a trainer produced together are merged together), plus any the consumer holds already, at most
+// max_batch_messages, waiting at most a second for them. The node clock, written in
 // every publication's header (sender_clock), counts the push messages merged over the state's
 // life: a trainer's staleness is that clock minus the clock it last applied (Li et al. 2014,
 // bounded delay; not enforced by the node yet).
