@@ -135,7 +135,9 @@ struct ParamClient::Impl {
       h.sequence = sequence;
       h.sender_clock = words_trained;
       h.base_clock = stats.node_clock;
-      StatusOr<std::vector<std::string>> messages = EncodeParamMessages(h, by_shard[shard]);
+      // 512 KiB: under librdkafka's default message.max.bytes (1,000,000) with room to spare.
+      StatusOr<std::vector<std::string>> messages =
+          EncodeParamMessages(h, by_shard[shard], size_t{512} << 10);
       if (!messages.ok()) return messages.status();
       sequence += messages->size();
       stats.rows_pushed += by_shard[shard].size();
@@ -194,6 +196,16 @@ struct ParamClient::Impl {
                          params_topic, m->partition, static_cast<long long>(m->offset),
                          msg.ok() ? "a push, not a publication" : msg.status().message());
             last_reject_log = Clock::now();
+          }
+        } else if (msg->header.kind == ParamMessageKind::kVocabulary) {
+          // A word the node evicted starts from zero there: its next push must carry the whole
+          // row again (MarkFresh at the next push, as for a word new to this trainer).
+          for (const ParamRecord& r : msg->records) {
+            if (!r.removed) continue;
+            const int64_t slot = learner->SlotOf(r.word);
+            if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
+              slot_word[static_cast<uint32_t>(slot)].clear();
+            }
           }
         } else if (msg->header.kind == ParamMessageKind::kRows) {
           stats.node_clock = std::max(stats.node_clock, msg->header.sender_clock);

@@ -8,7 +8,8 @@
 // word's shard (ShardOf: the .updates partition). A word seen for the first time, or a slot
 // the learner gave to another word, is pushed whole (MarkFresh: the node starts it from zero).
 // Then it applies the rows the shards published since (RowDeltaTracker::ApplyRows: the node's
-// row plus the local delta not yet pushed), for the words it holds; others are skipped.
+// row plus the local delta not yet pushed), for the words it holds; others are skipped. A word
+// the node reports removed (evicted from its shard) is pushed whole again next time.
 //
 // Not yet: the pWord2Vec push schedule (every admitted row that moved goes out each round),
 // the vocabulary and noise distribution from the node's counts, a staleness bound, and a late

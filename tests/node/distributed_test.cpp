@@ -1,0 +1,145 @@
+// Two trainers and two parameter-node shards on the embedded broker: one parameter space.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../kafka/kafka_test_util.h"
+#include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/document.h"
+#include "streamvec/node/param_node.h"
+#include "streamvec/param/protocol.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/store/snapshot_reader.h"
+#include "streamvec/trainer/kafka_trainer.h"
+
+namespace streamvec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Documents for one trainer: words of its own ("<own>0".."<own>5") and shared ones.
+std::vector<testing::Record> Documents(const std::string& own, int32_t partition) {
+  std::vector<testing::Record> out;
+  for (int i = 0; i < 200; ++i) {
+    Document d;
+    d.id = own + std::to_string(i);
+    d.source = own;
+    d.text = "the " + own + std::to_string(i % 6) + " and the " + own + std::to_string((i + 1) % 6) +
+             " river bank stone " + own + std::to_string((i + 2) % 6);
+    out.push_back({.key = own, .value = DocumentToJson(d), .partition = partition});
+  }
+  return out;
+}
+
+// Trainers A and B each read one partition of the documents (manual assignment) and push to two
+// shards; every word either trained ends up in the shard ShardOf names, merged from the pushes,
+// and the shards' union (what `serve --state S0 --state S1` serves) holds both trainers' words.
+TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
+  const fs::path dir = fs::temp_directory_path() / ("streamvec_dist_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("dist"), 2).ok());
+  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("dist"), 1).ok());
+
+  std::vector<std::unique_ptr<ParamNode>> nodes;
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    ParamNodeOptions o;
+    o.kafka.brokers = (*broker)->bootstrap();
+    o.kafka.topic_prefix = "dist";
+    o.shard = shard;
+    o.shards = 2;
+    o.state_dir = (dir / ("node" + std::to_string(shard))).string();
+    o.create_topics_on = broker->get();
+    o.publish_every_s = 0.05;
+    StatusOr<std::unique_ptr<ParamNode>> n = ParamNode::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    nodes.push_back(std::move(n).value());
+  }
+  std::atomic<bool> stop_nodes{false};
+  std::vector<std::thread> node_threads;
+  std::vector<Status> node_status(2);
+  for (int i = 0; i < 2; ++i) {
+    node_threads.emplace_back([&, i] { node_status[i] = nodes[i]->Run(stop_nodes); });
+  }
+
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), DocsTopic("dist"), Documents("alpha", 0)),
+            0);
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), DocsTopic("dist"), Documents("beta", 1)),
+            0);
+  std::vector<std::unique_ptr<KafkaTrainer>> trainers;
+  for (int t = 0; t < 2; ++t) {
+    KafkaTrainerOptions o;
+    o.kafka.brokers = (*broker)->bootstrap();
+    o.kafka.topic_prefix = "dist";
+    o.state_dir = (dir / ("trainer" + std::to_string(t))).string();
+    o.assign = true;
+    o.assign_partitions = {t};
+    o.group = "dist.trainers" + std::to_string(t);
+    o.learner.dim = 8;
+    o.learner.vocab_capacity = 64;
+    o.learner.min_count = 2;
+    o.learner.noise_table_size = 4096;
+    o.learner.sample = 0;
+    o.max_idle_s = 2;
+    o.micro_batch_max_docs = 20;
+    o.param_shards = 2;
+    o.push_every_words = 300;
+    o.trainer_id = static_cast<uint32_t>(t + 1);
+    StatusOr<std::unique_ptr<KafkaTrainer>> k = KafkaTrainer::Create(o);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    trainers.push_back(std::move(k).value());
+  }
+  std::atomic<bool> stop_trainers{false};
+  std::vector<std::thread> trainer_threads;
+  std::vector<Status> trainer_status(2);
+  for (int t = 0; t < 2; ++t) {
+    trainer_threads.emplace_back([&, t] { trainer_status[t] = trainers[t]->Run(stop_trainers); });
+  }
+  for (std::thread& t : trainer_threads) t.join();  // --max-idle ends them
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(trainer_status[t].ok()) << trainer_status[t].ToString();
+    const KafkaTrainerStats s = trainers[t]->stats();
+    EXPECT_EQ(s.documents, 200u);
+    EXPECT_GE(s.param.pushes, 2u);
+    EXPECT_GT(s.param.rows_pushed, 0u);
+  }
+  // The nodes merge what is on .updates, then stop with a final snapshot.
+  for (int i = 0; i < 600; ++i) {
+    if (nodes[0]->stats().lag == 0 && nodes[1]->stats().lag == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop_nodes = true;
+  for (std::thread& t : node_threads) t.join();
+  ASSERT_TRUE(node_status[0].ok()) << node_status[0].ToString();
+  ASSERT_TRUE(node_status[1].ok()) << node_status[1].ToString();
+
+  std::set<std::string> union_words;
+  for (uint32_t shard = 0; shard < 2; ++shard) {
+    EXPECT_GT(nodes[shard]->stats().merges, 0u);
+    auto reader = SnapshotReader::OpenNewest((dir / ("node" + std::to_string(shard))).string());
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    StatusOr<Embeddings> e =
+        ReadEmbeddingEntries([&](const std::string& key) { return (*reader)->Get(key); });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    for (const std::string& w : e->words) {
+      EXPECT_EQ(ShardOf(w, 2), shard) << w;
+      union_words.insert(w);
+    }
+  }
+  for (const std::string w : {"the", "river", "alpha0", "alpha5", "beta0", "beta5"}) {
+    EXPECT_TRUE(union_words.count(w)) << w;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace streamvec
