@@ -32,7 +32,7 @@ class RetainedSnapshots {
   // What answers a request pinned to `version` while `current` (not null) is served: `current`
   // itself; a snapshot of its history (exact search); or one loaded from the source and cached
   // (exact search; evicting the least recently used one beyond the capacity). The first request
-  // for a snapshot not in memory waits for its load (about a second for 100k words); requests
+  // for a snapshot not in memory waits for its load (reading and preparing it); requests
   // for it meanwhile wait for the same load. Errors: NotFound naming the version and the
   // retained ones (newer than the served one, retired, never published, or capacity 0 and not in
   // memory); Corruption / IoError from the source (not cached: the next request tries again).
