@@ -79,6 +79,7 @@ struct RunFlags {
   // The HNSW index of the served snapshots (as `serve`'s flags of the same names).
   int hnsw_ef = 100;
   double index_rebuild_s = 30;
+  size_t pinned_snapshots = 2;  // as `serve`'s flag
   StreamingOptions learner;
 };
 
@@ -284,6 +285,7 @@ int RunPipeline(RunFlags f) {
   so.index_nice = std::max(so.index_nice, f.trainer_nice);
   so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
+  so.pinned_snapshots = f.pinned_snapshots;
   // Index builds wait (a minute at most) while the trainer is saturated: on two cores a build
   // took a core from training; queries scan unindexed words exactly meanwhile. Saturated: over
   // the last half second or more, the trainer waited for messages less than a fifth of the time
@@ -533,6 +535,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                                                   {"nice", BackgroundPolicy::kNice}}))
       ->default_str("nice");
   AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
+  AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }
 

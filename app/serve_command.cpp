@@ -37,6 +37,7 @@ struct ServeFlags {
   int index_threads = 1;
   double index_rebuild_s = 30;
   size_t history = 4;
+  size_t pinned_snapshots = 2;
   std::string web_root = api::DefaultWebRoot();
 };
 
@@ -54,6 +55,7 @@ int RunServe(const ServeFlags& flags) {
   options.index_threads = flags.index_threads;
   options.index_rebuild_interval_s = flags.index_rebuild_s;
   options.history_snapshots = flags.history;
+  options.pinned_snapshots = flags.pinned_snapshots;
   options.web_root = flags.web_root;
   // A file or the environment, not a flag value: a token on the command line is visible in `ps`.
   if (std::string error;
@@ -160,6 +162,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")
       ->capture_default_str();
+  AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
   cmd->add_option("--web-root", flags->web_root, "Folder of the dashboard (web/)")
       ->capture_default_str();
   cmd->callback([flags, exit_code]() { *exit_code = RunServe(*flags); });

@@ -24,6 +24,15 @@ void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s) {
       ->capture_default_str();
 }
 
+void AddPinnedSnapshotsFlag(CLI::App* cmd, size_t* pinned_snapshots) {
+  cmd->add_option("--pinned-snapshots", *pinned_snapshots,
+                  "Older published snapshots loaded on demand for ?snapshot=N queries and kept "
+                  "in memory, least recently used evicted (each as large as a served snapshot; "
+                  "0: pins reach only the served snapshot and its --history)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+}
+
 void AddAdminTokenFileFlag(CLI::App* cmd, std::string* file) {
   cmd->add_option("--admin-token-file", *file,
                   std::string("File whose first line is the bearer token of POST /v1/admin/* "

@@ -15,6 +15,10 @@ void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads);
 // of the served HNSW index (api::ServeOptions::hnsw_ef_search, index_rebuild_interval_s).
 void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s);
 
+// --pinned-snapshots N: older published snapshots loaded on demand for ?snapshot=N requests
+// and kept (api::ServeOptions::pinned_snapshots), in [0, 1000].
+void AddPinnedSnapshotsFlag(CLI::App* cmd, size_t* pinned_snapshots);
+
 // Environment variable holding the admin routes' bearer token (used when no flag gives one).
 inline constexpr char kAdminTokenEnv[] = "STREAMVEC_ADMIN_TOKEN";
 

@@ -1,5 +1,7 @@
 // The streamvec dashboard: polls /metrics (Prometheus text) and /v1/snapshots, draws uPlot charts,
-// and answers the search box from /v1/neighbors and /v1/words/{w}/history. No build step.
+// browses the vocabulary (/v1/words, /v1/words/{w}), optionally pinned to a retained snapshot
+// (?snapshot=N), and answers the search box from /v1/neighbors and /v1/words/{w}/history. No
+// build step.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -164,8 +166,90 @@ async function pollMetrics() {
 async function pollSnapshots() {
   try {
     const r = await fetch("/v1/snapshots");
-    quality.update((await r.json()).snapshots || []);
+    const body = await r.json();
+    quality.update(body.snapshots || []);
+    updatePinChoices(body.snapshots || [], body.served);
   } catch (e) { /* shown by pollMetrics */ }
+}
+
+// The snapshot the word panel and the search box answer from: "" = the served one.
+function pinned() { return document.getElementById("snapshot-pin").value; }
+function withPin(url) {
+  const v = pinned();
+  return v ? url + (url.includes("?") ? "&" : "?") + "snapshot=" + v : url;
+}
+
+// Published snapshots up to the served one may be pinned (a retired one answers 404).
+function updatePinChoices(snapshots, served) {
+  const select = document.getElementById("snapshot-pin");
+  const versions = snapshots.map(s => s.version).filter(v => served !== null && v <= served);
+  const have = [...select.options].slice(1).map(o => Number(o.value));
+  if (JSON.stringify(have) === JSON.stringify(versions)) return;
+  const keep = select.value;
+  while (select.options.length > 1) select.remove(1);
+  for (const v of versions) select.add(new Option("snapshot " + v, String(v)));
+  if (keep && versions.includes(Number(keep))) select.value = keep;
+}
+
+const WORDS_PAGE = 20;
+let wordsOffset = 0;
+let wordsTotal = 0;
+let wordsRequest = 0;  // answers to older requests (typing fast) are dropped
+
+async function showWords() {
+  const id = ++wordsRequest;
+  const table = document.getElementById("words");
+  const info = document.getElementById("words-info");
+  const prefix = document.getElementById("prefix").value;
+  const r = await fetch(withPin(`/v1/words?limit=${WORDS_PAGE}&offset=${wordsOffset}&prefix=` +
+                                encodeURIComponent(prefix)));
+  const body = await r.json();
+  if (id !== wordsRequest) return;
+  table.innerHTML = "";
+  if (!r.ok) {
+    info.className = "error";
+    info.textContent = body.error;
+    return;
+  }
+  info.className = "";
+  wordsTotal = body.total;
+  const last = Math.min(body.offset + body.words.length, body.total);
+  info.textContent = `${body.total} words` + (prefix ? ` starting with "${prefix}"` : "") +
+      (body.words.length ? ` · ${body.offset + 1}-${last}` : "") +
+      ` · snapshot ${body.snapshot}`;
+  info.dataset.snapshot = String(body.snapshot);
+  const head = document.createElement("tr");
+  head.innerHTML = "<th>word</th><th>count</th><th>rank</th>";
+  table.appendChild(head);
+  for (const w of body.words) {
+    const row = document.createElement("tr");
+    row.className = "word";
+    cell(row, w.word);
+    cell(row, w.count === null ? "?" : Math.round(w.count).toLocaleString("en"));
+    cell(row, w.rank);
+    row.children[1].className = row.children[2].className = "num";
+    row.addEventListener("click", () => showWord(w.word));
+    table.appendChild(row);
+  }
+}
+
+async function showWord(word) {
+  const detail = document.getElementById("word-detail");
+  const r = await fetch(withPin("/v1/words/" + encodeURIComponent(word)));
+  const body = await r.json();
+  if (!r.ok) {
+    detail.className = "error";
+    detail.textContent = body.error;
+    return;
+  }
+  detail.className = "";
+  const count = body.count === null ? "count unknown" : `count ${Math.round(body.count)}`;
+  const first = body.first_snapshot_exact ? `first seen in snapshot ${body.first_snapshot}`
+                                          : `held since snapshot ${body.first_snapshot} or earlier`;
+  detail.textContent = `${body.word}: ${count} · rank ${body.rank} of ` +
+      `${body.vocabulary_size} · ${first} · snapshot ${body.snapshot}`;
+  document.getElementById("word").value = word;
+  search(word);
 }
 
 function cell(row, text) { const td = document.createElement("td"); td.textContent = text; row.appendChild(td); }
@@ -174,7 +258,7 @@ async function search(word) {
   const nTable = document.getElementById("neighbors");
   const dTable = document.getElementById("drift");
   nTable.innerHTML = ""; dTable.innerHTML = "";
-  const r = await fetch("/v1/neighbors?k=10&word=" + encodeURIComponent(word));
+  const r = await fetch(withPin("/v1/neighbors?k=10&word=" + encodeURIComponent(word)));
   const body = await r.json();
   if (!r.ok) {
     nTable.innerHTML = `<tr><td class="error"></td></tr>`;
@@ -187,7 +271,7 @@ async function search(word) {
     cell(row, n.word); cell(row, n.similarity.toFixed(3));
     nTable.appendChild(row);
   }
-  const h = await fetch("/v1/words/" + encodeURIComponent(word) + "/history?k=5");
+  const h = await fetch(withPin("/v1/words/" + encodeURIComponent(word) + "/history?k=5"));
   if (!h.ok) return;
   const history = await h.json();
   const head = document.createElement("tr");
@@ -214,6 +298,17 @@ document.getElementById("search-form").addEventListener("submit", ev => {
   if (w) search(w);
 });
 
-pollMetrics(); pollSnapshots();
+document.getElementById("prefix").addEventListener("input", () => {
+  wordsOffset = 0; showWords();
+});
+document.getElementById("snapshot-pin").addEventListener("change", () => { showWords(); });
+document.getElementById("words-prev").addEventListener("click", () => {
+  wordsOffset = Math.max(0, wordsOffset - WORDS_PAGE); showWords();
+});
+document.getElementById("words-next").addEventListener("click", () => {
+  if (wordsOffset + WORDS_PAGE < wordsTotal) { wordsOffset += WORDS_PAGE; showWords(); }
+});
+
+pollMetrics(); pollSnapshots(); showWords();
 setInterval(pollMetrics, POLL_MS);
 setInterval(pollSnapshots, Math.max(POLL_MS, 2000));

@@ -2,9 +2,12 @@
 // api/README.md). The same table drives dispatch, the 404 route list and /openapi.json.
 #include "routes.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -32,6 +35,8 @@ enum class Route {
   kNSimilarity,
   kMostSimilarCosmul,
   kRank,
+  kWords,
+  kWord,
   kHistory,
   kSnapshots,
   kHealth,
@@ -64,8 +69,43 @@ struct RouteSpec {
   const char* produces = "application/json";
 };
 
+// The routes that answer from a snapshot: each takes ?snapshot=N and answers with an ETag.
+bool AnswersFromASnapshot(Route id) {
+  switch (id) {
+    case Route::kVector:
+    case Route::kVectors:
+    case Route::kNeighbors:
+    case Route::kNeighborsByVector:
+    case Route::kMostSimilar:
+    case Route::kAnalogy:
+    case Route::kSimilarity:
+    case Route::kDoesntMatch:
+    case Route::kNSimilarity:
+    case Route::kMostSimilarCosmul:
+    case Route::kRank:
+    case Route::kWords:
+    case Route::kWord:
+    case Route::kHistory:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// `routes` with the snapshot parameter added to those that answer from a snapshot.
+std::vector<RouteSpec> WithSnapshot(std::vector<RouteSpec> routes) {
+  for (RouteSpec& r : routes) {
+    if (!AnswersFromASnapshot(r.id)) continue;
+    r.params.push_back({"snapshot", "query", false, "integer",
+                        "answer from this retained snapshot (GET /v1/snapshots lists the "
+                        "published ones); default: the served one",
+                        1, std::numeric_limits<int64_t>::max()});
+  }
+  return routes;
+}
+
 const std::vector<RouteSpec>& Table() {
-  static const std::vector<RouteSpec> table = {
+  static const std::vector<RouteSpec> table = WithSnapshot({
       {Route::kVector,
        "GET",
        "/v1/vectors/{word}",
@@ -137,6 +177,21 @@ const std::vector<RouteSpec>& Table() {
        "/v1/rank",
        "gensim rank: 1 + the number of words closer to w1 than w2 is (exact scan)",
        {{"w1", "query", true, "string", ""}, {"w2", "query", true, "string", ""}}},
+      {Route::kWords,
+       "GET",
+       "/v1/words",
+       "The vocabulary in count order (count descending, ties in the snapshot's order), "
+       "optionally only the words starting with a prefix: for browsing and autocomplete",
+       {{"prefix", "query", false, "string", "exact, case-sensitive byte prefix; empty: all"},
+        {"limit", "query", false, "integer", "words in the page, 1..1000, default 100", 1,
+         kMaxWordsPage},
+        {"offset", "query", false, "integer", "matching words skipped, default 0", 0,
+         kMaxWordsOffset}}},
+      {Route::kWord,
+       "GET",
+       "/v1/words/{word}",
+       "A word's count, rank in count order and the first snapshot this server saw it in",
+       {{"word", "path", true, "string", "exact, case-sensitive, percent-encoded"}}},
       {Route::kHistory,
        "GET",
        "/v1/words/{word}/history",
@@ -178,7 +233,7 @@ const std::vector<RouteSpec>& Table() {
        {{"file", "path", true, "string", ""}},
        nullptr,
        "application/javascript"},
-  };
+  });
   return table;
 }
 
@@ -486,7 +541,73 @@ HttpReply Admin(const RouteContext& ctx, const HttpCall& call, const AdminHook& 
   return Json(Dump(json{{"status", "ok"}, {"action", action}}));
 }
 
-HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& call) {
+// The snapshot a query answers from: ?snapshot=N when given (a retained one, retained.h), else
+// the served one. Null with *error set: 400 for a bad N, 503 before a first snapshot, 404
+// (naming N and listing the retained ones) when N is not retained, 500 when it cannot be read.
+std::shared_ptr<const Served> ServedFor(const RouteContext& ctx, const Query& q, HttpReply* error) {
+  const std::optional<long> pinned =
+      IntParam(q, "snapshot", 1, std::numeric_limits<int64_t>::max(), 0, error);
+  if (!pinned) return nullptr;
+  std::shared_ptr<const Served> current = ctx.current();
+  if (!current) {
+    *error = NoSnapshot();
+    return nullptr;
+  }
+  const uint64_t version = static_cast<uint64_t>(*pinned);
+  if (version == 0 || version == current->snapshot->version()) return current;
+  if (ctx.retained == nullptr) {
+    *error = Error(404, "snapshot " + std::to_string(version) + " is not retained; serving " +
+                            std::to_string(current->snapshot->version()));
+    error->error_kind = "unknown_snapshot";
+    return nullptr;
+  }
+  StatusOr<std::shared_ptr<const Served>> found = ctx.retained->Find(version, current);
+  if (found.ok()) return std::move(*found);
+  if (found.status().code() != StatusCode::kNotFound) {
+    *error = Error(500, found.status().ToString());
+    return nullptr;
+  }
+  *error = Error(404, found.status().message());
+  error->body = Dump(json{{"error", found.status().message()},
+                          {"snapshot", version},
+                          {"retained", ctx.retained->Versions(*current)}});
+  error->error_kind = "unknown_snapshot";
+  return nullptr;
+}
+
+// GET /v1/words: a page of the words starting with `prefix`, in count order.
+HttpReply WordsPage(const ServingSnapshot& s, const std::string& prefix, size_t limit,
+                    size_t offset) {
+  std::string page = "[";
+  size_t matches = 0;
+  for (const uint32_t row : s.rows_by_count()) {
+    const std::string& w = s.word(row);
+    if (!w.starts_with(prefix)) continue;
+    if (matches >= offset && matches - offset < limit) {
+      if (page.size() > 1) page += ',';
+      page += "{\"word\":";
+      AppendString(&page, w);
+      page += ",\"count\":";
+      if (s.has_counts()) {
+        page += Dump(json(s.count(row)));
+      } else {
+        page += "null";
+      }
+      page += ",\"rank\":" + std::to_string(s.rank(row)) + "}";
+    }
+    ++matches;
+  }
+  page += ']';
+  std::string out = "{\"prefix\":";
+  AppendString(&out, prefix);
+  out += ",\"offset\":" + std::to_string(offset) + ",\"limit\":" + std::to_string(limit) +
+         ",\"total\":" + std::to_string(matches) + ",\"words\":" + page +
+         ",\"snapshot\":" + std::to_string(s.version()) + "}";
+  return Json(std::move(out));
+}
+
+HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& call,
+                 uint64_t* answered_from) {
   const std::string& path = call.path;
   const std::optional<Query> query = ParseQuery(call.query);
   if (!query) return Error(400, "malformed percent-encoding in the query string");
@@ -495,6 +616,12 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
   }
 
   HttpReply error;
+  // Called once a route's own parameters are checked (they are answered 400 first).
+  const auto served_for = [&](HttpReply* e) {
+    std::shared_ptr<const Served> served = ServedFor(ctx, *query, e);
+    if (served) *answered_from = served->snapshot->version();
+    return served;
+  };
   switch (spec.id) {
     case Route::kHealth: {
       const std::shared_ptr<const Served> s = ctx.current();
@@ -511,8 +638,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       const std::optional<std::string> word = PathSegment(path, 2);
       if (!word) return Error(400, "malformed percent-encoding in the word of " + path);
       if (word->empty()) return Error(400, "missing word: use GET /v1/vectors/{word}");
-      const std::shared_ptr<const Served> s = ctx.current();
-      if (!s) return NoSnapshot();
+      const std::shared_ptr<const Served> s = served_for(&error);
+      if (!s) return error;
       const std::optional<size_t> row = s->snapshot->Find(*word);
       if (!row) return UnknownWord(*s->snapshot, *word);
       return Json(VectorReply(*s->snapshot, *row));
@@ -538,8 +665,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
           return Error(400, "words[" + std::to_string(i) + "] is not a string");
         }
       }
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       std::string out = "{\"vectors\":[";
       std::string missing = "[";
@@ -571,8 +698,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       const std::optional<long> k =
           IntParam(*query, "k", 1, kMaxNeighbors, kDefaultNeighbors, &error);
       if (!k) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       const std::optional<size_t> row = s.Find(*word);
       if (!row) return UnknownWord(s, *word);
@@ -622,8 +749,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
         }
         query_vector.push_back(v[i].get<double>());
       }
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       if (query_vector.size() != static_cast<size_t>(s.dim())) {
         return Error(400, "vector has " + std::to_string(query_vector.size()) +
@@ -678,8 +805,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
           IntParam(*query, "restrict_vocab", 1, std::numeric_limits<long>::max(),
                    std::numeric_limits<long>::max(), &error);
       if (!restrict_vocab) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       std::optional<Combined> c = Combine(s, positive, negative, &error);
       if (!c) return error;
@@ -710,8 +837,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
         if (l->empty()) return Error(400, std::string("give at least one word in '") + name + "'");
         lists.push_back(std::move(*l));
       }
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       const size_t dim = static_cast<size_t>(s.dim());
       // gensim ignores the words it does not know (and says so in its log); so do we, in 'ignored'.
@@ -799,8 +926,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       const std::optional<long> topn =
           IntParam(*query, "topn", 1, kMaxNeighbors, kDefaultNeighbors, &error);
       if (!topn) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       const size_t dim = static_cast<size_t>(s.dim());
       // Levy and Goldberg 2014, eq. 4, with cosines shifted to [0, 1] (their footnote 7), as
@@ -846,8 +973,8 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       if (!w1) return error;
       const std::optional<std::string> w2 = RequireWord(*query, "w2", &error);
       if (!w2) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
       const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
       if (!r1) return UnknownWord(s, *w1);
@@ -877,6 +1004,46 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
                             {"snapshot", s.version()}}));
     }
 
+    case Route::kWords: {
+      const std::string* prefix = query->Get("prefix");
+      const std::optional<long> limit =
+          IntParam(*query, "limit", 1, kMaxWordsPage, kDefaultWordsPage, &error);
+      if (!limit) return error;
+      const std::optional<long> offset = IntParam(*query, "offset", 0, kMaxWordsOffset, 0, &error);
+      if (!offset) return error;
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
+      return WordsPage(*served->snapshot, prefix != nullptr ? *prefix : std::string(),
+                       static_cast<size_t>(*limit), static_cast<size_t>(*offset));
+    }
+
+    case Route::kWord: {
+      const std::optional<std::string> word = PathSegment(path, 2);
+      if (!word) return Error(400, "malformed percent-encoding in the word of " + path);
+      if (word->empty()) return Error(400, "missing word: use GET /v1/words/{word}");
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
+      const ServingSnapshot& s = *served->snapshot;
+      const std::optional<size_t> row = s.Find(*word);
+      if (!row) return UnknownWord(s, *word);
+      json out = {{"word", *word},
+                  {"count", s.has_counts() ? json(s.count(*row)) : json(nullptr)},
+                  {"rank", s.rank(*row)},
+                  {"vocabulary_size", s.rows()}};
+      // The first snapshot of the word's unbroken run among those this server served; exact
+      // unless the run reaches back to the first snapshot it loaded (the word may be older).
+      if (served->first_seen != nullptr) {
+        const uint64_t first = (*served->first_seen)[*row];
+        out["first_snapshot"] = first;
+        out["first_snapshot_exact"] = first != served->first_loaded;
+      } else {  // loaded for a pin, outside the served chain: only "since this one" is known
+        out["first_snapshot"] = s.version();
+        out["first_snapshot_exact"] = false;
+      }
+      out["snapshot"] = s.version();
+      return Json(Dump(out));
+    }
+
     case Route::kHistory: {
       const std::optional<std::string> word = PathSegment(path, 2);
       if (!word) return Error(400, "malformed percent-encoding in the word of " + path);
@@ -884,16 +1051,28 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
       const std::optional<long> k =
           IntParam(*query, "k", 1, kMaxNeighbors, kDefaultNeighbors, &error);
       if (!k) return error;
-      const std::shared_ptr<const Served> served = ctx.current();
-      if (!served) return NoSnapshot();
+      const std::shared_ptr<const Served> served = served_for(&error);
+      if (!served) return error;
       const ServingSnapshot& now = *served->snapshot;
       const std::optional<size_t> row = now.Find(*word);
       if (!row) return UnknownWord(now, *word);
       const size_t dim = static_cast<size_t>(now.dim());
       std::vector<float> unit_now(dim), unit_then(dim), rotated(dim);
       now.UnitVector(*row, unit_now.data());
+      // Pinned to an older snapshot: the served chain's snapshots older than it, aligned to it
+      // now (one Procrustes fit each).
+      std::vector<HistoryEntry> pinned_history;
+      const std::shared_ptr<const Served> current = ctx.current();
+      if (current != nullptr && served != current && served->history.empty()) {
+        for (const HistoryEntry& h : current->history) {
+          if (h.snapshot->version() >= now.version() || h.snapshot->dim() != now.dim()) continue;
+          pinned_history.push_back(
+              {h.snapshot, AlignProcrustes(*h.snapshot, now, ctx.options->procrustes_top_words),
+               h.first_seen});
+        }
+      }
       json history = json::array();
-      for (const HistoryEntry& h : served->history) {
+      for (const HistoryEntry& h : pinned_history.empty() ? served->history : pinned_history) {
         const ServingSnapshot& then = *h.snapshot;
         json entry = {{"snapshot", then.version()},
                       {"created_at", then.info().created_at},
@@ -1005,6 +1184,31 @@ HttpReply Serve(const RouteContext& ctx, const RouteSpec& spec, const HttpCall& 
   return Error(500, "unreachable route");
 }
 
+// Strong entity tag of a 200: "<snapshot>-<XXH3-64 of the body, hex>" ("<hash>" for answers
+// not from a snapshot). The body decides it, so an answer that could differ for the same
+// snapshot (a newer HNSW index attached to it) gets another tag, and so does another snapshot.
+std::string EntityTag(const HttpReply& r) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(r.body.data(), r.body.size())));
+  return "\"" + (r.snapshot != 0 ? std::to_string(r.snapshot) + "-" : std::string()) + hash + "\"";
+}
+
+// True when If-None-Match (a comma-separated list of entity tags, or *) holds `etag`, by weak
+// comparison (RFC 9110, 13.1.2): a W/ prefix is ignored.
+bool NoneMatch(std::string_view header, std::string_view etag) {
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view tag = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (tag.starts_with("W/")) tag.remove_prefix(2);
+    if (tag == "*" || tag == etag) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Routes::Routes(RouteContext context) : ctx_(std::move(context)) {}
@@ -1073,8 +1277,28 @@ json Routes::OpenApi() {
           {"content", {{"application/json", {{"schema", BodySchema(r.id)}}}}}};
     }
     op["responses"] = {
-        {"200", {{"description", "OK"}, {"content", {{r.produces, json::object()}}}}},
-        {"4XX", {{"description", "a bad request: the reason in 'error'"}, {"content", error_body}}}};
+        {"200",
+         {{"description", "OK"},
+          {"headers",
+           {{"ETag",
+             {{"description",
+               "strong entity tag of this answer: the snapshot it came from and a hash of the "
+               "body (conditional GET with If-None-Match)"},
+              {"schema", {{"type", "string"}}}}}}},
+          {"content", {{r.produces, json::object()}}}}},
+        {"4XX",
+         {{"description", "a bad request: the reason in 'error'"}, {"content", error_body}}}};
+    if (std::string_view(r.method) == "GET") {
+      op["responses"]["304"] = {
+          {"description", "Not Modified: If-None-Match holds this answer's ETag (no body)"}};
+    }
+    if (AnswersFromASnapshot(r.id)) {
+      op["responses"]["404"] = {
+          {"description",
+           "a word not in the vocabulary, or ?snapshot=N not retained (then also 'snapshot' and "
+           "'retained', the versions that are)"},
+          {"content", error_body}};
+    }
     const std::string path = r.path;
     const bool admin = path.rfind("/v1/admin/", 0) == 0;
     const bool needs_snapshot =
@@ -1150,8 +1374,16 @@ HttpReply Routes::Handle(const HttpCall& call) const {
       }
       return r;
     }
-    HttpReply r = Serve(ctx_, *spec, call);
+    uint64_t answered_from = 0;
+    HttpReply r = Answer(ctx_, *spec, call, &answered_from);
     r.route = spec->path;
+    if (r.status != 200) return r;
+    r.snapshot = answered_from;
+    r.etag = EntityTag(r);
+    if (call.method == "GET" && NoneMatch(call.if_none_match, r.etag)) {
+      r.status = 304;  // the client's copy is current: no body
+      r.body.clear();
+    }
     return r;
   }();
   return reply;

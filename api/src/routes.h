@@ -5,11 +5,13 @@
 #define STREAMVEC_API_SRC_ROUTES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "retained.h"
 #include "served.h"
 #include "streamvec/api/server.h"
 #include "streamvec/api/serving_snapshot.h"
@@ -21,6 +23,10 @@ inline constexpr size_t kMaxBodyBytes = size_t{1} << 20;
 // Most words in one POST /v1/vectors, and the largest k / topn of the neighbour routes.
 inline constexpr size_t kMaxBatchWords = 1000;
 inline constexpr long kMaxNeighbors = 1000;
+// GET /v1/words: words per page (limit), its default, and the largest offset.
+inline constexpr long kMaxWordsPage = 1000;
+inline constexpr long kDefaultWordsPage = 100;
+inline constexpr long kMaxWordsOffset = 1L << 31;
 
 struct HttpCall {
   std::string method;         // "GET", "POST", ...
@@ -28,6 +34,7 @@ struct HttpCall {
   std::string query;          // as sent, without '?'
   std::string body;           // at most kMaxBodyBytes (see body_too_large)
   std::string authorization;  // the Authorization header, if any
+  std::string if_none_match;  // the If-None-Match header, if any (entity tags, or *)
   bool body_too_large = false;
 };
 
@@ -38,6 +45,10 @@ struct HttpReply {
   std::string allow;                              // for 405: the methods the route accepts
   std::string route = "unknown";  // route template, the label of the request metrics
   std::string error_kind;         // empty on success; "bad_request", "not_found", ...
+  uint64_t snapshot = 0;          // version the answer came from (0: not a snapshot's answer)
+  // Entity tag of a 200 (quoted, as the ETag header carries it): the snapshot and a hash of the
+  // body; a 304 carries the one it matched.
+  std::string etag;
 };
 
 // What the routes read. All functions must be thread-safe.
@@ -48,6 +59,8 @@ struct RouteContext {
   std::function<std::string()> metrics;                    // the whole /metrics text
   // Quality figures and promotion status of a snapshot this server prepared (null if none).
   std::function<nlohmann::json(uint64_t version)> evaluation_of;
+  // Resolves ?snapshot=N to a retained older snapshot; null: only the served one is pinnable.
+  RetainedSnapshots* retained = nullptr;
 };
 
 // Thread safety: Handle is safe from many threads at once.

@@ -190,6 +190,19 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
   }
   IndexQuality(served.get());
 
+  // First snapshot of each word's run: carried over from `previous` for the words it held.
+  auto first_seen = std::make_shared<FirstSeen>(s.rows(), s.version());
+  if (previous != nullptr && previous->first_seen != nullptr) {
+    const ServingSnapshot& p = *previous->snapshot;
+    for (size_t r = 0; r < s.rows(); ++r) {
+      if (const std::optional<size_t> old = p.Find(s.word(r))) {
+        (*first_seen)[r] = (*previous->first_seen)[*old];
+      }
+    }
+  }
+  served->first_seen = std::move(first_seen);
+  served->first_loaded = previous != nullptr ? previous->first_loaded : s.version();
+
   // Quality on the configured sets: the same calls (and defaults) as `streamvec eval`.
   json similarity = json::array();
   for (size_t i = 0; i < options.similarity_files.size(); ++i) {
@@ -237,15 +250,16 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
                               {"relative", Finite(pip.relative)},
                               {"normalized", Finite(pip.normalized)}};
     // History: previous's own history plus previous, the newest options.history_snapshots.
-    std::vector<std::shared_ptr<const ServingSnapshot>> keep;
-    for (const HistoryEntry& h : previous->history) keep.push_back(h.snapshot);
-    keep.push_back(previous->snapshot);
+    std::vector<HistoryEntry> keep;  // alignments to `next` are fitted below
+    for (const HistoryEntry& h : previous->history) keep.push_back({h.snapshot, {}, h.first_seen});
+    keep.push_back({previous->snapshot, {}, previous->first_seen});
     if (keep.size() > options.history_snapshots) {
       keep.erase(keep.begin(), keep.end() - static_cast<std::ptrdiff_t>(options.history_snapshots));
     }
-    for (auto& old : keep) {
-      if (old->dim() != s.dim()) continue;  // a different model: not comparable
-      served->history.push_back({old, AlignProcrustes(*old, s, options.procrustes_top_words)});
+    for (HistoryEntry& h : keep) {
+      if (h.snapshot->dim() != s.dim()) continue;  // a different model: not comparable
+      h.alignment = AlignProcrustes(*h.snapshot, s, options.procrustes_top_words);
+      served->history.push_back(std::move(h));
     }
   }
   served->quality["prepare_seconds"] = SecondsSince(start);

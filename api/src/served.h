@@ -21,10 +21,16 @@
 
 namespace streamvec::api {
 
-// An older snapshot kept for GET /v1/words/{w}/history, with the rotation into the served one.
+// Per row of a snapshot: the version of the first snapshot of the unbroken run of snapshots this
+// server served, up to that one, that all held the row's word (GET /v1/words/{w}).
+using FirstSeen = std::vector<uint64_t>;
+
+// An older snapshot kept for GET /v1/words/{w}/history (and ?snapshot=N), with the rotation into
+// the served one.
 struct HistoryEntry {
   std::shared_ptr<const ServingSnapshot> snapshot;
   Alignment alignment;  // from `snapshot` into the served snapshot's space
+  std::shared_ptr<const FirstSeen> first_seen;  // as Served::first_seen when it was served
 };
 
 // Immutable after Prepare: shared by request threads through shared_ptr<const Served>.
@@ -54,6 +60,12 @@ struct Served {
   nlohmann::json quality = nlohmann::json::object();
   std::optional<double> gate_score;   // Spearman on the first similarity file (NaN: absent)
   std::vector<HistoryEntry> history;  // older snapshots, oldest first (same dim only)
+  // See FirstSeen; null for a snapshot loaded on demand for a pinned request (outside the chain
+  // of served snapshots).
+  std::shared_ptr<const FirstSeen> first_seen;
+  // Version of the first snapshot this server loaded: a first_seen equal to it only says the
+  // word was held since then or earlier (this server did not see the snapshots before).
+  uint64_t first_loaded = 0;
 
   // Top k by cosine to `unit_query` among the first `limit_rows` rows, `exclude` skipped: the
   // HNSW index when there is one (carried or not, see above) and the whole vocabulary is
@@ -80,9 +92,10 @@ double MeasureRecallAt10(const Served& served, size_t queries);
 // Builds what `next` needs to be served: `previous`'s index carried over (above
 // options.exact_max_words; without one the exact scan serves until WithIndex attaches an index
 // built on the index thread), quality on the configured files, PIP loss against `previous` (if
-// any) over their shared words, and Procrustes alignments of the retained older snapshots
-// (previous's history + previous itself, at most options.history_snapshots). Runs on the polling
-// thread; up to seconds for 100k words with analogies configured.
+// any) over their shared words, Procrustes alignments of the retained older snapshots
+// (previous's history + previous itself, at most options.history_snapshots) and first_seen (one
+// hash lookup per row in `previous`). Runs on the polling thread; up to seconds for 100k words
+// with analogies configured.
 std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapshot> next,
                                             const Served* previous, const ServeOptions& options);
 

@@ -76,6 +76,9 @@ struct Server::Impl {
       if (request.headers().has(http::header_names::authorization)) {
         call.authorization = request.headers()[http::header_names::authorization];
       }
+      if (request.headers().has(http::header_names::if_none_match)) {
+        call.if_none_match = request.headers()[http::header_names::if_none_match];
+      }
       if (!options.cors_origin.empty() && call.method == http::methods::OPTIONS) {
         reply.status = 204;  // CORS preflight
         reply.route = "preflight";
@@ -91,12 +94,17 @@ struct Server::Impl {
     }
     try {
       http::http_response response(static_cast<http::status_code>(reply.status));
-      if (reply.status != 204) response.set_body(std::move(reply.body), reply.content_type);
+      if (reply.status != 204 && reply.status != 304) {
+        response.set_body(std::move(reply.body), reply.content_type);
+      }
       if (!reply.allow.empty()) response.headers().add(http::header_names::allow, reply.allow);
+      if (!reply.etag.empty()) response.headers().add(http::header_names::etag, reply.etag);
       if (!options.cors_origin.empty()) {
         response.headers().add("Access-Control-Allow-Origin", options.cors_origin);
         response.headers().add("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        response.headers().add("Access-Control-Allow-Headers", "Content-Type, Authorization");
+        response.headers().add("Access-Control-Allow-Headers",
+                               "Content-Type, Authorization, If-None-Match");
+        response.headers().add("Access-Control-Expose-Headers", "ETag");
       }
       // A client that went away makes the reply task fail: observe it, or pplx terminates.
       request.reply(response).then([](pplx::task<void> t) {

@@ -44,9 +44,10 @@ std::string DefaultWebRoot() {
 Service::Service(const ServeOptions& options, std::shared_ptr<SnapshotSource> source)
     : options_(options),
       source_(std::move(source)),
+      retained_(source_, options.pinned_snapshots),
       routes_(RouteContext{[this] { return current_.load(); }, source_, &options_,
                            [this] { return Metrics(); },
-                           [this](uint64_t v) { return EvaluationOf(v); }}) {}
+                           [this](uint64_t v) { return EvaluationOf(v); }, &retained_}) {}
 
 Service::~Service() { StopPolling(); }
 
@@ -380,6 +381,13 @@ std::string Service::Metrics() const {
   AppendMetric(&out, "streamvec_quality_gate_rejections_total", "counter",
                "Snapshots refused because their similarity score fell more than the gate allows.",
                static_cast<double>(gate_rejections_.load()));
+  AppendMetric(&out, "streamvec_pinned_snapshots_loaded", "gauge",
+               "Older snapshots loaded for ?snapshot=N requests and held now (beside the served "
+               "one and its history).",
+               static_cast<double>(retained_.cached()));
+  AppendMetric(&out, "streamvec_pinned_snapshot_loads_total", "counter",
+               "Older snapshots loaded from the source for ?snapshot=N requests.",
+               static_cast<double>(retained_.loads()));
   request_metrics_.AppendPrometheus(&out);
   if (options_.extra_metrics) {
     std::string extra = options_.extra_metrics();

@@ -11,12 +11,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "metrics.h"
+#include "retained.h"
 #include "routes.h"
 #include "served.h"
 #include "streamvec/api/server.h"
@@ -58,6 +59,7 @@ class Service {
   const std::shared_ptr<SnapshotSource> source_;
   std::atomic<std::shared_ptr<const Served>> current_;
   RequestMetrics request_metrics_;
+  RetainedSnapshots retained_;
   Routes routes_;
 
   mutable std::mutex evaluations_mu_;

@@ -13,11 +13,24 @@
 #include "streamvec/store/embedding_entries.h"
 
 namespace streamvec::api {
-ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
-    : emb_(std::move(embeddings)), info_(std::move(info)) {
+ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info,
+                                 std::vector<double> counts)
+    : emb_(std::move(embeddings)), info_(std::move(info)), counts_(std::move(counts)) {
   SV_CHECK(emb_.dim > 0 &&
            emb_.vectors.size() == emb_.words.size() * static_cast<size_t>(emb_.dim));
   const size_t rows = emb_.words.size();
+  SV_CHECK(counts_.empty() || counts_.size() == rows);
+  SV_CHECK(rows < (size_t{1} << 32));
+  by_count_.resize(rows);
+  for (size_t r = 0; r < rows; ++r) by_count_[r] = static_cast<uint32_t>(r);
+  if (!counts_.empty()) {
+    for (double c : counts_) SV_CHECK(c >= 0 && std::isfinite(c));
+    // A trainer writes its rows most frequent first, so this is usually sorted already.
+    std::stable_sort(by_count_.begin(), by_count_.end(),
+                     [this](uint32_t a, uint32_t b) { return counts_[a] > counts_[b]; });
+  }
+  rank_.resize(rows);
+  for (size_t i = 0; i < rows; ++i) rank_[by_count_[i]] = static_cast<uint32_t>(i);
   const size_t dim = static_cast<size_t>(emb_.dim);
   norms_.resize(rows);
   const size_t blocks = (rows + kBlock - 1) / kBlock;
@@ -36,6 +49,16 @@ ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info)
   }
   row_of_.reserve(rows);
   for (size_t r = 0; r < rows; ++r) row_of_.emplace(emb_.words[r], r);
+}
+
+double ServingSnapshot::count(size_t row) const {
+  SV_CHECK(row < rows());
+  return counts_.empty() ? std::nan("") : counts_[row];
+}
+
+StatusOr<std::shared_ptr<const ServingSnapshot>> SnapshotSource::Load(uint64_t version) {
+  return Status::NotFound("snapshot " + std::to_string(version) +
+                          " is not kept: this snapshot source keeps no older snapshots");
 }
 
 std::optional<size_t> ServingSnapshot::Find(std::string_view word) const {
@@ -158,21 +181,36 @@ class StateDirSnapshotSource : public SnapshotSource {
       }
       return reader.status();
     }
-    const SnapshotReader& r = **reader;
-    if (r.version() <= version) return std::shared_ptr<const ServingSnapshot>();
-    StatusOr<Embeddings> embeddings =
-        ReadEmbeddingEntries([&r](const std::string& key) { return r.Get(key); });
-    if (!embeddings.ok()) {
-      const Status& s = embeddings.status();
-      return Status(
-          s.code() == StatusCode::kNotFound ? StatusCode::kCorruption : s.code(),
-          "snapshot " + std::to_string(r.version()) + " in " + state_dir_ + ": " + s.message());
-    }
-    return std::shared_ptr<const ServingSnapshot>(
-        std::make_shared<ServingSnapshot>(std::move(*embeddings), r.info()));
+    if ((*reader)->version() <= version) return std::shared_ptr<const ServingSnapshot>();
+    return Read(**reader);
+  }
+
+  StatusOr<std::shared_ptr<const ServingSnapshot>> Load(uint64_t version) override {
+    StatusOr<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::Open(state_dir_, version);
+    if (!reader.ok()) return reader.status();
+    return Read(**reader);
   }
 
  private:
+  // The embedding and the word counts (when the snapshot has them) of an opened checkpoint.
+  StatusOr<std::shared_ptr<const ServingSnapshot>> Read(const SnapshotReader& r) const {
+    const auto get = [&r](const std::string& key) { return r.Get(key); };
+    const auto damaged = [&](const Status& s) {
+      return Status(
+          s.code() == StatusCode::kNotFound ? StatusCode::kCorruption : s.code(),
+          "snapshot " + std::to_string(r.version()) + " in " + state_dir_ + ": " + s.message());
+    };
+    StatusOr<Embeddings> embeddings = ReadEmbeddingEntries(get);
+    if (!embeddings.ok()) return damaged(embeddings.status());
+    StatusOr<std::vector<double>> counts = ReadEmbeddingCounts(get, embeddings->rows());
+    if (!counts.ok() && counts.status().code() != StatusCode::kNotFound) {
+      return damaged(counts.status());
+    }
+    return std::shared_ptr<const ServingSnapshot>(std::make_shared<ServingSnapshot>(
+        std::move(*embeddings), r.info(),
+        counts.ok() ? std::move(*counts) : std::vector<double>{}));
+  }
+
   const std::string state_dir_;
   mutable std::mutex mu_;
   size_t damaged_ = 0;

@@ -1,6 +1,7 @@
 #include "streamvec/store/embedding_entries.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -12,6 +13,8 @@ namespace {
 // Rows per entry: small values keep RocksDB's write batches, memtables and table blocks (each
 // holds a value whole) small during a snapshot. Readers accept any chunking.
 constexpr size_t kChunkBytes = size_t{256} << 10;
+
+constexpr char kCountsKey[] = "embedding/counts";
 
 std::string RowsKey(size_t chunk) { return "embedding/rows/" + std::to_string(chunk); }
 
@@ -272,6 +275,43 @@ StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards) {
   }
   out.vectors.resize(row * dim);
   return out;
+}
+
+Status WriteEmbeddingCounts(const std::vector<double>& counts, const SnapshotSink& sink) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (!(counts[i] >= 0) || !std::isfinite(counts[i])) {
+      return Status::InvalidArgument("count of word " + std::to_string(i) + " is " +
+                                     std::to_string(counts[i]) + " (a count is finite and >= 0)");
+    }
+  }
+  return sink(kCountsKey, std::string_view(reinterpret_cast<const char*>(counts.data()),
+                                           counts.size() * sizeof(double)));
+}
+
+StatusOr<std::vector<double>> ReadEmbeddingCounts(
+    const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows) {
+  StatusOr<std::string> bytes = get(kCountsKey);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound(std::string("snapshot holds no word counts (entry '") + kCountsKey +
+                              "')");
+    }
+    return bytes.status();
+  }
+  if (bytes->size() != rows * sizeof(double)) {
+    return Status::Corruption(std::string("entry '") + kCountsKey + "' holds " +
+                              std::to_string(bytes->size()) + " bytes for " + std::to_string(rows) +
+                              " words (8 bytes each)");
+  }
+  std::vector<double> counts(rows);
+  std::memcpy(counts.data(), bytes->data(), bytes->size());
+  for (size_t i = 0; i < rows; ++i) {
+    if (!(counts[i] >= 0) || !std::isfinite(counts[i])) {
+      return Status::Corruption(std::string("entry '") + kCountsKey + "': count of word " +
+                                std::to_string(i) + " is not a finite number >= 0");
+    }
+  }
+  return counts;
 }
 
 }  // namespace streamvec

@@ -95,6 +95,63 @@ StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& stat
   return out;
 }
 
+// Opens the checkpoint of `info` (a listed snapshot of state_dir). *retired (when the open
+// failed): the writer removed the checkpoint meanwhile, so the failure is not damage.
+StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenListed(const std::string& state_dir,
+                                                                     const SnapshotInfo& info,
+                                                                     bool* retired) {
+  *retired = false;
+  const fs::path ckpt =
+      fs::path(state_dir) / internal::kCheckpointsDir / internal::CheckpointName(info.version);
+  auto impl = std::make_unique<Impl>();
+  impl->info = info;
+  impl->path = (ckpt / internal::kCheckpointDb).string();
+  rocksdb::Options options;
+  options.create_if_missing = false;
+  options.paranoid_checks = true;
+  // Every table file is opened now: the writer may retire this checkpoint at any time
+  // after, and open files stay readable (POSIX unlink semantics).
+  options.max_open_files = -1;
+  options.info_log = std::make_shared<NullLogger>();
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, impl->path, &raw);
+  impl->db.reset(raw);
+  Status st = internal::FromRocks(s, "cannot open snapshot " + impl->path);
+  std::string value;
+  if (st.ok()) {
+    st = internal::FromRocks(impl->db->Get(rocksdb::ReadOptions(), internal::kFormatKey, &value),
+                             "cannot read snapshot " + impl->path);
+    if (st.ok() && value != kStateFormat && value != internal::kStateFormatV1) {
+      st = Status::Corruption("snapshot " + impl->path + " is not a streamvec state");
+    }
+  }
+  if (st.ok()) {
+    st = internal::FromRocks(impl->db->Get(rocksdb::ReadOptions(), internal::kCurrentKey, &value),
+                             "cannot read snapshot " + impl->path);
+    if (st.ok() && value != std::to_string(info.version)) {
+      st = Status::Corruption("snapshot " + impl->path + " holds version " + value);
+    }
+  }
+  if (st.ok()) {
+    rocksdb::Status ms = impl->db->Get(rocksdb::ReadOptions(), internal::kManifestKey, &value);
+    if (ms.ok()) {
+      StatusOr<internal::Manifest> manifest = internal::DecodeManifest(value, impl->path);
+      if (manifest.ok()) {
+        impl->manifest = std::move(*manifest);
+        impl->has_manifest = true;
+      } else {
+        st = manifest.status();
+      }
+    } else if (!ms.IsNotFound()) {
+      st = internal::FromRocks(ms, "cannot read snapshot " + impl->path);
+    }
+  }
+  if (st.ok()) return std::unique_ptr<SnapshotReader>(new SnapshotReader(std::move(impl)));
+  std::error_code ec;
+  *retired = !fs::exists(ckpt / internal::kMetadataFile, ec);
+  return st;
+}
+
 StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::string& state_dir) {
   Status last = Status::NotFound("no published snapshot in " + state_dir);
   for (int round = 0; round < kOpenRounds; ++round) {
@@ -102,62 +159,32 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::
     if (!list.ok()) return list.status();
     if (list->empty()) return Status::NotFound("no published snapshot in " + state_dir);
     for (auto it = list->rbegin(); it != list->rend(); ++it) {
-      const fs::path ckpt =
-          fs::path(state_dir) / internal::kCheckpointsDir / internal::CheckpointName(it->version);
-      auto impl = std::make_unique<Impl>();
-      impl->info = *it;
-      impl->path = (ckpt / internal::kCheckpointDb).string();
-      rocksdb::Options options;
-      options.create_if_missing = false;
-      options.paranoid_checks = true;
-      // Every table file is opened now: the writer may retire this checkpoint at any time
-      // after, and open files stay readable (POSIX unlink semantics).
-      options.max_open_files = -1;
-      options.info_log = std::make_shared<NullLogger>();
-      rocksdb::DB* raw = nullptr;
-      rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, impl->path, &raw);
-      impl->db.reset(raw);
-      Status st = internal::FromRocks(s, "cannot open snapshot " + impl->path);
-      std::string value;
-      if (st.ok()) {
-        st =
-            internal::FromRocks(impl->db->Get(rocksdb::ReadOptions(), internal::kFormatKey, &value),
-                                "cannot read snapshot " + impl->path);
-        if (st.ok() && value != kStateFormat && value != internal::kStateFormatV1) {
-          st = Status::Corruption("snapshot " + impl->path + " is not a streamvec state");
-        }
-      }
-      if (st.ok()) {
-        st = internal::FromRocks(
-            impl->db->Get(rocksdb::ReadOptions(), internal::kCurrentKey, &value),
-            "cannot read snapshot " + impl->path);
-        if (st.ok() && value != std::to_string(it->version)) {
-          st = Status::Corruption("snapshot " + impl->path + " holds version " + value);
-        }
-      }
-      if (st.ok()) {
-        rocksdb::Status ms =
-            impl->db->Get(rocksdb::ReadOptions(), internal::kManifestKey, &value);
-        if (ms.ok()) {
-          StatusOr<internal::Manifest> manifest = internal::DecodeManifest(value, impl->path);
-          if (manifest.ok()) {
-            impl->manifest = std::move(*manifest);
-            impl->has_manifest = true;
-          } else {
-            st = manifest.status();
-          }
-        } else if (!ms.IsNotFound()) {
-          st = internal::FromRocks(ms, "cannot read snapshot " + impl->path);
-        }
-      }
-      if (st.ok()) return std::unique_ptr<SnapshotReader>(new SnapshotReader(std::move(impl)));
+      bool retired = false;
+      StatusOr<std::unique_ptr<SnapshotReader>> reader = OpenListed(state_dir, *it, &retired);
+      if (reader.ok()) return reader;
       // Retired by the writer while we opened it: try the next newest. Otherwise it is broken.
-      std::error_code ec;
-      if (fs::exists(ckpt / internal::kMetadataFile, ec)) return st;
-      last = st;
+      if (!retired) return reader.status();
+      last = reader.status();
     }
   }
   return last;
+}
+
+StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::Open(const std::string& state_dir,
+                                                               uint64_t version) {
+  StatusOr<std::vector<SnapshotInfo>> list = List(state_dir);
+  if (!list.ok()) return list.status();
+  const auto it = std::find_if(list->begin(), list->end(),
+                               [version](const SnapshotInfo& i) { return i.version == version; });
+  const auto not_published = [&] {
+    return Status::NotFound("snapshot " + std::to_string(version) + " is not published in " +
+                            state_dir + " (retired or never written)");
+  };
+  if (it == list->end()) return not_published();
+  bool retired = false;
+  StatusOr<std::unique_ptr<SnapshotReader>> reader = OpenListed(state_dir, *it, &retired);
+  if (!reader.ok() && retired) return not_published();
+  return reader;
 }
 
 const SnapshotInfo& SnapshotReader::info() const { return impl_->info; }

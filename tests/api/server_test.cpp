@@ -344,15 +344,18 @@ class StateDirServerTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Write(const Embeddings& e, int words_trained) {
+  // A snapshot of `e` (with the words' counts when given, as a trainer writes them).
+  void Write(const Embeddings& e, int words_trained, const std::vector<double>& counts = {}) {
     const Status st = store_->WriteSnapshot(
-        [&e](const SnapshotSink& sink) { return WriteEmbeddingEntries(e, sink); },
+        [&](const SnapshotSink& sink) {
+          SV_RETURN_IF_ERROR(WriteEmbeddingEntries(e, sink));
+          return counts.empty() ? Status::Ok() : WriteEmbeddingCounts(counts, sink);
+        },
         json{{"words_trained", words_trained}, {"vocabulary", e.rows()}}.dump());
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   // A server on dir_, polling every 20 ms.
-  void StartServer() {
-    ServeOptions options;
+  void StartServer(ServeOptions options = {}) {
     options.state_dir = dir_.string();
     options.port = 0;
     options.poll_interval_s = 0.02;
@@ -440,6 +443,40 @@ TEST_F(StateDirServerTest, FollowsPublishedSnapshotsWhileServing) {
   EXPECT_EQ(newest["served"], true);
   EXPECT_EQ(newest["words_trained"], 600);
   EXPECT_GT(newest["created_at"].get<double>(), 1.6e9);
+}
+
+// The real path of ?snapshot=N: a retained checkpoint the server never served is read from
+// RocksDB on demand (vectors and counts); one the store's retention removed is a 404.
+TEST_F(StateDirServerTest, PinnedQueriesReadRetainedCheckpointsAndCounts) {
+  const std::vector<double> counts = {80, 70, 60, 50, 40, 30, 20, 10};
+  for (int v = 1; v <= 5; ++v) {
+    std::vector<double> c = counts;
+    c[2] = 100.0 * v;  // "man" moves to the top as v grows
+    Write(Toy(static_cast<float>(v)), 100 * v, c);
+  }
+  ServeOptions options;
+  options.history_snapshots = 0;  // nothing older in memory: pins read the checkpoints
+  StartServer(options);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_EQ(server_->snapshot_version(), 5u);
+  Client client(server_->port());
+  Reply r = client.Get("/v1/vectors/king?snapshot=4");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["vector"][0], 4.0);
+  EXPECT_EQ(r.body["snapshot"], 4);
+  r = client.Get("/v1/words?limit=2&snapshot=3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["words"][0]["word"], "man");
+  EXPECT_EQ(r.body["words"][0]["count"], 300.0);
+  EXPECT_EQ(r.body["words"][1]["word"], "king");
+  r = client.Get("/v1/words/man");
+  EXPECT_EQ(r.body["count"], 500.0);
+  EXPECT_EQ(r.body["rank"], 1);
+  // The default retention keeps 3 checkpoints: 1 and 2 are gone.
+  r = client.Get("/v1/vectors/king?snapshot=2");
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_NE(r.body["error"].get<std::string>().find("snapshot 2 "), std::string::npos) << r.body;
+  EXPECT_EQ(r.body["retained"], json::parse("[3, 4, 5]"));
 }
 
 TEST_F(StateDirServerTest, WaitsForTheFirstSnapshot) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -28,12 +29,20 @@ namespace http = web::http;
 // Snapshots published in memory (the seam the server offers instead of a state directory).
 class MemorySource : public SnapshotSource {
  public:
-  void Publish(Embeddings e, uint64_t version, std::string metadata = "{}") {
+  void Publish(Embeddings e, uint64_t version, std::string metadata = "{}",
+               std::vector<double> counts = {}) {
     SnapshotInfo info{version, 1700000000.0 + version, std::move(metadata)};
-    auto s = std::make_shared<const ServingSnapshot>(std::move(e), info);
+    auto s = std::make_shared<const ServingSnapshot>(std::move(e), info, std::move(counts));
     std::lock_guard<std::mutex> lock(mu_);
     infos_.push_back(info);
+    published_[version] = s;
     newest_ = std::move(s);
+  }
+  // What a state store's retention does to an old snapshot: no longer listed nor loadable.
+  void Retire(uint64_t version) {
+    std::lock_guard<std::mutex> lock(mu_);
+    published_.erase(version);
+    std::erase_if(infos_, [version](const SnapshotInfo& i) { return i.version == version; });
   }
   StatusOr<std::vector<SnapshotInfo>> List() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -44,11 +53,26 @@ class MemorySource : public SnapshotSource {
     if (newest_ && newest_->version() > version) return newest_;
     return std::shared_ptr<const ServingSnapshot>();
   }
+  StatusOr<std::shared_ptr<const ServingSnapshot>> Load(uint64_t version) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++loads_;
+    const auto it = published_.find(version);
+    if (it == published_.end()) {
+      return Status::NotFound("snapshot " + std::to_string(version) + " is not published");
+    }
+    return it->second;
+  }
+  int loads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return loads_;
+  }
 
  private:
   std::mutex mu_;
   std::vector<SnapshotInfo> infos_;
+  std::map<uint64_t, std::shared_ptr<const ServingSnapshot>> published_;
   std::shared_ptr<const ServingSnapshot> newest_;
+  int loads_ = 0;  // calls of Load
 };
 
 // Hand-made 3-d vectors whose neighbours are known.
@@ -93,10 +117,12 @@ class Client {
   }
   // Raw reply: status, body text and headers.
   http::http_response Raw(const http::method& method, const std::string& path_and_query,
-                          const std::string& authorization = "") {
+                          const std::string& authorization = "",
+                          const std::string& if_none_match = "") {
     http::http_request request(method);
     request.set_request_uri(path_and_query);
     if (!authorization.empty()) request.headers().add("Authorization", authorization);
+    if (!if_none_match.empty()) request.headers().add("If-None-Match", if_none_match);
     return client_.request(request).get();
   }
 

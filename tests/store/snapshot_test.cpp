@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -157,6 +158,64 @@ TEST_F(SnapshotTest, CheckpointsArePublishedAndOnlyTheNewestRetainedAreKept) {
   EXPECT_EQ((*reader)->version(), 5u);
   ExpectConsistent(**reader, 4);
   EXPECT_EQ((*reader)->Get("missing").status().code(), StatusCode::kNotFound);
+}
+
+// An older retained version opens by its number and holds its own entries; a retired or
+// never-written one is NotFound naming the version.
+TEST_F(SnapshotTest, RetainedVersionOpensByNumberAndARetiredOneIsNotFound) {
+  StateStoreOptions options;
+  options.retain = 2;
+  auto store = OpenOrDie(dir_, options);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(WriteTagged(*store, 3).ok());
+  auto older = SnapshotReader::Open(dir_, 3);
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_EQ((*older)->version(), 3u);
+  ExpectConsistent(**older, 3);
+  auto newest = SnapshotReader::Open(dir_, 4);
+  ASSERT_TRUE(newest.ok()) << newest.status().ToString();
+  ExpectConsistent(**newest, 3);
+  for (uint64_t gone : {1u, 2u, 9u}) {
+    const Status s = SnapshotReader::Open(dir_, gone).status();
+    EXPECT_EQ(s.code(), StatusCode::kNotFound) << gone;
+    EXPECT_NE(s.message().find("snapshot " + std::to_string(gone) + " "), std::string::npos)
+        << s.ToString();
+  }
+}
+
+// Word counts ride beside the embedding: read back equal, absent in a snapshot without them,
+// and a wrong size or a negative count is Corruption; a bad count is refused at write.
+TEST_F(SnapshotTest, EmbeddingCountsRoundTripAndAreCheckedOnBothSides) {
+  const std::vector<double> counts = {1e9 + 0.5, 7, 7, 0.25, 0};
+  auto store = OpenOrDie(dir_);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->WriteSnapshot(
+                      [&](const SnapshotSink& sink) { return WriteEmbeddingCounts(counts, sink); })
+                  .ok());
+  auto reader = SnapshotReader::OpenNewest(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto get = [&](const std::string& key) { return (*reader)->Get(key); };
+  StatusOr<std::vector<double>> back = ReadEmbeddingCounts(get, counts.size());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, counts);
+  EXPECT_EQ(ReadEmbeddingCounts(get, counts.size() + 1).status().code(), StatusCode::kCorruption);
+  auto negative = [](const std::string&) -> StatusOr<std::string> {
+    const double bad[] = {1, -2, 0, 0, 0};
+    return std::string(reinterpret_cast<const char*>(bad), sizeof bad);
+  };
+  EXPECT_EQ(ReadEmbeddingCounts(negative, 5).status().code(), StatusCode::kCorruption);
+
+  ASSERT_TRUE(WriteTagged(*store, 1).ok());
+  auto without = SnapshotReader::OpenNewest(dir_);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(ReadEmbeddingCounts([&](const std::string& k) { return (*without)->Get(k); }, 5)
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+  const SnapshotSink ignore = [](const std::string&, std::string_view) { return Status::Ok(); };
+  EXPECT_EQ(WriteEmbeddingCounts({1, std::nan("")}, ignore).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteEmbeddingCounts({-1}, ignore).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(SnapshotTest, ReaderSeesNotFoundBeforeTheFirstSnapshot) {

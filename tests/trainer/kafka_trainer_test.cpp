@@ -224,6 +224,15 @@ TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbed
       StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
   ASSERT_TRUE(learner.ok()) << learner.status().ToString();
   EXPECT_EQ((*learner)->stats().words_seen, words);
+  // The served words' counts are the learner's, most frequent first.
+  auto counts = ReadEmbeddingCounts([&state](const std::string& k) { return state.Get(k); },
+                                    embedding->rows());
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  for (size_t i = 0; i < embedding->rows(); ++i) {
+    EXPECT_EQ((*counts)[i], (*learner)->Count(embedding->words[i])) << embedding->words[i];
+    EXPECT_GT((*counts)[i], 0.0);
+    if (i > 0) EXPECT_LE((*counts)[i], (*counts)[i - 1]);
+  }
 }
 
 // --max-idle counts only once every assigned partition has been read to its end: with an idle

@@ -1,6 +1,7 @@
 // Drives the dashboard (GET /) of a running `streamvec serve` in headless Chromium
 // (playwright-core from web/node_modules with Debian's /usr/bin/chromium; never a downloaded
-// browser): the charts render with data, the search box returns neighbours and a drift table.
+// browser): the charts render with data, the search box returns neighbours and a drift table,
+// the word panel lists the vocabulary by count, by prefix and pinned to an older snapshot.
 // Usage: node dashboard_test.mjs URL SCREENSHOT_PATH WORD. Exit 0: passed; 1: failed.
 import { createRequire } from "node:module";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -68,6 +69,60 @@ try {
   await page.waitForSelector("#drift tr.drift", { timeout: 15000 }).catch(() => {});
   const drift = await page.$$eval("#drift tr.drift", rows => rows.map(r => r.textContent));
   check(drift.length >= 2, `drift table has an older snapshot and now (${drift.length} rows)`);
+
+  // The word panel: the vocabulary in count order, a prefix, paging, a word's detail, and the
+  // whole panel pinned to an older retained snapshot.
+  await page.waitForSelector("#words tr.word", { timeout: 15000 }).catch(() => {});
+  const rowsOf = () => page.$$eval("#words tr.word",
+                                   rows => rows.map(r => [...r.children].map(c => c.textContent)));
+  const top = await rowsOf();
+  check(top.length === 20, `word panel lists 20 words (${top.length})`);
+  const ranks = top.map(r => Number(r[2]));
+  check(ranks.every((r, i) => r === i + 1), `word panel ranks 1..20: ${ranks.join(",")}`);
+  const counts = top.map(r => Number(r[1].replace(/,/g, "")));
+  check(counts.every((c, i) => c > 0 && (i === 0 || c <= counts[i - 1])),
+        `word panel counts descending: ${counts.slice(0, 5).join(", ")}...`);
+  await page.fill("#prefix", "th");
+  const allStartWith = p => {
+    const cells = [...document.querySelectorAll("#words tr.word td:first-child")];
+    return cells.length > 0 && cells.every(td => td.textContent.startsWith(p));
+  };
+  await page.waitForFunction(allStartWith, "th", { timeout: 15000 }).catch(() => {});
+  const th = (await rowsOf()).map(r => r[0]);
+  check(th.length > 0 && th.every(w => w.startsWith("th")),
+        `prefix "th": ${th.slice(0, 6).join(", ")}`);
+  const info = await page.textContent("#words-info");
+  const total = Number((info.match(/^(\d+) words/) || [])[1]);
+  if (total > 20) {
+    await page.click("#words-next");
+    await page.waitForFunction(
+      () => /· 21-/.test(document.querySelector("#words-info").textContent),
+      null, { timeout: 15000 }).catch(() => {});
+    const second = (await rowsOf()).map(r => r[0]);
+    check(second.length > 0 && second.every(w => w.startsWith("th") && !th.includes(w)),
+          `next page of "th" holds other words: ${second.slice(0, 4).join(", ")}`);
+    await page.click("#words-prev");
+  }
+  await page.waitForSelector("#words tr.word", { timeout: 15000 }).catch(() => {});
+  await page.click("#words tr.word");
+  await page.waitForFunction(
+    () => /rank \d+ of \d+/.test(document.querySelector("#word-detail").textContent),
+    null, { timeout: 15000 }).catch(() => {});
+  const detail = await page.textContent("#word-detail");
+  check(/^th\S*: count \d+ · rank \d+ of \d+ · .*snapshot \d+$/.test(detail),
+        `word detail: "${detail}"`);
+  const pins = await page.$$eval("#snapshot-pin option", os => os.map(o => o.value).filter(v => v));
+  check(pins.length >= 2, `retained snapshots to pin: ${pins.join(", ")}`);
+  if (pins.length >= 2) {
+    const oldest = pins[0];
+    await page.selectOption("#snapshot-pin", oldest);
+    await page.waitForFunction(v => document.querySelector("#words-info").dataset.snapshot === v,
+                               oldest, { timeout: 15000 }).catch(() => {});
+    const pinnedTo = await page.$eval("#words-info", el => el.dataset.snapshot);
+    check(pinnedTo === oldest,
+          `word panel pinned to snapshot ${oldest} (answered from ${pinnedTo})`);
+  }
+
   await page.waitForTimeout(1000);  // one more poll so the charts show a few points more
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(`screenshot: ${screenshot}`);

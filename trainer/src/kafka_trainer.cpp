@@ -1226,8 +1226,13 @@ Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& 
   int stride = 0;
   size_t rows_per_chunk = 0;
   learner.ExportRowsBySlot(&words, &slots, &rows, &stride, &rows_per_chunk);
-  return WriteEmbeddingTable(words, slots, rows, learner.options().dim, stride, rows_per_chunk,
-                             sink);
+  SV_RETURN_IF_ERROR(
+      WriteEmbeddingTable(words, slots, rows, learner.options().dim, stride, rows_per_chunk, sink));
+  // The words' running counts, for browsing the vocabulary (GET /v1/words): 8 bytes a word.
+  std::vector<double> counts;
+  counts.reserve(words.size());
+  for (const std::string& w : words) counts.push_back(learner.Count(w));
+  return WriteEmbeddingCounts(counts, sink);
 }
 
 std::string LearnerMetadataJson(const StreamingLearner& learner) {

@@ -99,6 +99,12 @@ struct ServeOptions {
   size_t history_snapshots = 4;         // older snapshots kept in memory and aligned (0: none)
   size_t procrustes_top_words = 10000;  // shared words (most frequent first) fitting a rotation
 
+  // --- pinned queries (?snapshot=N on every query route) ---
+  // Published snapshots outside the served one and its history that are loaded on demand for a
+  // pinned request and kept (least recently used evicted), each about 2 x rows x dim floats.
+  // 0: none are loaded; pins reach the served snapshot and the history_snapshots ones only.
+  size_t pinned_snapshots = 2;
+
   // Folder holding the dashboard (index.html, dashboard.js and node_modules/uplot); empty: GET /
   // and /static/... answer 404.
   std::string web_root = DefaultWebRoot();

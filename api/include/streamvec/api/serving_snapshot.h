@@ -38,9 +38,11 @@ class ServingSnapshot {
     }
   };
 
-  // Takes the embedding (rows most frequent first) and the snapshot it was read from. Duplicate
-  // words: the first row wins. All-zero rows have cosine 0 with everything.
-  ServingSnapshot(Embeddings embeddings, SnapshotInfo info);
+  // Takes the embedding (rows most frequent first), the snapshot it was read from and, when the
+  // snapshot has them, the words' counts (counts[row]; empty: unknown; otherwise one per row,
+  // finite and >= 0, else a CHECK fails). Duplicate words: the first row wins. All-zero rows
+  // have cosine 0 with everything. Cost beyond the copy: a sort of the rows by count.
+  ServingSnapshot(Embeddings embeddings, SnapshotInfo info, std::vector<double> counts = {});
 
   const SnapshotInfo& info() const { return info_; }
   uint64_t version() const { return info_.version; }
@@ -54,6 +56,16 @@ class ServingSnapshot {
   const std::string& word(size_t row) const { return emb_.words[row]; }
   // The vector as trained (dim floats, not normalised).
   const float* vector(size_t row) const { return emb_.row(row); }
+  // Counts, from the snapshot's "embedding/counts" (the trainer's running count of each word).
+  bool has_counts() const { return !counts_.empty(); }
+  // The count of `row`; NaN when the snapshot has no counts.
+  double count(size_t row) const;
+  // Rows in count order: count descending, ties by row ascending (the snapshot's own order, most
+  // frequent first, when it has no counts). rows() entries.
+  const std::vector<uint32_t>& rows_by_count() const { return by_count_; }
+  // 1-based position of `row` in rows_by_count().
+  size_t rank(size_t row) const { return static_cast<size_t>(rank_[row]) + 1; }
+
   // Writes the unit-length copy of `row` into out[0 .. dim) (all zeros for a zero row).
   void UnitVector(size_t row, float* out) const;
 
@@ -81,6 +93,9 @@ class ServingSnapshot {
   Embeddings emb_;  // rows x dim, row-major, as trained
   SnapshotInfo info_;
   std::vector<float> norms_;  // L2 norm of each row
+  std::vector<double> counts_;      // per row; empty: the snapshot has none
+  std::vector<uint32_t> by_count_;  // rows in count order
+  std::vector<uint32_t> rank_;      // row -> its index in by_count_
   // Unit rows in blocks of kBlock rows, each block column-major: the unit value of row
   // b * kBlock + i, component j, is at blocks_[(b * dim + j) * kBlock + i] (last block padded with
   // zeros). The scan then multiplies contiguous columns, which vectorises without reordering sums.
@@ -108,12 +123,19 @@ class SnapshotSource {
   // Published snapshots left out at the last listing because they are damaged (0 if the source
   // cannot tell).
   virtual size_t damaged() const { return 0; }
+  // Published snapshot `version`, loaded and ready to serve (a request pinning an older
+  // snapshot). Called from request threads. Errors: NotFound naming the version when it is not
+  // published any more (or never was, or this source keeps no older snapshots: the default);
+  // Corruption / IoError when it cannot be read.
+  virtual StatusOr<std::shared_ptr<const ServingSnapshot>> Load(uint64_t version);
 };
 
 // Reads the snapshots a StateStore publishes in `state_dir` (SnapshotReader): List is
-// SnapshotReader::List (a damaged checkpoint is logged once, counted in damaged() and skipped), LoadNewerThan opens the newest checkpoint and copies its embedding entries
-// (store/embedding_entries.h) into a ServingSnapshot. A missing or empty directory is "nothing
-// published yet", not an error, so a server can start before its trainer.
+// SnapshotReader::List (a damaged checkpoint is logged once, counted in damaged() and skipped),
+// LoadNewerThan opens the newest checkpoint and copies its embedding entries and word counts, if
+// any (store/embedding_entries.h), into a ServingSnapshot; Load does the same for a retained
+// older checkpoint (SnapshotReader::Open). A missing or empty directory is "nothing published
+// yet", not an error, so a server can start before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);
 
 // The union of several state directories, one per parameter-node shard (`serve --state A --state

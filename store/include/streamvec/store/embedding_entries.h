@@ -13,6 +13,10 @@
 //   "embedding/table"      "<table rows> <stride>" (stride: floats per row, >= dim; the vector
 //                          is a row's first dim floats)
 //   "embedding/table/<i>"  chunk i (8 decimal digits) of the table's float32 rows, whole rows
+// and, optionally (WriteEmbeddingCounts; snapshots written before it have none):
+//   "embedding/counts"     float64 per word (host byte order), in the order of the words: the
+//                          writer's running count of each word (occurrences seen, as the trainer
+//                          counts them), which orders the vocabulary for browsing
 #ifndef STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 #define STREAMVEC_STORE_EMBEDDING_ENTRIES_H_
 
@@ -60,6 +64,16 @@ StatusOr<Embeddings> ReadEmbeddingEntries(
 // so the result is close to most frequent first overall). A word held by several shards keeps
 // its first row. Errors: InvalidArgument for no shard or dims that differ (naming the shards).
 StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards);
+
+// Writes "embedding/counts": counts[i] is the count of the i-th word of the embedding.
+// Errors: InvalidArgument for a negative or non-finite count; the sink's.
+Status WriteEmbeddingCounts(const std::vector<double>& counts, const SnapshotSink& sink);
+
+// Reads "embedding/counts" of an embedding of `rows` words. Errors: NotFound when the snapshot
+// has none (written before counts were, or by a writer without counts), Corruption when its size
+// is not rows x 8 bytes or a count is negative or not finite.
+StatusOr<std::vector<double>> ReadEmbeddingCounts(
+    const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows);
 
 }  // namespace streamvec
 

@@ -51,6 +51,12 @@ class SnapshotReader {
   // checkpoint's path (a checkpoint that is still listed but does not open).
   static StatusOr<std::unique_ptr<SnapshotReader>> OpenNewest(const std::string& state_dir);
 
+  // Opens published snapshot `version` (an older one a reader wants again). Errors: NotFound
+  // naming the version when it is not published (never written, retired by the writer's
+  // retention, damaged metadata, or retired while it is being opened); otherwise as OpenNewest.
+  static StatusOr<std::unique_ptr<SnapshotReader>> Open(const std::string& state_dir,
+                                                        uint64_t version);
+
   ~SnapshotReader();
   const SnapshotInfo& info() const;
   uint64_t version() const { return info().version; }
@@ -61,6 +67,9 @@ class SnapshotReader {
  private:
   struct Impl;
   explicit SnapshotReader(std::unique_ptr<Impl> impl);
+  static StatusOr<std::unique_ptr<SnapshotReader>> OpenListed(const std::string& state_dir,
+                                                              const SnapshotInfo& info,
+                                                              bool* retired);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -216,7 +216,8 @@ Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink&
 // The serving embedding of a learner's admitted words, in its slot order (ExportRowsBySlot ->
 // WriteEmbeddingTable with the learner's row layout: a chunk whose rows did not change keeps its
 // bytes, and at a checkpoint equals the learner's "input/" entry, so the state store writes it
-// once). What a serving publication writes.
+// once), and the words' running counts (WriteEmbeddingCounts). What a serving publication
+// writes.
 Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",

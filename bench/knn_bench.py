@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""kNN at the full vocabulary (issue 26's bar): `streamvec serve` over a stream state holding every
+word of the 100M corpus, its HNSW index build time and recall@10 against the exact scan, and
+most_similar under wrk.
+
+Steps:
+  1. The state: `streamvec train --input CORPUS --stream --state STATE --vocab-capacity 300000
+     --min-count 1` (kept in --state and reused when it already holds a snapshot).
+  2. `streamvec serve --state STATE --http 127.0.0.1:PORT [--serve-arg ...]` on an otherwise idle
+     server; waits for the index (streamvec_index_builds_total >= 1) and reads from /metrics the
+     served words, the build seconds and the server's recall@10 (200 rows spread over the
+     vocabulary, each against the exact scan of the same snapshot).
+  3. recall@10 over HTTP as a client sees it: for --recall-queries words spread evenly over the
+     count order (GET /v1/words?offset=..&limit=1), most_similar?positive=W&topn=10 (the index)
+     against the same with restrict_vocab = words - 1 (the exact scan of all but the rarest word).
+  4. wrk -t2 -cC -dDs --latency 'http://127.0.0.1:PORT/v1/most_similar?positive=WORD&topn=10',
+     --reps times: requests/s, p50, p99, non-2xx replies.
+
+Bar (issue 26): 220k words, recall@10 >= 0.95, p99 < 2 ms at >= 8k req/s (8 connections), the
+index built in < 20 s (or incrementally). Standard library only; every process started here is
+stopped here; 127.0.0.1 only.
+
+  /usr/bin/python3 bench/knn_bench.py                      # defaults below
+  /usr/bin/python3 bench/knn_bench.py --serve-arg=--index-threads=2 --serve-arg=--hnsw-ef=150
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
+
+
+def log(msg):
+    print(f"[knn-bench] {msg}", file=sys.stderr, flush=True)
+
+
+def get(url, timeout=30):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def metrics(base):
+    out = {}
+    for line in get(base + "/metrics").splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            try:
+                out[name] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def ensure_state(args):
+    state = Path(args.state)
+    if (state / "checkpoints").is_dir() and any((state / "checkpoints").iterdir()):
+        log(f"reusing the state in {state}")
+        return None
+    if state.exists():
+        shutil.rmtree(state)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [args.streamvec, "train", "--input", args.corpus, "--stream", "--state", str(state),
+           "--vocab-capacity", str(args.vocab_capacity), "--min-count", str(args.min_count)]
+    log("training: " + " ".join(cmd))
+    start = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def wrk(args, url):
+    cmd = ["wrk", f"-t{args.wrk_threads}", f"-c{args.connections}", f"-d{args.duration}s",
+           "--latency", url]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+    def ms(label):
+        m = re.search(rf"^\s+{label}\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        v = float(m.group(1))
+        return v / 1000 if m.group(2) == "us" else v * 1000 if m.group(2) == "s" else v
+
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return {"cmd": " ".join(cmd), "rps": rps, "p50_ms": ms("50%"), "p99_ms": ms("99%"),
+            "non2xx": int(bad.group(1)) if bad else 0}
+
+
+def http_recall(base, words, queries):
+    hits = wanted = 0
+    for i in range(queries):
+        offset = i * words // queries
+        page = json.loads(get(f"{base}/v1/words?limit=1&offset={offset}"))
+        w = urllib.parse.quote(page["words"][0]["word"], safe="")
+        approx = json.loads(get(f"{base}/v1/most_similar?topn=10&positive={w}"))
+        exact = json.loads(
+            get(f"{base}/v1/most_similar?topn=10&positive={w}&restrict_vocab={words - 1}"))
+        assert approx["search"] == "hnsw" and exact["search"] == "exact"
+        got = {r["word"] for r in approx["results"]}
+        hits += sum(r["word"] in got for r in exact["results"])
+        wanted += len(exact["results"])
+    return hits / wanted if wanted else 1.0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--streamvec", default=str(REPO / "build" / "app" / "streamvec"))
+    p.add_argument("--corpus", default=str(DATA / "corpus" / "enwiki-text8style-100m.txt"))
+    p.add_argument("--state", default=str(BENCH_DIR / "results" / "cache" / "knn-state"))
+    p.add_argument("--vocab-capacity", type=int, default=300000)
+    p.add_argument("--min-count", type=int, default=1)
+    p.add_argument("--port", type=int, default=18950)
+    p.add_argument("--serve-arg", action="append", default=[],
+                   help="extra argument for streamvec serve, e.g. --serve-arg=--hnsw-ef=150")
+    p.add_argument("--word", default="king")
+    p.add_argument("--connections", type=int, default=8)
+    p.add_argument("--wrk-threads", type=int, default=2)
+    p.add_argument("--duration", type=int, default=10)
+    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--recall-queries", type=int, default=200)
+    p.add_argument("--index-timeout", type=float, default=600)
+    args = p.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is missing: apt-get install wrk (Debian 12 package)")
+
+    train_s = ensure_state(args)
+    base = f"http://127.0.0.1:{args.port}"
+    cmd = [args.streamvec, "serve", "--state", args.state, "--http", f"127.0.0.1:{args.port}",
+           *args.serve_arg]
+    log("serving: " + " ".join(cmd))
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    serve_log = BENCH_DIR / "results" / "knn-serve.log"
+    serve_log.parent.mkdir(parents=True, exist_ok=True)
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(serve_log, "w"))
+    try:
+        deadline = started + args.index_timeout
+        m = {}
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                sys.exit("streamvec serve exited: " + serve_log.read_text())
+            try:
+                m = metrics(base)
+                if m.get("streamvec_index_builds_total", 0) >= 1:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        else:
+            sys.exit("no index within --index-timeout")
+        ready_s = time.monotonic() - started
+        words = int(m["streamvec_vocabulary_size"])
+        log(f"{words} words, index built in {m['streamvec_index_build_seconds']:.1f} s")
+        recall_http = http_recall(base, words, args.recall_queries)
+        log(f"recall@10: server {m['streamvec_index_recall_at_10']:.3f}, HTTP {recall_http:.3f}")
+        url = f"{base}/v1/most_similar?positive={args.word}&topn=10"
+        runs = [wrk(args, url) for _ in range(args.reps)]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    load_after = os.getloadavg()
+
+    lines = [
+        f"knn bench {dt.datetime.now().isoformat(timespec='seconds')}  "
+        f"load before {load_before[0]:.2f} after {load_after[0]:.2f}",
+        f"state: {args.state}" + (f" (trained in {train_s:.0f} s)" if train_s else " (reused)"),
+        f"serve: {' '.join(cmd)}",
+        f"words served: {words}  dim: {int(m['streamvec_embedding_dimension'])}",
+        f"index build: {m['streamvec_index_build_seconds']:.1f} s "
+        f"(serve start to index: {ready_s:.1f} s)",
+        f"recall@10 (server, 200 rows vs exact): {m['streamvec_index_recall_at_10']:.3f}",
+        f"recall@10 (HTTP, {args.recall_queries} words vs restrict_vocab={words - 1}): "
+        f"{recall_http:.3f}",
+        "wrk: " + runs[0]["cmd"],
+        "| run | req/s | p50 ms | p99 ms | non-2xx |",
+        "|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(runs):
+        lines.append(f"| {i + 1} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                     f"{r['non2xx']} |")
+    text = "\n".join(lines)
+    print(text)
+    out = BENCH_DIR / "results" / f"knn-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+    log(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
