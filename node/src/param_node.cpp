@@ -143,7 +143,6 @@ struct DecodedPush {
 
 }  // namespace
 
-std::string ParamNodesGroup(const std::string& prefix) { return prefix + ".param-nodes"; }
 
 struct ParamNode::Impl {
   ParamNodeOptions options;
@@ -172,6 +171,7 @@ struct ParamNode::Impl {
   std::map<std::string, ParamRecord> pending_vocab;
 
   bool changed = false;  // since the last snapshot
+  uint64_t bytes_since_snapshot = 0;  // `.updates` bytes consumed since the last snapshot
   bool at_end = false;
   Clock::time_point last_activity = Clock::now();
 
@@ -431,6 +431,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   total_messages += batch.size();
   total_rows_dropped += dropped;
   changed = true;
+  bytes_since_snapshot += bytes;
   std::lock_guard<std::mutex> lock(mu);
   stats.messages += batch.size();
   stats.bytes_in += bytes;
@@ -607,6 +608,7 @@ Status ParamNode::Impl::Snapshot(const char* why) {
       metadata.dump());
   if (!s.ok()) return s;
   changed = false;
+  bytes_since_snapshot = 0;
   // Durable: the group's offset may now pass what the snapshot covers.
   if (covered >= 0 && consumer) {
     std::vector<RdKafka::TopicPartition*> list{
@@ -861,8 +863,10 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
       }
       last_publish = Clock::now();
     }
-    if (m.changed && SecondsSince(last_snapshot) >= m.options.snapshot_every_s) {
-      if (Status s = m.Snapshot("periodic"); !s.ok()) {
+    const bool bytes_due =
+        m.options.snapshot_bytes > 0 && m.bytes_since_snapshot >= m.options.snapshot_bytes;
+    if (m.changed && (bytes_due || SecondsSince(last_snapshot) >= m.options.snapshot_every_s)) {
+      if (Status s = m.Snapshot(bytes_due ? "bytes" : "periodic"); !s.ok()) {
         spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
       }
       last_snapshot = Clock::now();

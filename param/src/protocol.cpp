@@ -424,5 +424,6 @@ uint32_t ShardOf(std::string_view word, uint32_t shards) {
   const unsigned __int128 wide = static_cast<unsigned __int128>(HashWord(word)) * shards;
   return static_cast<uint32_t>(wide >> 64);
 }
+std::string ParamNodesGroup(const std::string& prefix) { return prefix + ".param-nodes"; }
 
 }  // namespace streamvec

@@ -18,6 +18,7 @@
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/snapshot_reader.h"
 #include "streamvec/trainer/kafka_trainer.h"
+#include "streamvec/trainer/param_client.h"
 
 namespace streamvec {
 namespace {
@@ -138,6 +139,68 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
   for (const std::string w : {"the", "river", "alpha0", "alpha5", "beta0", "beta5"}) {
     EXPECT_TRUE(union_words.count(w)) << w;
   }
+  fs::remove_all(dir);
+}
+
+
+// A first push of about 10 MB (12,000 new words of dim 100) through one shard: twice the
+// embedded broker's ring per partition. The trainer waits for the shard's snapshots (flow
+// control on the shard's committed lag), so every push message is merged and no row is lost.
+TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamvec_dist_ring_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ParamNodeOptions no;
+  no.kafka.brokers = (*broker)->bootstrap();
+  no.kafka.topic_prefix = "ring";
+  no.state_dir = (dir / "node").string();
+  no.create_topics_on = broker->get();
+  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  std::atomic<bool> stop_node{false};
+  Status node_status;
+  std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
+
+  StreamingOptions lo;
+  lo.dim = 100;
+  lo.vocab_capacity = 16384;
+  lo.min_count = 2;
+  lo.noise_table_size = 1 << 16;
+  lo.sample = 0;
+  StreamingLearner learner(lo);
+  std::vector<std::string> lines;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int d = 0; d < 120; ++d) {
+      std::string line;
+      for (int w = 0; w < 100; ++w) line += "w" + std::to_string(d * 100 + w) + " ";
+      lines.push_back(line);
+    }
+  }
+  ASSERT_TRUE(learner.TrainMicroBatch({lines.begin(), lines.end()}).ok());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "ring";
+  po.sender = 1;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  const ParamClientStats ps = (*client)->stats();
+  EXPECT_EQ(ps.rows_pushed, 12000u);
+  EXPECT_GT(ps.push_bytes, uint64_t{8} << 20);  // more than the ring holds (~5 MiB)
+
+  for (int i = 0; i < 1200 && (*node)->stats().merges < ps.push_messages; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop_node = true;
+  node_thread.join();
+  ASSERT_TRUE(node_status.ok()) << node_status.ToString();
+  EXPECT_EQ((*node)->stats().merges, ps.push_messages);
+  EXPECT_EQ((*node)->stats().rows, 12000u);
+  EXPECT_EQ((*node)->stats().rows_dropped, 0u);
   fs::remove_all(dir);
 }
 

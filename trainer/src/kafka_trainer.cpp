@@ -958,6 +958,7 @@ void KafkaTrainer::RequestSnapshot() { impl_->snapshot_requested.store(true); }
 
 Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  if (m.param) m.param->set_stop(&stop);
   const auto t0 = Clock::now();
   m.run_start = t0;
   if (m.options.assign) {

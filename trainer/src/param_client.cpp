@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/rdkafka_conf.h"
 #include "streamvec/param/row_deltas.h"
 
@@ -34,6 +35,8 @@ struct ParamClient::Impl {
   std::string params_topic;
   rd_kafka_t* producer = nullptr;
   rd_kafka_t* consumer = nullptr;  // assigned every partition of .params, no group membership
+  std::unique_ptr<ConsumerGroupLagProbe> lag_probe;  // the shards' committed lag on .updates
+  Clock::time_point last_wait_log{};
   bool params_assigned = false;
   Clock::time_point last_assign_try{};
 
@@ -66,7 +69,39 @@ struct ParamClient::Impl {
     pushed_count.assign(t.slots, 0.0);
   }
 
+  // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
+  // that the shard has not committed: messages past its committed offset (past the low
+  // watermark when it has none) times the mean size of this trainer's pushes.
+  void WaitForShard(uint32_t shard, size_t next) {
+    if (options.max_lag_bytes <= 0 || !lag_probe) return;
+    const auto start = Clock::now();
+    while (options.stop == nullptr || !options.stop->load()) {
+      rd_kafka_flush(producer, 10000);  // what was produced is in the log (and in the lag)
+      const double mean = stats.push_messages > 0
+                              ? static_cast<double>(stats.push_bytes) / stats.push_messages
+                              : static_cast<double>(next);
+      StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
+      if (lag.ok() && shard < lag->partitions.size() &&
+          static_cast<double>(lag->partitions[shard].lag) * mean + static_cast<double>(next) <=
+              static_cast<double>(options.max_lag_bytes)) {
+        break;
+      }
+      if (lag.ok() && shard >= lag->partitions.size()) break;  // not this topic's partition
+      if (Clock::now() - last_wait_log > std::chrono::seconds(10)) {
+        spdlog::warn("trainer: waiting for parameter-node shard {} ({} partition {}: {})", shard,
+                     updates_topic, shard,
+                     lag.ok() ? std::to_string(lag->partitions[shard].lag) +
+                                    " messages not yet in its snapshot"
+                              : lag.status().message());
+        last_wait_log = Clock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    stats.throttled_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
   Status Produce(uint32_t shard, std::string& message) {
+    WaitForShard(shard, message.size());
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (true) {
       const rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -279,6 +314,12 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
     return Status::InvalidArgument(std::string("Kafka consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(impl->consumer);
+  if (options.max_lag_bytes > 0) {
+    StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> probe =
+        ConsumerGroupLagProbe::Create(options.kafka, ParamNodesGroup(options.kafka.topic_prefix));
+    if (!probe.ok()) return probe.status();
+    impl->lag_probe = std::move(probe).value();
+  }
   return std::unique_ptr<ParamClient>(new ParamClient(std::move(impl)));
 }
 
@@ -302,5 +343,7 @@ Status ParamClient::Flush(int timeout_ms) {
 }
 
 ParamClientStats ParamClient::stats() const { return impl_->stats; }
+
+void ParamClient::set_stop(const std::atomic<bool>* stop) { impl_->options.stop = stop; }
 
 }  // namespace streamvec

@@ -80,9 +80,6 @@ inline constexpr char kNodeCountsEntry[] = "node/counts";
 inline constexpr char kNodeOffsetsEntry[] = "node/offsets";
 inline constexpr size_t kNodeRowsPerChunk = 128;
 
-// The group a node commits its `.updates` offsets to: "<prefix>.param-nodes".
-std::string ParamNodesGroup(const std::string& prefix);
-
 struct ParamNodeOptions {
   KafkaOptions kafka;        // brokers, topic prefix, extra librdkafka properties
   uint32_t shard = 0;        // this node's shard, 0..shards-1: the `.updates` partition it owns
@@ -92,6 +89,12 @@ struct ParamNodeOptions {
   size_t vocab_capacity = 100000;  // words this shard holds at most (>= 2)
   uint32_t dim = 0;          // expected dim; 0: the snapshot's, else the first valid push's
   double snapshot_every_s = 5;     // seconds between snapshots while something changed (> 0)
+  // A snapshot (and the commit of the `.updates` offset it covers) is also taken once this many
+  // message bytes were consumed since the last one (0: no such trigger). Trainers wait while the
+  // shard's committed lag exceeds ParamClientOptions::max_lag_bytes (4 MiB), so the embedded
+  // broker's ~5 MiB ring never drops a push not yet in a snapshot: committing at 3 MiB keeps
+  // them pushing.
+  uint64_t snapshot_bytes = uint64_t{3} << 20;
   double publish_every_s = 0.2;    // seconds between publications (coalescing), >= 0
   // Encoded row bytes per publication turn, at most (the rest waits for the next turn): with
   // publish_every_s, at most 2.5 MiB/s on the partition by default, half the embedded broker's

@@ -153,6 +153,9 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes,
 // "streamvec.params").
 std::string UpdatesTopic(const std::string& prefix);
 std::string ParamsTopic(const std::string& prefix);
+// The consumer group the node shards commit their `.updates` offsets to, once a snapshot covers
+// them ("<prefix>.param-nodes"): what trainers' flow control reads.
+std::string ParamNodesGroup(const std::string& prefix);
 
 // The shard (0..shards-1) that owns `word`'s rows and count: the high bits of HashWord(word)
 // scaled to [0, shards) (Lemire's multiply-shift), so the shard is independent of the low bits

@@ -19,6 +19,7 @@
 #ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
 #define STREAMVEC_TRAINER_PARAM_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,13 @@ struct ParamClientOptions {
   uint32_t sender = 0;       // this trainer's id in the messages' header
   ParamPrecision precision = ParamPrecision::kFp32;  // of the pushed deltas (--delta-precision)
   uint64_t push_every_words = uint64_t{1} << 20;     // trained words between pushes (--push-every)
+  // Flow control: before each push message to a shard, wait while that `.updates` partition
+  // holds more than this many bytes the shard has not committed (ParamNodesGroup: a node
+  // commits once a snapshot covers what it merged), so the embedded broker's ~5 MiB ring never
+  // drops a push. 0: no waiting (a Kafka cluster with real retention).
+  int64_t max_lag_bytes = int64_t{4} << 20;
+  // Raised while waiting (the trainer's stop): the push then goes out without waiting more.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct ParamClientStats {
@@ -48,6 +56,7 @@ struct ParamClientStats {
   uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
   uint64_t rejected = 0;         // publications that did not decode (logged, skipped)
   uint64_t node_clock = 0;       // newest node clock applied (the pushes' base clock)
+  double throttled_seconds = 0;  // waiting for the shards (flow control)
 };
 
 class ParamClient {
@@ -70,6 +79,8 @@ class ParamClient {
   Status Flush(int timeout_ms);
 
   ParamClientStats stats() const;
+  // ParamClientOptions::stop, set after Create (the trainer's Run receives its flag).
+  void set_stop(const std::atomic<bool>* stop);
 
  private:
   struct Impl;
