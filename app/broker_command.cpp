@@ -20,8 +20,8 @@ struct BrokerFlags {
   int partitions = 16;
   std::string bootstrap_file;
   std::string prefix = "streamvec";
-  std::vector<std::string> hold_groups;  // empty: the trainers' group of --prefix
-  bool no_hold_group = false;
+  std::vector<std::string> hold_groups;  // --hold-group
+  bool hold_trainers = false;            // --hold-trainers: <prefix>.trainers too
   int param_shards = 0;  // > 0: also <prefix>.updates and <prefix>.params with this many partitions
 };
 
@@ -50,8 +50,7 @@ int RunBroker(const BrokerFlags& flags) {
   // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.15 s join wait,
   // not 3 s).
   std::vector<std::string> groups = flags.hold_groups;
-  if (groups.empty()) groups.push_back(TrainersGroup(flags.prefix));
-  if (flags.no_hold_group) groups.clear();
+  if (flags.hold_trainers) groups.push_back(TrainersGroup(flags.prefix));
   for (const std::string& group : groups) {
     if (Status s = (*broker)->HoldGroup(group); !s.ok()) {
       std::fprintf(stderr, "streamvec broker: %s\n", s.message().c_str());
@@ -114,11 +113,11 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--hold-group", flags->hold_groups,
                   "keep this consumer group non-empty with a member of the broker's own, so a "
                   "trainer joining it consumes after ~0.25 s instead of the mock's 3 s first join "
-                  "(repeatable; default: <prefix>.trainers). Its members must join with "
-                  "session.timeout.ms 1150 (a trainer does so itself) and keep the default "
-                  "partition.assignment.strategy");
-  cmd->add_flag("--no-hold-group", flags->no_hold_group,
-                "hold no group (a trainer's first join then waits 3 s)");
+                  "(repeatable; ~7 s more at start). Its members join with session.timeout.ms "
+                  "1150 (a trainer does so itself) and keep the default "
+                  "partition.assignment.strategy; for one trainer or a few: under heavy load a "
+                  "member that misses its session can make the mock abort (docs/pipeline.md)");
+  cmd->add_flag("--hold-trainers", flags->hold_trainers, "--hold-group <prefix>.trainers");
   cmd->callback([flags, exit_code]() { *exit_code = RunBroker(*flags); });
 }
 

@@ -239,13 +239,13 @@ def learner_flags(a) -> list[str]:
 # e2e
 
 def start_broker(sv: Path, work: Path, tag: str, a, hold_group: bool = True) -> tuple[Proc, Path]:
-    """`streamvec broker`; hold_group False for a trainer with --assign (a held group refuses
-    commits from outside it)."""
+    """`streamvec broker`, holding the trainers' group (--hold-trainers) unless hold_group is
+    False (a trainer with --assign: a held group refuses commits from outside it)."""
     bs = work / f"{tag}.bootstrap"
     bs.unlink(missing_ok=True)
     broker = Proc(f"{tag}-broker", [str(sv), "broker", "--bootstrap-file", str(bs),
                                     "--partitions", str(a.partitions)]
-                  + ([] if hold_group else ["--no-hold-group"]), work)
+                  + (["--hold-trainers"] if hold_group else []), work)
     end = time.monotonic() + 30
     while time.monotonic() < end and not (bs.exists() and bs.read_text().strip()):
         if broker.poll() is not None:

@@ -409,6 +409,13 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
           fresh_slots.insert(slot);
         } else {
           slot = static_cast<uint32_t>(found);
+          // A sender's initial rows of a word this shard has learned already (a trainer that
+          // admitted it anew, with a random row): not a step to add. Its row is published so
+          // that the sender takes it in place of its initialisation.
+          if (r.initial && !fresh_slots.count(slot)) {
+            pending_rows.insert(r.word);
+            continue;
+          }
         }
         MergeBatch& into = fresh_slots.count(slot) ? fresh : merged;
         if (!r.input.empty()) into.Add(uint64_t{slot} * 2, push.header.sender, r.input);

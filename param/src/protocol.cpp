@@ -20,7 +20,9 @@ constexpr uint8_t kFieldCount = 1u << 0;
 constexpr uint8_t kFieldInput = 1u << 1;
 constexpr uint8_t kFieldOutput = 1u << 2;
 constexpr uint8_t kFieldRemoved = 1u << 3;
-constexpr uint8_t kKnownFields = kFieldCount | kFieldInput | kFieldOutput | kFieldRemoved;
+constexpr uint8_t kFieldInitial = 1u << 4;
+constexpr uint8_t kKnownFields =
+    kFieldCount | kFieldInput | kFieldOutput | kFieldRemoved | kFieldInitial;
 
 size_t ValueBytes(ParamPrecision p) { return p == ParamPrecision::kFp16 ? 2 : 4; }
 
@@ -31,7 +33,8 @@ bool KnownPrecision(uint8_t p) { return p >= 1 && p <= 2; }
 uint8_t FieldsOf(const ParamRecord& r) {
   return static_cast<uint8_t>(
       (r.has_count ? kFieldCount : 0) | (!r.input.empty() ? kFieldInput : 0) |
-      (!r.output.empty() ? kFieldOutput : 0) | (r.removed ? kFieldRemoved : 0));
+      (!r.output.empty() ? kFieldOutput : 0) | (r.removed ? kFieldRemoved : 0) |
+      (r.initial ? kFieldInitial : 0));
 }
 
 // The fields a kind allows; "" when `fields` is allowed, else why not.
@@ -40,9 +43,12 @@ std::string CheckFields(ParamMessageKind kind, uint8_t fields) {
   const bool rows = (fields & (kFieldInput | kFieldOutput)) != 0;
   const bool count = (fields & kFieldCount) != 0;
   const bool removed = (fields & kFieldRemoved) != 0;
+  const bool initial = (fields & kFieldInitial) != 0;
+  if (initial && kind != ParamMessageKind::kPush) return "only a push marks initial rows";
   switch (kind) {
     case ParamMessageKind::kPush:
       if (removed) return "a push cannot remove a word";
+      if (initial && !rows) return "an initial record carries no row";
       if (!rows && !count) return "a push record carries neither a count nor a row";
       return "";
     case ParamMessageKind::kRows:
@@ -371,6 +377,7 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
       return Status::InvalidArgument(RecordName(i, word) + ": " + why);
     }
     r.removed = (fields & kFieldRemoved) != 0;
+    r.initial = (fields & kFieldInitial) != 0;
     if (fields & kFieldCount) {
       if (!in.Has(16)) return in.Truncated(16, RecordName(i, word) + "'s count");
       r.has_count = true;

@@ -79,7 +79,7 @@ class IngestCliTest : public ::testing::Test {
   }
 
   // Starts `streamvec broker` in the background and waits for its bootstrap file.
-  std::string StartBroker(const std::string& prefix) {
+  std::string StartBroker(const std::string& prefix, bool hold_trainers = false) {
     const std::string file = (dir_ / "bootstrap").string();
     broker_pid_ = ::fork();
     if (broker_pid_ == 0) {
@@ -87,10 +87,11 @@ class IngestCliTest : public ::testing::Test {
       std::freopen(null_out.c_str(), "w", stdout);
       ::execl(STREAMVEC_BINARY, STREAMVEC_BINARY, "broker", "--partitions", "2",
               "--bootstrap-file", file.c_str(), "--prefix", prefix.c_str(),
+              hold_trainers ? "--hold-trainers" : static_cast<char*>(nullptr),
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 600 && !fs::exists(file); ++i) {  // the group keeper takes ~7.5 s
+    for (int i = 0; i < 600 && !fs::exists(file); ++i) {  // a group keeper takes ~7 s
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     StatusOr<std::string> bootstrap = ReadBootstrapFile(file);
@@ -156,11 +157,11 @@ TEST_F(IngestCliTest, StdinThroughABrokerProcessArrivesInTheTopic) {
   EXPECT_THAT(texts, ::testing::UnorderedElementsAre("alpha beta", "delta"));
 }
 
-// `streamvec broker` holds <prefix>.trainers: a trainer joins it and trains what ingest sent; a
-// trainer with --assign is refused up front (the held group would refuse its commits, and the
-// ingestor's flow control would wait for them forever).
+// `streamvec broker --hold-trainers` holds <prefix>.trainers: a trainer joins it and trains what
+// ingest sent; a trainer with --assign is refused up front (the held group would refuse its
+// commits, and the ingestor's flow control would wait for them forever).
 TEST_F(IngestCliTest, TrainerJoinsTheBrokersHeldGroupAndAssignIsRefused) {
-  ASSERT_FALSE(StartBroker("held").empty());
+  ASSERT_FALSE(StartBroker("held", /*hold_trainers=*/true).empty());
   const std::string bs = "--bootstrap-file '" + (dir_ / "bootstrap").string() + "' --prefix held";
   CliRun run = Shell("printf 'alpha beta gamma\ndelta epsilon\n' | SV ingest --from - " + bs);
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -169,7 +170,7 @@ TEST_F(IngestCliTest, TrainerJoinsTheBrokersHeldGroupAndAssignIsRefused) {
               "' --assign all --max-idle 1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("--assign: group held.trainers is held"));
-  EXPECT_THAT(run.output, HasSubstr("--no-hold-group"));
+  EXPECT_THAT(run.output, HasSubstr("--hold-trainers"));
 
   run = Shell("SV train " + bs + " --state '" + (dir_ / "joined").string() +
               "' --max-idle 2 --min-count 1");

@@ -264,6 +264,28 @@ INSTANTIATE_TEST_SUITE_P(Rules, ParamNodeMergeTest,
                                            MergeRule::kSum, MergeRule::kAdaSum),
                          [](const auto& info) { return std::string(MergeRuleName(info.param)); });
 
+// A trainer that admits a word anew pushes its whole, randomly initialised rows marked initial:
+// a shard holding the word keeps its own row (and republishes it for that trainer to take), a
+// shard that does not starts the word from them; the count counts either way.
+TEST_F(ParamNodeTest, InitialRowsOfAWordTheShardHoldsAreNotAdded) {
+  StartNode(Options());
+  Send({PushMessage(1, 0, {Push("cat", 2, {1.0f, 2.0f})})});
+  Published first = ReadParams(1);
+  ASSERT_TRUE(first.rows.count("cat"));
+  ExpectRow(first.rows["cat"].input, {1.0, 2.0});
+  ParamRecord again = Push("cat", 3, {9.0f, -9.0f});
+  again.initial = true;
+  ParamRecord fresh = Push("owl", 2, {0.5f, 0.25f});
+  fresh.initial = true;
+  Send({PushMessage(2, 0, {again, fresh})});
+  Published second = ReadParams(2);
+  ASSERT_TRUE(second.rows.count("cat") && second.rows.count("owl"));
+  ExpectRow(second.rows["cat"].input, {1.0, 2.0});  // not 10, -7
+  EXPECT_EQ(second.rows["cat"].count, 5.0);
+  ExpectRow(second.rows["owl"].input, {0.5, 0.25});
+  ASSERT_TRUE(StopNode().ok());
+}
+
 TEST_F(ParamNodeTest, BadMessagesAreRejectedWithTheReasonAndTheStreamGoesOn) {
   ParamNodeOptions o = Options();
   o.dim = kDim;

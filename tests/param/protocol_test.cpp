@@ -338,8 +338,11 @@ TEST(ParamProtocolTest, DecoderNamesEachRecordProblem) {
   Poke<uint16_t>(b, 48, 0);
   EXPECT_THAT(Rejection(b), HasSubstr("record 0: word is empty"));
   b = good;
+  b[53] = 0x20;
+  EXPECT_EQ(Rejection(b), "record 0 (word 'cat'): unknown field bits 32");
+  b = good;
   b[53] = 0x10;
-  EXPECT_EQ(Rejection(b), "record 0 (word 'cat'): unknown field bits 16");
+  EXPECT_EQ(Rejection(b), "record 0 (word 'cat'): an initial record carries no row");
   b = good;
   b[53] = 0;
   EXPECT_EQ(Rejection(b), "record 0 (word 'cat'): a push record carries neither a count nor a row");
@@ -448,6 +451,30 @@ TEST(ParamProtocolTest, FrequentWordsOfARealTextSpreadOverShards) {
       }
     }
   }
+}
+
+// The initial flag survives a round trip on a push with a row and is refused elsewhere.
+TEST(ParamProtocolTest, InitialRowsAreMarkedInPushesOnly) {
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kPush;
+  h.dim = 2;
+  ParamRecord r;
+  r.word = "new";
+  r.initial = true;
+  r.input = {1.0f, 2.0f};
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, std::vector{r});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  StatusOr<ParamMessage> back = DecodeParamMessage((*m)[0]);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->records[0].initial);
+  r.initial = false;
+  m = EncodeParamMessages(h, std::vector{r});
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(DecodeParamMessage((*m)[0])->records[0].initial);
+  r.initial = true;
+  h.kind = ParamMessageKind::kRows;
+  EXPECT_THAT(EncodeParamMessages(h, std::vector{r}).status().message(),
+              HasSubstr("only a push marks initial rows"));
 }
 
 }  // namespace

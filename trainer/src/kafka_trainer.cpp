@@ -726,7 +726,7 @@ Status KafkaTrainer::Impl::SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf)
         "--assign: group " + group + " is held by the embedded broker (streamvec broker "
         "--hold-group), and the broker refuses offset commits from a consumer outside a group "
         "that has members; drop --assign (a trainer joins a held group in about 0.25 s) or start "
-        "the broker with --no-hold-group");
+        "the broker without --hold-trainers / --hold-group");
   }
   for (const auto& [name, value] : options.kafka.properties) {
     if (name == "session.timeout.ms" || name == "heartbeat.interval.ms") return Status::Ok();

@@ -44,6 +44,7 @@ struct ParamClient::Impl {
   std::optional<RowDeltaTracker> input_deltas, output_deltas;
   std::vector<std::string> slot_word;   // slot -> the word its tracked rows belong to
   std::vector<double> pushed_count;     // slot -> the word's count at its last push
+  std::vector<bool> initial;            // slot -> its rows were not pushed since MarkFresh
   uint64_t last_push_words = 0;
   uint64_t sequence = 0;
   ParamClientStats stats;
@@ -67,6 +68,7 @@ struct ParamClient::Impl {
     output_deltas.emplace(t.output, t.slots, t.stride, dim);
     slot_word.assign(t.slots, std::string());
     pushed_count.assign(t.slots, 0.0);
+    initial.assign(t.slots, false);
   }
 
   // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
@@ -134,6 +136,7 @@ struct ParamClient::Impl {
         output_deltas->MarkFresh(s);
         slot_word[s] = words[i];
         pushed_count[s] = 0.0;
+        initial[s] = true;
       }
     }
     std::vector<float> in(slots.size() * static_cast<size_t>(dim));
@@ -157,6 +160,8 @@ struct ParamClient::Impl {
       if (moved) {
         r.input.assign(di, di + dim);
         r.output.assign(dout, dout + dim);
+        r.initial = initial[slots[i]];  // a shard that knows the word keeps its own rows
+        initial[slots[i]] = false;
       }
       by_shard[ShardOf(r.word, options.shards)].push_back(std::move(r));
     }

@@ -65,7 +65,9 @@ class EmbeddedBroker {
   // 1.15 s. Returns once the keeper holds its partition: about 7 s (a ladder of keepers
   // with shorter and shorter sessions, broker.cpp says why). Idempotent per group.
   // Errors: InvalidArgument (empty group), Internal (librdkafka refused the consumer), IoError
-  // (no assignment within timeout_ms).
+  // (no assignment within timeout_ms). Under heavy load a member that misses the short session
+  // and rejoins has made librdkafka 2.0's mock abort (an assertion in its group code), so
+  // `streamvec broker` holds a group only when asked (--hold-trainers, --hold-group).
   Status HoldGroup(const std::string& group, int timeout_ms = 15000);
 
   // For fault-injection tests: takes broker `id` (1-based) down or back up.

@@ -25,7 +25,8 @@
 // then `record count` records, each:
 //
 //   2  word length L (1..kMaxParamWordBytes)     L  the word, UTF-8 without NUL
-//   1  fields: bit 0 count, bit 1 input row, bit 2 output row, bit 3 removed; others zero
+//   1  fields: bit 0 count, bit 1 input row, bit 2 output row, bit 3 removed, bit 4 initial;
+//      others zero
 //   16 if count: count (f64), then its error (f64), 0 <= error <= count, both finite
 //   dim x 4 or 2 bytes if input row: the input (word) vector        } a delta in pushes,
 //   dim x 4 or 2 bytes if output row: the output (context) vector   } the row in publications
@@ -33,7 +34,9 @@
 // and nothing after the last record. Which fields a record may carry depends on the kind:
 // push: any non-empty subset of count / input / output, never removed; count is the exact number
 // of occurrences since the sender's previous push (error 0) and a row is a delta (row - base,
-// RowDeltaTracker::Export). rows: at least one row (a count with them is the node's count and
+// RowDeltaTracker::Export); initial (with a row) marks the sender's whole rows of a word new to
+// it (RowDeltaTracker::MarkFresh: a random initialisation and what the sender learned since),
+// which a shard already holding the word does not add to its row. rows: at least one row (a count with them is the node's count and
 // error). vocabulary: exactly one of count (the node's count and error for an admitted word) or
 // removed (the word left the node's vocabulary).
 //
@@ -110,6 +113,7 @@ struct ParamRecord {
   double count = 0.0;        // push: exact occurrences since the last push; else the node's count
   double count_error = 0.0;  // 0 <= count_error <= count (space-saving error; 0 in pushes)
   bool removed = false;      // vocabulary: the word left the node's vocabulary
+  bool initial = false;      // push, with a row: the sender's whole rows of a word new to it
   std::vector<float> input;  // input (word) vector: delta (push) or row (rows)
   std::vector<float> output; // output (context) vector: delta (push) or row (rows)
 };
