@@ -42,26 +42,6 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-// GET http://127.0.0.1:port/path over HTTP/1.0: the whole response, or "" when nobody answers.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  return response;
-}
-
 class IngestCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -206,17 +186,17 @@ TEST_F(IngestCliTest, TrainerServesItsMetricsWhileItRuns) {
             "--metrics", metrics.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  std::string body;
-  for (int i = 0; i < 600 && body.find("streamvec_train_documents_total 2\n") == std::string::npos;
-       ++i) {
+  std::pair<int, std::string> scrape;
+  for (int i = 0; i < 600 && Metric(scrape.second, "streamvec_train_documents_total") != 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    body = HttpGet(port, "/metrics");
+    scrape = HttpGet(port, "/metrics");
   }
-  EXPECT_THAT(body, HasSubstr("200 OK"));
+  EXPECT_EQ(scrape.first, 200);
+  const std::string& body = scrape.second;
   EXPECT_THAT(body, HasSubstr("streamvec_train_documents_total 2\n"));
   EXPECT_THAT(body, HasSubstr("streamvec_train_words_total 5\n"));
   EXPECT_THAT(body, HasSubstr("# TYPE streamvec_consumer_lag_messages gauge"));
-  EXPECT_THAT(HttpGet(port, "/v1/vectors/alpha"), HasSubstr("404"));
+  EXPECT_EQ(HttpGet(port, "/v1/vectors/alpha").first, 404);
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -92,37 +92,6 @@ class Child {
   std::thread drain_;
 };
 
-// GET over a plain socket: the status code and body (0 if the connection failed).
-std::pair<int, std::string> HttpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  const std::string request =
-      "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string response;
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, got);
-  ::close(fd);
-  int status = 0;
-  std::sscanf(response.c_str(), "HTTP/%*s %d", &status);
-  const size_t body = response.find("\r\n\r\n");
-  return {status, body == std::string::npos ? "" : response.substr(body + 4)};
-}
-
-// The value of the sample `name{labels}` in Prometheus text, or -1.
-double Metric(const std::string& text, const std::string& sample) {
-  const size_t at = text.find("\n" + sample + " ");
-  if (at == std::string::npos) return -1;
-  return std::strtod(text.c_str() + at + sample.size() + 2, nullptr);
-}
 
 class ParamNodeCliTest : public ::testing::Test {
  protected:

@@ -103,39 +103,6 @@ class RunProcess {
   std::thread drain_;
 };
 
-// One HTTP/1.0 request over a plain socket (Connection: close), with an optional bearer token:
-// the status code and body; status 0 if the connection failed.
-std::pair<int, std::string> Http(int port, const std::string& method, const std::string& path,
-                                 const std::string& token = "") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {0, ""};
-  }
-  std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
-  if (method == "POST") request += "Content-Length: 0\r\n";
-  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
-  request += "Connection: close\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string response;
-  char buf[4096];
-  ssize_t got;
-  while ((got = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, got);
-  ::close(fd);
-  int status = 0;
-  std::sscanf(response.c_str(), "HTTP/%*s %d", &status);
-  const size_t body = response.find("\r\n\r\n");
-  return {status, body == std::string::npos ? "" : response.substr(body + 4)};
-}
-
-std::pair<int, std::string> HttpGet(int port, const std::string& path) {
-  return Http(port, "GET", path);
-}
-
 int HttpPost(int port, const std::string& path, const std::string& token) {
   return Http(port, "POST", path, token).first;
 }
@@ -287,12 +254,6 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   }
 }
 
-// The value of an unlabelled sample in Prometheus text, or -1.
-double Metric(const std::string& text, const std::string& name) {
-  const size_t at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + name.size() + 2));
-}
 
 TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
   WriteData("a.txt", 200);
