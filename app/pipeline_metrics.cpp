@@ -25,106 +25,106 @@ uint64_t ProcessWriteBytes() {
 }  // namespace
 
 void AppendIngestMetrics(std::string* out, const IngestStats& is, int64_t trainer_rejected) {
-  auto metric = [out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(out, name, type, help, value);
-  };
-  metric("streamvec_ingest_documents_total", "counter",
-         "Documents the file connector produced and the broker acknowledged.",
-         static_cast<double>(is.documents_delivered));
-  metric("streamvec_ingest_bytes_total", "counter", "Source bytes the file connector consumed.",
-         static_cast<double>(is.input_bytes));
-  metric("streamvec_ingest_rejected_total", "counter",
-         "Inputs sent to <prefix>.rejected (connector and trainer).",
-         static_cast<double>(is.rejected + trainer_rejected));
-  metric("streamvec_ingest_throttled_seconds_total", "counter",
-         "Seconds the connector waited for the trainers (flow control).", is.throttled_seconds);
+  api::AppendMetric(out, "streamvec_ingest_documents_total", "counter",
+                    "Documents the file connector produced and the broker acknowledged.",
+                    static_cast<double>(is.documents_delivered));
+  api::AppendMetric(out, "streamvec_ingest_bytes_total", "counter",
+                    "Source bytes the file connector consumed.",
+                    static_cast<double>(is.input_bytes));
+  api::AppendMetric(out, "streamvec_ingest_rejected_total", "counter",
+                    "Inputs sent to <prefix>.rejected (connector and trainer).",
+                    static_cast<double>(is.rejected + trainer_rejected));
+  api::AppendMetric(out, "streamvec_ingest_throttled_seconds_total", "counter",
+                    "Seconds the connector waited for the trainers (flow control).",
+                    is.throttled_seconds);
 }
 
 void AppendTrainerMetrics(std::string* out, const KafkaTrainerStats& ts, double words_per_second) {
-  auto metric = [out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(out, name, type, help, value);
-  };
-  metric("streamvec_train_documents_total", "counter", "Documents trained by this process.",
-         static_cast<double>(ts.documents));
-  metric("streamvec_train_documents_skipped_language_total", "counter",
-         "Documents skipped for a language outside --lang.",
-         static_cast<double>(ts.skipped_language));
-  *out += "# HELP streamvec_train_documents_by_language_total Documents trained by this process, "
-          "by their language ('' when none was named or detected).\n"
-          "# TYPE streamvec_train_documents_by_language_total counter\n";
+  api::AppendMetric(out, "streamvec_train_documents_total", "counter",
+                    "Documents trained by this process.", static_cast<double>(ts.documents));
+  api::AppendMetric(out, "streamvec_train_documents_skipped_language_total", "counter",
+                    "Documents skipped for a language outside --lang.",
+                    static_cast<double>(ts.skipped_language));
+  *out +=
+      "# HELP streamvec_train_documents_by_language_total Documents trained by this process, "
+      "by their language ('' when none was named or detected).\n"
+      "# TYPE streamvec_train_documents_by_language_total counter\n";
   for (const auto& [lang, n] : ts.documents_by_language) {
     *out += "streamvec_train_documents_by_language_total{lang=\"" + api::EscapeLabel(lang) +
             "\"} " + std::to_string(n) + "\n";
   }
-  metric("streamvec_train_words_total", "counter", "Words counted by the learner in this process.",
-         static_cast<double>(ts.words));
-  metric("streamvec_train_words_per_second", "gauge",
-         "Words trained per second over the last report interval (run) or since the previous "
-         "scrape (train --metrics).", words_per_second);
-  metric("streamvec_train_loss", "gauge",
-         "Mean SGNS loss per positive pair of the last micro-batch, nats.", ts.loss);
-  metric("streamvec_consumer_lag_messages", "gauge",
-         "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
-         static_cast<double>(ts.lag));
-  metric("streamvec_snapshot_bytes", "gauge",
-         "Entry bytes of the last trainer snapshot (publication or checkpoint).",
-         static_cast<double>(ts.snapshot_bytes));
-  metric("streamvec_snapshot_entry_bytes_total", "counter",
-         "Entry bytes of this process's trainer snapshots, changed or not.",
-         static_cast<double>(ts.snapshot_bytes_total));
-  metric("streamvec_snapshot_written_bytes_total", "counter",
-         "Entry bytes this process's trainer snapshots wrote (entries whose bytes changed).",
-         static_cast<double>(ts.snapshot_written_bytes_total));
-  metric("streamvec_snapshots_total", "counter",
-         "Trainer snapshots written by this process (publications and checkpoints).",
-         static_cast<double>(ts.snapshots));
-  metric("streamvec_checkpoints_total", "counter",
-         "Recovery checkpoints written by this process.", static_cast<double>(ts.checkpoints));
-  metric("streamvec_state_disk_bytes", "gauge",
-         "Bytes of the state directory after the last snapshot (checkpoints' shared files once).",
-         static_cast<double>(ts.state_disk_bytes));
-  metric("streamvec_vocab_words", "gauge", "Words held by the learner.",
-         static_cast<double>(ts.vocab_size));
-  metric("streamvec_vocab_evictions_total", "counter",
-         "Words that lost their vocabulary slot (space-saving).",
-         static_cast<double>(ts.evictions));
+  api::AppendMetric(out, "streamvec_train_words_total", "counter",
+                    "Words counted by the learner in this process.", static_cast<double>(ts.words));
+  api::AppendMetric(
+      out, "streamvec_train_words_per_second", "gauge",
+      "Words trained per second over the last report interval (run) or since the previous "
+      "scrape (train --metrics).",
+      words_per_second);
+  api::AppendMetric(out, "streamvec_train_loss", "gauge",
+                    "Mean SGNS loss per positive pair of the last micro-batch, nats.", ts.loss);
+  api::AppendMetric(out, "streamvec_consumer_lag_messages", "gauge",
+                    "Messages of <prefix>.docs not yet consumed by the trainer (-1: unknown).",
+                    static_cast<double>(ts.lag));
+  api::AppendMetric(out, "streamvec_snapshot_bytes", "gauge",
+                    "Entry bytes of the last trainer snapshot (publication or checkpoint).",
+                    static_cast<double>(ts.snapshot_bytes));
+  api::AppendMetric(out, "streamvec_snapshot_entry_bytes_total", "counter",
+                    "Entry bytes of this process's trainer snapshots, changed or not.",
+                    static_cast<double>(ts.snapshot_bytes_total));
+  api::AppendMetric(
+      out, "streamvec_snapshot_written_bytes_total", "counter",
+      "Entry bytes this process's trainer snapshots wrote (entries whose bytes changed).",
+      static_cast<double>(ts.snapshot_written_bytes_total));
+  api::AppendMetric(out, "streamvec_snapshots_total", "counter",
+                    "Trainer snapshots written by this process (publications and checkpoints).",
+                    static_cast<double>(ts.snapshots));
+  api::AppendMetric(out, "streamvec_checkpoints_total", "counter",
+                    "Recovery checkpoints written by this process.",
+                    static_cast<double>(ts.checkpoints));
+  api::AppendMetric(
+      out, "streamvec_state_disk_bytes", "gauge",
+      "Bytes of the state directory after the last snapshot (checkpoints' shared files once).",
+      static_cast<double>(ts.state_disk_bytes));
+  api::AppendMetric(out, "streamvec_vocab_words", "gauge", "Words held by the learner.",
+                    static_cast<double>(ts.vocab_size));
+  api::AppendMetric(out, "streamvec_vocab_evictions_total", "counter",
+                    "Words that lost their vocabulary slot (space-saving).",
+                    static_cast<double>(ts.evictions));
 }
 
 void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
-  auto metric = [out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(out, name, type, help, value);
-  };
-  metric("streamvec_train_param_pushes_total", "counter",
-         "Push rounds to the parameter node (<prefix>.updates).", static_cast<double>(ps.pushes));
-  metric("streamvec_train_param_push_bytes_total", "counter", "Bytes of the pushed messages.",
-         static_cast<double>(ps.push_bytes));
-  metric("streamvec_train_param_rows_pushed_total", "counter",
-         "Word records pushed (row deltas and counts).", static_cast<double>(ps.rows_pushed));
-  metric("streamvec_train_param_pull_bytes_total", "counter",
-         "Bytes of the node's publications consumed (<prefix>.params).",
-         static_cast<double>(ps.pull_bytes));
-  metric("streamvec_train_param_rows_applied_total", "counter",
-         "Published rows applied to words this trainer holds.",
-         static_cast<double>(ps.rows_applied));
-  metric("streamvec_train_param_rejected_total", "counter",
-         "Publications that did not decode (skipped).", static_cast<double>(ps.rejected));
-  metric("streamvec_train_param_node_clock", "gauge",
-         "Newest node clock applied (words the node had merged).",
-         static_cast<double>(ps.node_clock));
+  api::AppendMetric(out, "streamvec_train_param_pushes_total", "counter",
+                    "Push rounds to the parameter node (<prefix>.updates).",
+                    static_cast<double>(ps.pushes));
+  api::AppendMetric(out, "streamvec_train_param_push_bytes_total", "counter",
+                    "Bytes of the pushed messages.", static_cast<double>(ps.push_bytes));
+  api::AppendMetric(out, "streamvec_train_param_rows_pushed_total", "counter",
+                    "Word records pushed (row deltas and counts).",
+                    static_cast<double>(ps.rows_pushed));
+  api::AppendMetric(out, "streamvec_train_param_pull_bytes_total", "counter",
+                    "Bytes of the node's publications consumed (<prefix>.params).",
+                    static_cast<double>(ps.pull_bytes));
+  api::AppendMetric(out, "streamvec_train_param_rows_applied_total", "counter",
+                    "Published rows applied to words this trainer holds.",
+                    static_cast<double>(ps.rows_applied));
+  api::AppendMetric(out, "streamvec_train_param_rejected_total", "counter",
+                    "Publications that did not decode (skipped).",
+                    static_cast<double>(ps.rejected));
+  api::AppendMetric(out, "streamvec_train_param_node_clock", "gauge",
+                    "Newest node clock applied (words the node had merged).",
+                    static_cast<double>(ps.node_clock));
 }
 
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {
-  auto metric = [out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(out, name, type, help, value);
-  };
-  metric("streamvec_crawl_feeds_fetched_total", "counter", "Feed responses with a body.",
-         static_cast<double>(cs.feeds_fetched));
-  metric("streamvec_crawl_not_modified_total", "counter", "304 answers to conditional GETs.",
-         static_cast<double>(cs.not_modified));
-  metric("streamvec_crawl_items_emitted_total", "counter", "Feed items produced as documents.",
-         static_cast<double>(cs.items_emitted));
-  metric("streamvec_crawl_duplicates_skipped_total", "counter",
-         "Feed items skipped as already emitted.", static_cast<double>(cs.duplicates_skipped));
+  api::AppendMetric(out, "streamvec_crawl_feeds_fetched_total", "counter",
+                    "Feed responses with a body.", static_cast<double>(cs.feeds_fetched));
+  api::AppendMetric(out, "streamvec_crawl_not_modified_total", "counter",
+                    "304 answers to conditional GETs.", static_cast<double>(cs.not_modified));
+  api::AppendMetric(out, "streamvec_crawl_items_emitted_total", "counter",
+                    "Feed items produced as documents.", static_cast<double>(cs.items_emitted));
+  api::AppendMetric(out, "streamvec_crawl_duplicates_skipped_total", "counter",
+                    "Feed items skipped as already emitted.",
+                    static_cast<double>(cs.duplicates_skipped));
   api::AppendMetricHeader(out, "streamvec_crawl_errors_total", "counter",
                           "Crawl failures by kind.");
   for (const auto& [kind, n] : cs.errors) {
@@ -134,12 +134,10 @@ void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {
 }
 
 void AppendProcessMetrics(std::string* out) {
-  auto metric = [out](const char* name, const char* type, const char* help, double value) {
-    api::AppendMetric(out, name, type, help, value);
-  };
-  metric("streamvec_process_write_bytes_total", "counter",
-         "Bytes this process caused to be written to storage (/proc/self/io write_bytes).",
-         static_cast<double>(ProcessWriteBytes()));
+  api::AppendMetric(
+      out, "streamvec_process_write_bytes_total", "counter",
+      "Bytes this process caused to be written to storage (/proc/self/io write_bytes).",
+      static_cast<double>(ProcessWriteBytes()));
 }
 
 std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
