@@ -169,6 +169,9 @@ TEST_F(IngestCliTest, TrainerServesItsMetricsWhileItRuns) {
   run = Shell("SV train --input x --output y --metrics 127.0.0.1:0");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--metrics"));
+  run = Shell("SV train --input x --output y --param-shards 2");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--param-shards is for a Kafka trainer"));
   run = Shell("SV train --bootstrap-file '" + file + "' --state '" + (dir_ / "s0").string() +
               "' --metrics nowhere");
   EXPECT_EQ(run.exit_code, 2);
