@@ -107,6 +107,10 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rows_applied_total", "counter",
                     "Published rows applied to words this trainer holds.",
                     static_cast<double>(ps.rows_applied));
+  api::AppendMetric(out, "streamvec_train_param_rows_stale_total", "counter",
+                    "Published rows skipped because the shard had not merged this trainer's "
+                    "last push of them yet.",
+                    static_cast<double>(ps.rows_stale));
   api::AppendMetric(out, "streamvec_train_param_rejected_total", "counter",
                     "Publications that did not decode (skipped).",
                     static_cast<double>(ps.rejected));

@@ -371,6 +371,21 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                static_cast<long long>(st.lag), total, st.consume_seconds, st.parse_seconds,
                st.feed_seconds, st.snapshot_seconds,
                static_cast<unsigned long long>(st.snapshots), st.commit_seconds);
+  if (st.param.pushes > 0 || st.param.pull_messages > 0) {
+    const ParamClientStats& ps = st.param;
+    std::fprintf(stderr,
+                 "streamvec train: parameter shards: %llu pushes (%llu rows, %.1f MB), %llu "
+                 "publications read (%.1f MB), %llu rows applied (%llu with our unmerged deltas), "
+                 "%llu stale rows skipped, %llu words started from the node's row, "
+                 "%.2f s waiting for the shards\n",
+                 static_cast<unsigned long long>(ps.pushes),
+                 static_cast<unsigned long long>(ps.rows_pushed), ps.push_bytes / 1e6,
+                 static_cast<unsigned long long>(ps.pull_messages), ps.pull_bytes / 1e6,
+                 static_cast<unsigned long long>(ps.rows_applied),
+                 static_cast<unsigned long long>(ps.rows_corrected),
+                 static_cast<unsigned long long>(ps.rows_stale),
+                 static_cast<unsigned long long>(ps.rows_from_node), ps.throttled_seconds);
+  }
   if (!run.ok()) return Fail(run, 1);
   return 0;
 }

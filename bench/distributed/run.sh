@@ -5,7 +5,8 @@
 # shards' union and trainer 1's own vectors and scores both on WS-353, and prints the trainers'
 # and node 0's summary lines (messages merged, node offset: merged < offset means pushes were
 # lost to the embedded broker's ring).
-# Usage: bench/distributed/run.sh [CORPUS] [TRAINERS] [SHARDS] [MERGE] [train args...]
+# Usage: [NODE_ARGS="param-node flags"] bench/distributed/run.sh [CORPUS] [TRAINERS] [SHARDS]
+#        [MERGE] [train args...]
 #   defaults: ../shared/data/corpus/enwiki-text8style-small-5m.txt 2 2 adasum
 # Work files: bench/results/distributed/w-N-S-MERGE/
 set -uo pipefail
@@ -23,7 +24,7 @@ while [ ! -s bs.txt ]; do sleep 0.1; done
 nodes=()
 for ((i = 0; i < shards; i++)); do
   "$S" param-node --shard "$i" --shards "$shards" --state "n$i" --bootstrap-file bs.txt \
-    --merge "$merge" > "node$i.log" 2>&1 &
+    --merge "$merge" ${NODE_ARGS:-} > "node$i.log" 2>&1 &
   nodes+=($!)
 done
 t0=$(date +%s.%N)

@@ -463,6 +463,8 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.dim = options.dim;
   header.sender = options.shard;
   header.sender_clock = clock;
+  // The merged watermark: every push below it is in the rows read below.
+  header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
   std::vector<ParamRecord> records;
   size_t budget = 0;
   for (auto it = pending_rows.begin(); it != pending_rows.end();) {

@@ -235,9 +235,6 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
     return Status::InvalidArgument("dim " + std::to_string(h.dim) + " is outside [1, " +
                                    std::to_string(kMaxParamDim) + "]");
   }
-  if (h.kind != ParamMessageKind::kPush && h.base_clock != 0) {
-    return Status::InvalidArgument("base clock must be 0 outside pushes");
-  }
   std::vector<std::string> messages;
   std::string body;
   uint32_t in_body = 0;
@@ -342,11 +339,6 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   if (expect.dim != 0 && h.dim != expect.dim) {
     return Status::InvalidArgument("dim " + std::to_string(h.dim) + " != expected " +
                                    std::to_string(expect.dim));
-  }
-  if (h.kind != ParamMessageKind::kPush && h.base_clock != 0) {
-    return Status::InvalidArgument("base clock " + std::to_string(h.base_clock) +
-                                   " in a " + ParamMessageKindName(h.kind) +
-                                   " message (only pushes carry one)");
   }
   // Every record takes at least 4 bytes: a count beyond what is left is refused before any
   // allocation (a forged count must not reserve gigabytes).

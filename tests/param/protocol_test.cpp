@@ -217,9 +217,6 @@ TEST(ParamProtocolTest, EncoderRefusesWhatTheDecoderWouldReject) {
   ParamMessageHeader h = PushHeader(8);
   h.dim = 0;
   EXPECT_THAT(why(h, {good}), HasSubstr("dim 0 is outside [1, 10000]"));
-  h = PushHeader(8);
-  h.kind = ParamMessageKind::kRows;
-  EXPECT_THAT(why(h, {good}), HasSubstr("base clock must be 0"));
   EXPECT_THAT(why(PushHeader(8), {good}, 60), HasSubstr("do not fit a message of at most 60"));
 }
 
@@ -475,6 +472,24 @@ TEST(ParamProtocolTest, InitialRowsAreMarkedInPushesOnly) {
   h.kind = ParamMessageKind::kRows;
   EXPECT_THAT(EncodeParamMessages(h, std::vector{r}).status().message(),
               HasSubstr("only a push marks initial rows"));
+}
+
+// A publication carries the shard's merged watermark in the base-clock field, round trip.
+TEST(ParamProtocolTest, APublicationCarriesItsMergedWatermark) {
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kRows;
+  h.dim = 2;
+  h.sender = 1;
+  h.base_clock = 4711;
+  ParamRecord r;
+  r.word = "rows";
+  r.input = {1.0f, 2.0f};
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, std::vector{r});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  StatusOr<ParamMessage> back = DecodeParamMessage((*m)[0]);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->header.kind, ParamMessageKind::kRows);
+  EXPECT_EQ(back->header.base_clock, 4711u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -91,8 +92,9 @@ TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
     for (int j = 0; j < 8; ++j) {
       // Within float rounding: a push rebases by the rounded delta, so the receiver's sum is the
       // tracker's base and the last rounding residual waits for the next push.
-      EXPECT_FLOAT_EQ(input_sum[words[i]][j], t.input[slots[i] * t.stride + j]) << words[i];
-      EXPECT_FLOAT_EQ(output_sum[words[i]][j], t.output[slots[i] * t.stride + j]) << words[i];
+      // (summing many pushes' deltas in float: a few ulps of the largest partial sum).
+      EXPECT_NEAR(input_sum[words[i]][j], t.input[slots[i] * t.stride + j], 1e-6) << words[i];
+      EXPECT_NEAR(output_sum[words[i]][j], t.output[slots[i] * t.stride + j], 1e-6) << words[i];
     }
   }
 }
@@ -113,11 +115,13 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat"})).ok());
   ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // "cat" pushed: the node knows it now
+  ASSERT_TRUE((*client)->Flush(5000).ok());           // delivered: its offset (0) is known
 
   ParamMessageHeader h;
   h.kind = ParamMessageKind::kRows;
   h.dim = 8;
   h.sender_clock = 42;
+  h.base_clock = 1;  // the merged watermark: past the push at offset 0
   ParamRecord cat;
   cat.word = "cat";
   cat.input = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -144,6 +148,79 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
     EXPECT_EQ(t.input[slot * t.stride + j], cat.input[j]);
     EXPECT_EQ(t.output[slot * t.stride + j], cat.output[j]);
   }
+
+  // Trained further and pushed again (offset 1); a publication from before the shard merged
+  // that push (watermark 1) is taken with the push's deltas added back, not in place of them.
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "a cat sat"})).ok());
+  std::vector<float> delta_in(8), delta_out(8);
+  {
+    const StreamingLearner::RowTables u = learner.MutableRowTables();
+    for (int j = 0; j < 8; ++j) {
+      delta_in[j] = u.input[slot * u.stride + j] - cat.input[j];
+      delta_out[j] = u.output[slot * u.stride + j] - cat.output[j];
+    }
+  }
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
+  ASSERT_TRUE((*client)->Flush(5000).ok());
+  ParamRecord older = cat;
+  for (int j = 0; j < 8; ++j) older.input[j] = 10.0f + j;
+  for (int j = 0; j < 8; ++j) older.output[j] = -10.0f - j;
+  rows = EncodeParamMessages(h, std::vector{older});  // still watermark 1
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pp.params",
+                                {{.key = "", .value = (*rows)[0], .partition = 0}}),
+            0);
+  for (int i = 0; i < 100 && (*client)->stats().rows_applied < 2; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ((*client)->stats().rows_applied, 2u);
+  EXPECT_EQ((*client)->stats().rows_corrected, 1u);
+  const StreamingLearner::RowTables v = learner.MutableRowTables();
+  for (int j = 0; j < 8; ++j) {
+    EXPECT_NEAR(v.input[slot * v.stride + j], older.input[j] + delta_in[j], 1e-5);
+    EXPECT_NEAR(v.output[slot * v.stride + j], older.output[j] + delta_out[j], 1e-5);
+  }
+}
+
+// The distributed seam of the learner: a word's fresh rows come from the row initializer when
+// it has them, else (word-seeded) from a hash of the word, the same in every learner whatever
+// order the words arrive in. One-word sentences train nothing, so the rows stay as initialised.
+TEST(ParamClientTest, LearnerStartsWordsFromTheInitializerOrFromTheWordsHash) {
+  StreamingLearner a(Small()), b(Small());
+  a.SetWordSeededInit(true);
+  b.SetWordSeededInit(true);
+  const std::vector<float> node_in = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<float> node_out = {-1, -2, -3, -4, -5, -6, -7, -8};
+  std::vector<std::string> asked;
+  b.SetRowInitializer([&](std::string_view word, uint32_t, float* in, float* out) {
+    asked.emplace_back(word);
+    if (word != "zebra") return false;
+    std::copy(node_in.begin(), node_in.end(), in);
+    std::copy(node_out.begin(), node_out.end(), out);
+    return true;
+  });
+  ASSERT_TRUE(a.TrainMicroBatch(Text({"cat", "dog", "cat", "dog"})).ok());
+  ASSERT_TRUE(b.TrainMicroBatch(Text({"dog", "zebra", "cat", "zebra", "dog", "cat"})).ok());
+  EXPECT_EQ(asked, (std::vector<std::string>{"dog", "zebra", "cat"}));
+  for (const char* w : {"cat", "dog"}) {
+    const float* ra = a.InputRow(w);
+    const float* rb = b.InputRow(w);
+    ASSERT_NE(ra, nullptr) << w;
+    ASSERT_NE(rb, nullptr) << w;
+    bool nonzero = false;
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(ra[j], rb[j]) << w << " " << j;
+      nonzero = nonzero || ra[j] != 0.0f;
+    }
+    EXPECT_TRUE(nonzero) << w;
+  }
+  const float* dog = a.InputRow("dog");
+  const float* cat = a.InputRow("cat");
+  EXPECT_FALSE(std::equal(dog, dog + 8, cat));  // each word its own row
+  const float* zebra = b.InputRow("zebra");
+  ASSERT_NE(zebra, nullptr);
+  EXPECT_TRUE(std::equal(node_in.begin(), node_in.end(), zebra));
 }
 
 TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {

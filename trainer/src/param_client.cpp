@@ -4,9 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
+#include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "streamvec/kafka/consumer_lag.h"
@@ -47,6 +51,93 @@ struct ParamClient::Impl {
   std::vector<bool> initial;            // slot -> its rows were not pushed since MarkFresh
   uint64_t last_push_words = 0;
   uint64_t sequence = 0;
+  // Acknowledgements: a push round's messages to a shard, their delivered offsets, and the
+  // newest round each shard's merged watermark has passed. A published row is taken only when
+  // its shard acknowledged the round that last pushed that row: an older publication lacks
+  // the push and would undo it.
+  struct PendingRound {
+    uint64_t round = 0;
+    uint32_t messages = 0;
+    uint32_t delivered = 0;
+    int64_t max_offset = -1;
+  };
+  uint64_t push_round = 0;                        // rounds pushed (the first is 1)
+  std::vector<uint64_t> last_push_round;          // slot -> round of its last pushed row (0: none)
+  std::vector<std::deque<PendingRound>> pending;  // shard -> rounds not acknowledged, in order
+  std::vector<uint64_t> acked_round;              // shard -> newest acknowledged round
+  // The shards' newest published rows (input then output, dim floats each) of every word seen
+  // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
+  // from its node row, so its deltas are against what the node holds (a delta against a fresh
+  // local initialisation would add a second, unrelated vector to the node's row).
+  std::unordered_map<std::string, std::vector<float>> node_rows;
+  size_t node_rows_cap = 0;
+  // The deltas of the last kKeptRounds push rounds not yet acknowledged by every shard: a
+  // publication older than this trainer's pushes of a row is taken as the published row plus
+  // the deltas it lacks (what the node will hold once it merges them), so neither the other
+  // trainers' work nor ours is lost. Older than that, the row is skipped (rows_stale).
+  struct RoundDeltas {
+    uint64_t round = 0;
+    std::unordered_map<uint32_t, uint32_t> index;  // slot -> position in in/out
+    std::vector<float> in, out;                    // dim floats each
+    std::vector<uint64_t> message_of;              // position -> id of the message carrying it
+  };
+  uint64_t next_message_id = 1;
+  std::unordered_map<uint64_t, uint64_t> message_round;  // id -> round (until delivered)
+  std::unordered_map<uint64_t, int64_t> message_offset;  // id -> offset (INT64_MAX: lost)
+  static constexpr size_t kKeptRounds = 8;
+  std::deque<RoundDeltas> kept;
+  std::vector<uint64_t> initial_round;  // slot -> round of its last initial (whole-row) push
+
+  // True when the message `id` is below the shard's merged watermark (so merged).
+  bool Merged(uint64_t id, uint64_t watermark) const {
+    const auto it = message_offset.find(id);
+    return it != message_offset.end() && it->second < static_cast<int64_t>(watermark);
+  }
+
+  // received = the publication's row plus this trainer's deltas of `slot` that the shard had
+  // not merged (messages at or past its watermark) in the rounds after `acked`; false when a
+  // needed round is no longer kept or the row's unmerged push was its initial (whole) one.
+  bool AddUnacknowledged(uint32_t slot, uint64_t acked, uint64_t watermark, float* in_row,
+                         float* out_row) const {
+    if (kept.empty() || kept.front().round > acked + 1) return false;
+    for (const RoundDeltas& r : kept) {
+      if (r.round <= acked) continue;
+      const auto it = r.index.find(slot);
+      if (it == r.index.end()) continue;
+      if (Merged(r.message_of[it->second], watermark)) continue;
+      if (initial_round[slot] == r.round) return false;
+      const size_t at = static_cast<size_t>(it->second) * dim;
+      for (int j = 0; j < dim; ++j) {
+        in_row[j] += r.in[at + j];
+        out_row[j] += r.out[at + j];
+      }
+    }
+    return true;
+  }
+
+  // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
+  // tracks its delta against that row and is not initial.
+  bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
+    const auto it = node_rows.find(std::string(word));
+    if (it == node_rows.end()) {
+      // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
+      // this same word before an eviction (its old base is not this row's).
+      slot_word[slot].clear();
+      return false;
+    }
+    std::copy(it->second.begin(), it->second.begin() + dim, in);
+    std::copy(it->second.begin() + dim, it->second.end(), out);
+    input_deltas->Untrack(slot);
+    output_deltas->Untrack(slot);
+    input_deltas->MarkDirty(slot);
+    output_deltas->MarkDirty(slot);
+    slot_word[slot].assign(word);
+    pushed_count[slot] = 0.0;
+    initial[slot] = false;
+    last_push_round[slot] = 0;
+    stats.rows_from_node += 1;
+    return true;
+  }
   ParamClientStats stats;
   Clock::time_point last_reject_log{};
 
@@ -69,6 +160,42 @@ struct ParamClient::Impl {
     slot_word.assign(t.slots, std::string());
     pushed_count.assign(t.slots, 0.0);
     initial.assign(t.slots, false);
+    last_push_round.assign(t.slots, 0);
+    initial_round.assign(t.slots, 0);
+  }
+
+  // librdkafka's delivery report (served by rd_kafka_poll / flush on this thread): the offset
+  // a push message of `round` got on partition `shard`. A failed delivery counts as delivered
+  // (the push is lost and will never be merged; waiting for it would stall every later row).
+  void OnDelivered(int32_t shard, uint64_t id, int64_t offset, rd_kafka_resp_err_t err) {
+    const auto found = message_round.find(id);
+    if (found == message_round.end()) return;
+    const uint64_t round = found->second;
+    message_round.erase(found);
+    message_offset[id] =
+        err == RD_KAFKA_RESP_ERR_NO_ERROR ? offset : std::numeric_limits<int64_t>::max();
+    if (shard < 0 || static_cast<size_t>(shard) >= pending.size()) return;
+    for (PendingRound& p : pending[static_cast<size_t>(shard)]) {
+      if (p.round != round) continue;
+      p.delivered += 1;
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) p.max_offset = std::max(p.max_offset, offset);
+      break;
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      spdlog::error("trainer: a push to {} partition {} was not delivered: {}", updates_topic,
+                    shard, rd_kafka_err2str(err));
+    }
+  }
+
+  // Shard `shard` has merged every push below offset `watermark`: the rounds wholly delivered
+  // below it are acknowledged.
+  void Acknowledge(uint32_t shard, uint64_t watermark) {
+    std::deque<PendingRound>& q = pending[shard];
+    while (!q.empty() && q.front().delivered == q.front().messages &&
+           q.front().max_offset < static_cast<int64_t>(watermark)) {
+      acked_round[shard] = q.front().round;
+      q.pop_front();
+    }
   }
 
   // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
@@ -102,15 +229,16 @@ struct ParamClient::Impl {
     stats.throttled_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
-  Status Produce(uint32_t shard, std::string& message) {
+  Status Produce(uint32_t shard, std::string& message, uint64_t id) {
     WaitForShard(shard, message.size());
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (true) {
       const rd_kafka_resp_err_t e = rd_kafka_producev(
           producer, RD_KAFKA_V_TOPIC(updates_topic.c_str()),
           RD_KAFKA_V_PARTITION(static_cast<int32_t>(shard)),
-          RD_KAFKA_V_VALUE(message.data(), message.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_END);
+          RD_KAFKA_V_VALUE(message.data(), message.size()),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(id))), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || Clock::now() > deadline) {
         return Status::IoError("cannot push to " + updates_topic + " partition " +
@@ -144,6 +272,11 @@ struct ParamClient::Impl {
     input_deltas->Export(slots, in.data(), options.precision);
     output_deltas->Export(slots, out.data(), options.precision);
     std::vector<std::vector<ParamRecord>> by_shard(options.shards);
+    const uint64_t round = ++push_round;
+    RoundDeltas kept_round;
+    kept_round.round = round;
+    kept_round.message_of.assign(slots.size(), 0);
+    std::vector<std::vector<uint32_t>> positions(options.shards);  // record -> position
     for (size_t i = 0; i < slots.size(); ++i) {
       const float* di = in.data() + i * dim;
       const float* dout = out.data() + i * dim;
@@ -161,10 +294,16 @@ struct ParamClient::Impl {
         r.input.assign(di, di + dim);
         r.output.assign(dout, dout + dim);
         r.initial = initial[slots[i]];  // a shard that knows the word keeps its own rows
+        if (r.initial) initial_round[slots[i]] = round;
         initial[slots[i]] = false;
+        last_push_round[slots[i]] = round;
+        kept_round.index.emplace(slots[i], static_cast<uint32_t>(i));
       }
-      by_shard[ShardOf(r.word, options.shards)].push_back(std::move(r));
+      const uint32_t shard = ShardOf(r.word, options.shards);
+      by_shard[shard].push_back(std::move(r));
+      positions[shard].push_back(static_cast<uint32_t>(i));
     }
+
     for (uint32_t shard = 0; shard < options.shards; ++shard) {
       if (by_shard[shard].empty()) continue;
       ParamMessageHeader h;
@@ -181,7 +320,29 @@ struct ParamClient::Impl {
       if (!messages.ok()) return messages.status();
       sequence += messages->size();
       stats.rows_pushed += by_shard[shard].size();
-      for (std::string& m : *messages) SV_RETURN_IF_ERROR(Produce(shard, m));
+      pending[shard].push_back(
+          {.round = round, .messages = static_cast<uint32_t>(messages->size())});
+      size_t record = 0;
+      for (std::string& m : *messages) {
+        const uint64_t id = next_message_id++;
+        message_round[id] = round;
+        uint32_t count = 0;  // the header's record count (offset 20, little-endian)
+        std::memcpy(&count, m.data() + 20, sizeof count);
+        for (uint32_t k = 0; k < count && record < positions[shard].size(); ++k, ++record) {
+          kept_round.message_of[positions[shard][record]] = id;
+        }
+      }
+      const uint64_t first_id = next_message_id - messages->size();
+      for (size_t k = 0; k < messages->size(); ++k) {
+        SV_RETURN_IF_ERROR(Produce(shard, (*messages)[k], first_id + k));
+      }
+    }
+    kept_round.in = std::move(in);
+    kept_round.out = std::move(out);
+    kept.push_back(std::move(kept_round));
+    if (kept.size() > kKeptRounds) {
+      for (uint64_t id : kept.front().message_of) message_offset.erase(id);
+      kept.pop_front();
     }
     rd_kafka_poll(producer, 0);
     stats.pushes += 1;
@@ -215,6 +376,7 @@ struct ParamClient::Impl {
   }
 
   void Pull() {
+    rd_kafka_poll(producer, 0);  // delivery reports: the offsets of this trainer's pushes
     AssignParams();
     if (!params_assigned) return;
     std::vector<uint32_t> slots;
@@ -242,6 +404,7 @@ struct ParamClient::Impl {
           // row again (MarkFresh at the next push, as for a word new to this trainer).
           for (const ParamRecord& r : msg->records) {
             if (!r.removed) continue;
+            node_rows.erase(r.word);
             const int64_t slot = learner->SlotOf(r.word);
             if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
               slot_word[static_cast<uint32_t>(slot)].clear();
@@ -249,18 +412,45 @@ struct ParamClient::Impl {
           }
         } else if (msg->header.kind == ParamMessageKind::kRows) {
           stats.node_clock = std::max(stats.node_clock, msg->header.sender_clock);
+          const uint32_t shard = msg->header.sender;
+          if (shard < options.shards) Acknowledge(shard, msg->header.base_clock);
           for (const ParamRecord& r : msg->records) {
+            if (r.input.size() == static_cast<size_t>(dim) &&
+                r.output.size() == static_cast<size_t>(dim)) {
+              auto it = node_rows.find(r.word);
+              if (it == node_rows.end() && node_rows.size() < node_rows_cap) {
+                it = node_rows.emplace(r.word, std::vector<float>()).first;
+              }
+              if (it != node_rows.end()) {
+                it->second.assign(r.input.begin(), r.input.end());
+                it->second.insert(it->second.end(), r.output.begin(), r.output.end());
+              }
+            }
             const int64_t slot = learner->SlotOf(r.word);
             if (slot < 0) continue;  // a word this trainer does not hold
             const uint32_t s = static_cast<uint32_t>(slot);
             if (slot_word[s] != r.word) continue;  // not pushed yet: its rows are all local
-            if (!r.input.empty()) {
-              in_slots.push_back(s);
-              in_rows.insert(in_rows.end(), r.input.begin(), r.input.end());
+            if (shard >= options.shards || r.input.size() != static_cast<size_t>(dim) ||
+                r.output.size() != static_cast<size_t>(dim)) {
+              continue;
             }
-            if (!r.output.empty()) {
-              out_slots.push_back(s);
-              out_rows.insert(out_rows.end(), r.output.begin(), r.output.end());
+            in_slots.push_back(s);
+            in_rows.insert(in_rows.end(), r.input.begin(), r.input.end());
+            out_slots.push_back(s);
+            out_rows.insert(out_rows.end(), r.output.begin(), r.output.end());
+            if (last_push_round[s] > acked_round[shard]) {
+              // The shard had not merged our last push of the row when it published it.
+              if (!AddUnacknowledged(s, acked_round[shard], msg->header.base_clock,
+                                     in_rows.data() + in_rows.size() - dim,
+                                     out_rows.data() + out_rows.size() - dim)) {
+                in_slots.pop_back();
+                in_rows.resize(in_rows.size() - dim);
+                out_slots.pop_back();
+                out_rows.resize(out_rows.size() - dim);
+                stats.rows_stale += 1;
+                continue;
+              }
+              stats.rows_corrected += 1;
             }
             stats.rows_applied += 1;
           }
@@ -276,7 +466,7 @@ struct ParamClient::Impl {
 };
 
 ParamClient::ParamClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ParamClient::~ParamClient() = default;
+ParamClient::~ParamClient() { impl_->learner->SetRowInitializer({}); }
 
 StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOptions& options,
                                                            StreamingLearner* learner) {
@@ -289,18 +479,33 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
         "--param-shards: the rows of a --device cuda learner live on the device; the parameter "
         "node's pushes and pulls need them on the host (use --device cpu)");
   }
+  learner->SetWordSeededInit(true);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->learner = learner;
   impl->dim = learner->options().dim;
   impl->updates_topic = UpdatesTopic(options.kafka.topic_prefix);
   impl->params_topic = ParamsTopic(options.kafka.topic_prefix);
+  impl->pending.resize(options.shards);
+  impl->acked_round.assign(options.shards, 0);
+  impl->node_rows_cap = size_t{4} * learner->options().vocab_capacity;
+  impl->EnsureTrackers();
+  Impl* raw = impl.get();
+  learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
+    return raw->InitFromNode(word, slot, in, out);
+  });
   char err[512];
   StatusOr<rd_kafka_conf_t*> pconf =
       MakeRdKafkaConf(options.kafka, {{"client.id", "streamvec-trainer-pushes"},
                                       {"linger.ms", "5"},
                                       {"message.max.bytes", std::to_string(2 << 20)}});
   if (!pconf.ok()) return pconf.status();
+  rd_kafka_conf_set_opaque(*pconf, impl.get());
+  rd_kafka_conf_set_dr_msg_cb(*pconf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+    static_cast<Impl*>(opaque)->OnDelivered(
+        m->partition, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(m->_private)), m->offset,
+        m->err);
+  });
   impl->producer = rd_kafka_new(RD_KAFKA_PRODUCER, *pconf, err, sizeof err);
   if (impl->producer == nullptr) {
     rd_kafka_conf_destroy(*pconf);

@@ -222,6 +222,8 @@ struct StreamingLearner::Impl {
   double total = 0.0;                   // stored (scaled) words seen
   uint64_t decay_words = 0;             // words since the last rescale (decay on)
   Rng rng;
+  bool word_seeded_init = false;                     // SetWordSeededInit
+  StreamingLearner::RowInitializer row_initializer;  // SetRowInitializer
   uint64_t words_seen = 0, words_trained = 0, sentences = 0, evictions = 0;
   uint64_t prior_bytes = 0, prior_invalid = 0;  // tokenizer figures before this process
   std::vector<uint32_t> pool;                   // the pool of negatives (slots; RedrawPool)
@@ -323,8 +325,16 @@ struct StreamingLearner::Impl {
     float* in = input.data() + static_cast<size_t>(s) * stride;
     float* out = output.data() + static_cast<size_t>(s) * stride;
     const float scale = 1.0f / static_cast<float>(opt.dim);
-    for (int j = 0; j < opt.dim; ++j) in[j] = (rng.Uniform() - 0.5f) * scale;
-    std::fill(out, out + opt.dim, 0.0f);
+    if (row_initializer && row_initializer(words[s], s, in, out)) {
+      // the rows came from elsewhere (the parameter node)
+    } else if (word_seeded_init) {
+      Rng word_rng(HashWord(words[s]) ^ opt.seed);
+      for (int j = 0; j < opt.dim; ++j) in[j] = (word_rng.Uniform() - 0.5f) * scale;
+      std::fill(out, out + opt.dim, 0.0f);
+    } else {
+      for (int j = 0; j < opt.dim; ++j) in[j] = (rng.Uniform() - 0.5f) * scale;
+      std::fill(out, out + opt.dim, 0.0f);
+    }
     AccIn(s) = 0.0f;
     AccOut(s) = 0.0f;
     if (device) {  // goes up with the job that is being filled, before its sentences train
@@ -972,6 +982,12 @@ StreamingLearner::RowTables StreamingLearner::MutableRowTables() {
   if (m.device) return {};
   return {.input = m.input.data(), .output = m.output.data(), .stride = m.stride,
           .slots = m.opt.vocab_capacity};
+}
+
+void StreamingLearner::SetWordSeededInit(bool on) { impl_->word_seeded_init = on; }
+
+void StreamingLearner::SetRowInitializer(RowInitializer init) {
+  impl_->row_initializer = std::move(init);
 }
 
 double StreamingLearner::Count(std::string_view word) const {

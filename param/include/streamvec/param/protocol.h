@@ -18,9 +18,13 @@
 //       24    8  sequence number of the message, per sender
 //       32    8  sender clock: words the sender had trained (trainer) or merged (node) when it
 //                wrote the message
-//       40    8  base clock: pushes only, the node clock of the newest publication the trainer
+//       40    8  base clock: in a push, the node clock of the newest publication the trainer
 //                had applied when it computed the deltas (staleness = node clock - base clock,
-//                Li et al. 2014, bounded delay); zero in publications
+//                Li et al. 2014, bounded delay); in a publication, the shard's merged
+//                watermark: the next offset of its `.updates` partition it has not merged, so
+//                every push written below it is in the rows the message carries (a trainer
+//                takes a published row only once the watermark passes its own last push of
+//                that row: an older row would undo what it pushed)
 //
 // then `record count` records, each:
 //
@@ -36,9 +40,9 @@
 // of occurrences since the sender's previous push (error 0) and a row is a delta (row - base,
 // RowDeltaTracker::Export); initial (with a row) marks the sender's whole rows of a word new to
 // it (RowDeltaTracker::MarkFresh: a random initialisation and what the sender learned since),
-// which a shard already holding the word does not add to its row. rows: at least one row (a count with them is the node's count and
-// error). vocabulary: exactly one of count (the node's count and error for an admitted word) or
-// removed (the word left the node's vocabulary).
+// which a shard already holding the word does not add to its row. rows: at least one row (a count
+// with them is the node's count and error). vocabulary: exactly one of count (the node's count and
+// error for an admitted word) or removed (the word left the node's vocabulary).
 //
 // Thread safety: free functions on values; safe from any thread.
 #ifndef STREAMVEC_PARAM_PROTOCOL_H_
@@ -103,7 +107,8 @@ struct ParamMessageHeader {
   uint32_t record_count = 0;  // set by the encoder; the decoder reports the read one
   uint64_t sequence = 0;      // per sender; the encoder numbers its messages from this one
   uint64_t sender_clock = 0;  // words trained (trainer) or merged (node) at writing
-  uint64_t base_clock = 0;    // push: node clock the deltas are against; publications: 0
+  uint64_t base_clock = 0;    // push: node clock the deltas are against; publications: the
+                              // merged watermark on .updates (the header comment above)
 };
 
 // One word's part of a message. A vector is absent when empty and otherwise holds dim floats.

@@ -54,6 +54,11 @@ struct ParamClientStats {
   uint64_t pull_messages = 0;    // publications consumed from .params
   uint64_t pull_bytes = 0;       // their bytes
   uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
+  uint64_t rows_from_node = 0;   // words admitted with the node's published row
+  uint64_t rows_corrected = 0;   // applied rows older than our last push of them: our deltas
+                                 // the shard had not merged yet were added back
+  uint64_t rows_stale = 0;       // published rows skipped: older than this trainer's last push
+                                 // of the row (the shard's watermark had not passed it)
   uint64_t rejected = 0;         // publications that did not decode (logged, skipped)
   uint64_t node_clock = 0;       // newest node clock applied (the pushes' base clock)
   double throttled_seconds = 0;  // waiting for the shards (flow control)

@@ -181,6 +181,22 @@ class StreamingLearner {
     uint32_t slots = 0;  // rows of each table (the vocabulary capacity)
   };
   RowTables MutableRowTables();
+  // Word-seeded initialisation (the distributed seam): when on, a word's fresh input row is
+  // drawn from an RNG seeded with HashWord(word) ^ options().seed instead of the learner's
+  // stream, so every trainer of one parameter space starts a word at the same row and their
+  // deltas stay in one coordinate system (model averaging needs a shared start; McMahan et al.
+  // 2017, section 2). Off by default (a lone learner stays bit-identical); not saved in a state:
+  // the owner sets it again after LoadState.
+  void SetWordSeededInit(bool on);
+  // The other half of the distributed seam: when set, a word given a slot (admitted anew, or
+  // taking an evicted word's slot) first asks `init(word, slot, input, output)` for its rows
+  // (dim floats each, written in place); returning true keeps them (a trainer starts the word
+  // from the parameter node's newest row), false falls back to the usual initialisation.
+  // Called on the thread that feeds text, between its own training steps. Not saved in a
+  // state. Unset with an empty function.
+  using RowInitializer =
+      std::function<bool(std::string_view word, uint32_t slot, float* input, float* output)>;
+  void SetRowInitializer(RowInitializer init);
 
   // The running (decayed) count of `word`, 0 if it is not held; and whether it is admitted.
   double Count(std::string_view word) const;
