@@ -4,7 +4,8 @@ compose/ queries checked against what the processes really export.
 Starts scripts/cluster-local (the embedded broker, 2 parameter-node shards, 2 trainers pushing
 to them, ingest following a folder, the feed crawler on the bundled feed files, serve over the
 shards' states, every process with --metrics) on a small folder of text, then:
-  1. waits for a word's vector from serve's /v1/vectors/{word} (documents in, a vector out);
+  1. waits for a word's vector from serve's /v1/vectors/{word} (documents in, a vector out),
+     then adds a second file to the followed folder;
   2. reads every process's live /metrics and checks that every metric name in the PromQL of
      compose/grafana/dashboards/*.json and compose/prometheus/rules.yml is one that some process
      exports (or a name the rules record, or Prometheus's own `up`);
@@ -134,19 +135,20 @@ def main():
     self_test()
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    # Documents: the first 600 kB of the bundled Wikipedia paragraphs, in two files.
+    # Documents: the first 600 kB of the bundled Wikipedia paragraphs, half at the start and
+    # half added to the followed folder once a vector is served (so the shards write newer
+    # snapshots: serve's PIP loss needs two).
     data = os.path.join(work, "data")
     os.makedirs(data)
     corpus = sorted(glob.glob(os.path.join(source, "data/run/*.txt")))[0]
     text = open(corpus, "rb").read(600_000)
     cut = text.rfind(b"\n", 0, len(text) // 2) + 1
     open(os.path.join(data, "a.txt"), "wb").write(text[:cut])
-    open(os.path.join(data, "b.txt"), "wb").write(text[cut:text.rfind(b"\n") + 1])
 
     eval_dir = os.path.join(source, "tests/data/eval")
     cmd = [os.path.join(source, "scripts/cluster-local"), "--bin", binary,
            "--work", os.path.join(work, "cluster"), "--data", data, "--http", "127.0.0.1:0",
-           "--shards", "2", "--trainers", "2", "--push-every", "20000",
+           "--shards", "2", "--trainers", "2", "--push-every", "2000",
            "--feeds", os.path.join(source, "data/feeds/feeds.txt"),
            "--train-arg=--vocab-capacity", "--train-arg=20000", "--train-arg=--dim",
            "--train-arg=32", "--train-arg=--threads", "--train-arg=1",
@@ -185,6 +187,9 @@ def main():
         if len(vector) != 32 or not any(vector):
             failures.append(f"vector of '{word}': {vector[:4]}...")
         get(f"{serve}/v1/vectors/no-such-word-here")  # an error reply: the error counters
+        with open(os.path.join(data, "b.txt.part"), "wb") as f:
+            f.write(text[cut:text.rfind(b"\n") + 1])
+        os.rename(os.path.join(data, "b.txt.part"), os.path.join(data, "b.txt"))
 
         # 2. Every metric the dashboard and the rules query is exported by some process.
         compose = os.path.join(source, "compose")
