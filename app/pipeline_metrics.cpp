@@ -163,7 +163,14 @@ StatusOr<std::unique_ptr<api::MetricsEndpoint>> StartMetrics(const std::string& 
     return Status::InvalidArgument("--metrics must be HOST:PORT (127.0.0.1:9100), not '" + flag +
                                    "'");
   }
-  return api::MetricsEndpoint::Start(host, port, std::move(text));
+  StatusOr<std::unique_ptr<api::MetricsEndpoint>> endpoint =
+      api::MetricsEndpoint::Start(host, port, std::move(text));
+  if (endpoint.ok()) {
+    const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    std::printf("metrics http://%s:%d/metrics\n", shown.c_str(), (*endpoint)->port());
+    std::fflush(stdout);
+  }
+  return endpoint;
 }
 
 }  // namespace streamvec::app

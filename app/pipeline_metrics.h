@@ -35,7 +35,8 @@ std::string PipelineMetrics(const IngestStats& is, const KafkaTrainerStats& ts,
 
 // Starts a command's `--metrics HOST:PORT` endpoint serving `text()`: nullptr for an empty flag,
 // else the endpoint, or InvalidArgument (not HOST:PORT) / IoError (cannot bind), naming
-// --metrics.
+// --metrics. A started endpoint prints `metrics http://HOST:PORT/metrics` on stdout (the port
+// bound: PORT 0 picks one).
 StatusOr<std::unique_ptr<api::MetricsEndpoint>> StartMetrics(const std::string& flag,
                                                              std::function<std::string()> text);
 

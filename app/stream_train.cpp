@@ -346,9 +346,6 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
         return out;
       });
   if (!metrics.ok()) return Fail(metrics.status(), 2);
-  if (*metrics) {
-    spdlog::info("metrics: http://{}/metrics (port {})", f.metrics, (*metrics)->port());
-  }
   const std::atomic<bool>& stop = StopOnSignals();
   spdlog::info("training from Kafka {} (group {}) into {}; SIGINT or SIGTERM stops after a final "
                "snapshot",
