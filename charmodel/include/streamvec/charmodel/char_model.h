@@ -33,6 +33,11 @@
 
 namespace streamvec {
 
+// The snapshot entry that holds a serving character model (CharModel::Serialize without the
+// optimizer): written by the trainer with `--char-distill`, read by `serve` for words outside the
+// vocabulary.
+inline constexpr char kCharModelEntry[] = "embedding/charmodel";
+
 struct CharModelOptions {
   int dim = 100;              // output vector size (the word vectors' --dim)
   int char_dim = 32;          // character embedding size (--char-dim)
