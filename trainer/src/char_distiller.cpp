@@ -71,8 +71,12 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
     const float* row = learner.InputRow(word);
     if (row == nullptr) continue;  // evicted (or no longer admitted) since the last refresh
     if (!CharIds(word, options_.model.buckets, options_.model.max_word_chars).ok()) continue;
+    double norm = 0;
+    for (int j = 0; j < dim; ++j) norm += double(row[j]) * row[j];
+    norm = std::sqrt(norm);
+    if (!(norm > 0) || !std::isfinite(norm)) continue;
     batch.push_back(word);
-    targets.insert(targets.end(), row, row + dim);
+    for (int j = 0; j < dim; ++j) targets.push_back(static_cast<float>(row[j] / norm));
     weights.push_back(draws[w]);
   }
   if (batch.empty()) {

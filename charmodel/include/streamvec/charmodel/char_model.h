@@ -40,15 +40,15 @@ inline constexpr char kCharModelEntry[] = "embedding/charmodel";
 
 struct CharModelOptions {
   int dim = 100;              // output vector size (the word vectors' --dim)
-  int char_dim = 32;          // character embedding size (--char-dim)
-  int hidden = 64;            // LSTM hidden size per direction (--char-hidden)
+  int char_dim = 20;          // character embedding size (--char-dim; MIMICK's 20)
+  int hidden = 50;            // LSTM hidden size per direction (--char-hidden; MIMICK's 50)
   bool bidirectional = true;  // a backward LSTM too (--char-bidirectional)
   // Rows of the character embedding table: 2 marks (begin, end) + buckets - 2 code point rows.
   // Code point c has row 2 + c % (buckets - 2): below buckets - 2 every code point has a row of
   // its own (Latin, Greek, Cyrillic, Hebrew, Arabic with the default), higher ones share rows.
   int buckets = 2048;
   int max_word_chars = 32;    // code points read at most; longer words are cut (--max-word-chars)
-  float learning_rate = 1e-3f;  // Adam step size (alpha)
+  float learning_rate = 3e-3f;  // Adam step size (alpha; --char-lr)
   float beta1 = 0.9f;           // Adam first moment decay
   float beta2 = 0.999f;         // Adam second moment decay
   float adam_epsilon = 1e-8f;   // Adam epsilon

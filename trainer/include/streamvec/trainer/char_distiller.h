@@ -8,12 +8,13 @@
 // has seen: it draws `batch_types` admitted words with probability proportional to
 // count^count_exponent (0.5: frequent words are drawn more often, rare ones are not starved),
 // merges repeated draws into one word whose loss weight is its number of draws, reads their
-// current input rows and takes one Adam step (CharModel::DistillStep). The admitted words and
+// current input rows, scales each to unit length (the service compares vectors by cosine, and
+// the raw rows' lengths grow with frequency) and takes one Adam step (CharModel::DistillStep). The admitted words and
 // their counts are re-read every `refresh_steps` steps; a word evicted since is skipped.
 //
-// Cost: one step encodes and back-propagates at most batch_types words; with the defaults
-// (256 types, 32/64 bidirectional, every 200k words) a few percent of the learner's time
-// (bench/char_distill.sh measures it). With threads > 1 each step waits for the learner's queued
+// Cost: one step encodes and back-propagates at most batch_types words (tens of ms with the
+// defaults: 256 types, 20/50 bidirectional); every 300k words that is about a tenth of the
+// learner's time at 1M words/s (bench/char_distill.sh measures it). With threads > 1 each step waits for the learner's queued
 // training (reading rows drains it).
 //
 // Determinism: its own RNG (seeded from the model's seed); with a learner at threads = 1, Save /
@@ -42,7 +43,7 @@ inline constexpr char kCharDistillEntry[] = "charmodel/distill";
 struct CharDistillOptions {
   CharModelOptions model;            // dim is set to the learner's
   int batch_types = 256;             // word types drawn per step (--char-distill-batch)
-  uint64_t every_words = 200000;     // words seen between steps (--char-distill-every)
+  uint64_t every_words = 300000;     // words seen between steps (--char-distill-every)
   double count_exponent = 0.5;       // draw probability ~ count^count_exponent
   int refresh_steps = 20;            // steps between re-reads of the admitted words
   int max_steps_per_call = 4;        // MaybeStep catches up at most this many steps at once
