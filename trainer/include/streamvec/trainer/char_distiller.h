@@ -12,9 +12,9 @@
 // the raw rows' lengths grow with frequency) and takes one Adam step (CharModel::DistillStep). The admitted words and
 // their counts are re-read every `refresh_steps` steps; a word evicted since is skipped.
 //
-// Cost: one step encodes and back-propagates at most batch_types words (tens of ms with the
-// defaults: 256 types, 20/50 bidirectional); every 300k words that is about a tenth of the
-// learner's time at 1M words/s (bench/char_distill.sh measures it). With threads > 1 each step waits for the learner's queued
+// Cost: one step encodes and back-propagates at most batch_types words (about 30 ms with the
+// defaults: 256 types, 20/50 bidirectional); every 1M words that is under a tenth of the
+// learner's time at 2.5-4M words/s on 2 threads (bench/char_distill.sh measures it). With threads > 1 each step waits for the learner's queued
 // training (reading rows drains it).
 //
 // Determinism: its own RNG (seeded from the model's seed); with a learner at threads = 1, Save /
@@ -43,7 +43,7 @@ inline constexpr char kCharDistillEntry[] = "charmodel/distill";
 struct CharDistillOptions {
   CharModelOptions model;            // dim is set to the learner's
   int batch_types = 256;             // word types drawn per step (--char-distill-batch)
-  uint64_t every_words = 300000;     // words seen between steps (--char-distill-every)
+  uint64_t every_words = 1000000;    // words seen between steps (--char-distill-every)
   double count_exponent = 0.5;       // draw probability ~ count^count_exponent
   int refresh_steps = 20;            // steps between re-reads of the admitted words
   int max_steps_per_call = 4;        // MaybeStep catches up at most this many steps at once
