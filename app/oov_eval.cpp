@@ -60,8 +60,10 @@ int RunOovEval(const OovEvalFlags& f) {
   if (!table.ok()) return Fail("--state " + f.state + ": " + table.status().message(), 2);
   StatusOr<std::string> bytes = (*reader)->Get(kCharModelEntry);
   if (!bytes.ok()) {
-    return Fail("--state " + f.state + ": the snapshot has no character model (train it with "
-                "--char-distill)", 2);
+    return Fail("--state " + f.state +
+                    ": the snapshot has no character model (train it with "
+                    "--char-distill)",
+                2);
   }
   StatusOr<std::unique_ptr<CharModel>> model = CharModel::Deserialize(*bytes);
   if (!model.ok()) return Fail("--state " + f.state + ": " + model.status().message(), 2);
@@ -131,8 +133,12 @@ int RunOovEval(const OovEvalFlags& f) {
       all.cosine.push_back(cos);
     }
     if (total == 0) return Fail("--similarity: " + path + " holds no word pair", 2);
-    json r = {{"file", path},         {"total", total},          {"skipped", skipped},
-              {"table", table_pairs.Json()}, {"oov", oov_pairs.Json()}, {"all", all.Json()}};
+    json r = {{"file", path},
+              {"total", total},
+              {"skipped", skipped},
+              {"table", table_pairs.Json()},
+              {"oov", oov_pairs.Json()},
+              {"all", all.Json()}};
     if (!f.json) {
       auto rho = [](const json& j) {
         char buf[32];

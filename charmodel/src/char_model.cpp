@@ -29,7 +29,10 @@ struct Layout {
   size_t proj = 0, proj_bias = 0, total = 0;
 
   explicit Layout(const CharModelOptions& o)
-      : dim(o.dim), char_dim(o.char_dim), hidden(o.hidden), dirs(o.bidirectional ? 2 : 1),
+      : dim(o.dim),
+        char_dim(o.char_dim),
+        hidden(o.hidden),
+        dirs(o.bidirectional ? 2 : 1),
         buckets(o.buckets) {
     size_t at = 0;
     emb = at;
@@ -52,12 +55,12 @@ struct Layout {
 
 // One group of words of equal sequence length, with what backward needs.
 struct Group {
-  std::vector<size_t> rows;                 // positions of its words in the call
+  std::vector<size_t> rows;  // positions of its words in the call
   std::vector<const std::vector<int32_t>*> ids;
-  int length = 0;                           // T: code points + 2 marks
-  std::vector<Mat> x[2];                    // per direction and step: B x char_dim inputs
-  std::vector<LstmStep<float>> steps[2];    // per direction and step
-  Mat hcat;                                 // B x dirs*H: final hidden states
+  int length = 0;                         // T: code points + 2 marks
+  std::vector<Mat> x[2];                  // per direction and step: B x char_dim inputs
+  std::vector<LstmStep<float>> steps[2];  // per direction and step
+  Mat hcat;                               // B x dirs*H: final hidden states
 };
 
 }  // namespace
@@ -79,8 +82,7 @@ Status ValidateCharModelOptions(const CharModelOptions& o) {
   if (!(o.learning_rate > 0 && o.learning_rate < 1)) {
     return Status::InvalidArgument("--char-lr must be in (0, 1)");
   }
-  if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
-      !(o.adam_epsilon > 0)) {
+  if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.adam_epsilon > 0)) {
     return Status::InvalidArgument("Adam: beta1 and beta2 must be in [0, 1), epsilon > 0");
   }
   return Status::Ok();
@@ -235,8 +237,8 @@ struct CharModel::Impl {
       for (int t = T - 1; t >= 0; --t) {
         const Mat& h_prev = t > 0 ? g.steps[d][t - 1].h : zeros;
         const Mat& c_prev = t > 0 ? g.steps[d][t - 1].c : zeros;
-        LstmCellBackward<float>(g.x[d][t], h_prev, c_prev, Wx(d), Wh(d), g.steps[d][t], dh, dc,
-                                dWx, dWh, dB, &sg);
+        LstmCellBackward<float>(g.x[d][t], h_prev, c_prev, Wx(d), Wh(d), g.steps[d][t], dh, dc, dWx,
+                                dWh, dB, &sg);
         const int pos = d == 0 ? t : T - 1 - t;
         for (Eigen::Index r = 0; r < nb; ++r) dE.row((*g.ids[r])[pos]) += sg.dx.row(r);
         dh.swap(sg.dh_prev);
@@ -415,9 +417,7 @@ std::string CharModel::Serialize(bool with_optimizer) const {
 }
 
 StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view bytes) {
-  auto bad = [](const std::string& what) {
-    return Status::Corruption("character model: " + what);
-  };
+  auto bad = [](const std::string& what) { return Status::Corruption("character model: " + what); };
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     return bad("not a streamvec character model (magic)");
   }
@@ -432,10 +432,9 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
     return bad("format version " + std::to_string(version) + ", this build reads " +
                std::to_string(kFormatVersion));
   }
-  if (!r.Get(&dim) || !r.Get(&char_dim) || !r.Get(&hidden) || !r.Get(&bidi) ||
-      !r.Get(&buckets) || !r.Get(&max_chars) || !r.Get(&o.learning_rate) || !r.Get(&o.beta1) ||
-      !r.Get(&o.beta2) || !r.Get(&o.adam_epsilon) || !r.Get(&o.seed) || !r.Get(&total) ||
-      !r.Get(&with_optimizer)) {
+  if (!r.Get(&dim) || !r.Get(&char_dim) || !r.Get(&hidden) || !r.Get(&bidi) || !r.Get(&buckets) ||
+      !r.Get(&max_chars) || !r.Get(&o.learning_rate) || !r.Get(&o.beta1) || !r.Get(&o.beta2) ||
+      !r.Get(&o.adam_epsilon) || !r.Get(&o.seed) || !r.Get(&total) || !r.Get(&with_optimizer)) {
     return bad("truncated header");
   }
   o.dim = dim;

@@ -48,9 +48,9 @@ class CharModelServingTest : public ::testing::Test {
     const Embeddings toy = Toy();
     const std::vector<std::string_view> words(toy.words.begin(), toy.words.end());
     for (int i = 0; i < 20; ++i) {
-      ASSERT_TRUE(model_->DistillStep(words, toy.vectors.data(),
-                                      std::vector<float>(words.size(), 1.f))
-                      .ok());
+      ASSERT_TRUE(
+          model_->DistillStep(words, toy.vectors.data(), std::vector<float>(words.size(), 1.f))
+              .ok());
     }
   }
   void TearDown() override {

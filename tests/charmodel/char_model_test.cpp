@@ -45,9 +45,9 @@ TEST(CharIdsTest, LongWordsAreCutToMaxWordChars) {
 }
 
 TEST(CharIdsTest, BadWordsAreInvalidArgument) {
-  for (std::string_view bad : {std::string_view(""), std::string_view("ab\xff"),
-                               std::string_view("a\x01z"), std::string_view("\xC3"),
-                               std::string_view("ok\x7f")}) {
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("ab\xff"), std::string_view("a\x01z"),
+        std::string_view("\xC3"), std::string_view("ok\x7f")}) {
     auto ids = CharIds(bad, 300, 32);
     ASSERT_FALSE(ids.ok()) << bad;
     EXPECT_EQ(ids.status().code(), StatusCode::kInvalidArgument);
@@ -126,8 +126,8 @@ TEST(CharModelTest, EncoderGradientMatchesFiniteDifferencesForwardOnly) {
 
 std::vector<std::string> RandomWords(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const std::vector<std::string> alphabet = {"a", "b", "c", "d", "e", "k", "s", "t",
-                                             "é", "ж", "中", "-"};
+  const std::vector<std::string> alphabet = {"a", "b", "c", "d", "e",  "k",
+                                             "s", "t", "é", "ж", "中", "-"};
   std::uniform_int_distribution<int> len(1, 12), pick(0, int(alphabet.size()) - 1);
   std::vector<std::string> words(n);
   for (std::string& w : words) {
@@ -287,8 +287,8 @@ TEST(CharModelTest, DeserializeRefusesDamagedBytes) {
   CharModel model(Small());
   const std::string bytes = model.Serialize(true);
   for (const std::string& bad :
-       {std::string(), std::string("not a model"), bytes.substr(0, bytes.size() - 1),
-        bytes + "x", "SVCHARLM" + std::string(4, '\x09') + bytes.substr(12)}) {
+       {std::string(), std::string("not a model"), bytes.substr(0, bytes.size() - 1), bytes + "x",
+        "SVCHARLM" + std::string(4, '\x09') + bytes.substr(12)}) {
     auto m = CharModel::Deserialize(bad);
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.status().code(), StatusCode::kCorruption) << m.status().message();

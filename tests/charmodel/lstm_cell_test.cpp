@@ -48,17 +48,16 @@ void ExpectGradient(CellCase* cc, Mat* m, const Mat& analytic, const char* name)
 TEST(LstmCellTest, BackwardMatchesFiniteDifferences) {
   std::mt19937_64 rng(7);
   const int batch = 3, in = 4, hidden = 5;
-  CellCase cc{Random(batch, in, &rng),         Random(batch, hidden, &rng),
-              Random(batch, hidden, &rng),     Random(in, 4 * hidden, &rng),
+  CellCase cc{Random(batch, in, &rng),          Random(batch, hidden, &rng),
+              Random(batch, hidden, &rng),      Random(in, 4 * hidden, &rng),
               Random(hidden, 4 * hidden, &rng), Random(1, 4 * hidden, &rng),
-              Random(batch, hidden, &rng),     Random(batch, hidden, &rng)};
+              Random(batch, hidden, &rng),      Random(batch, hidden, &rng)};
   LstmStep<double> step;
   LstmCellForward<double>(cc.x, cc.h, cc.c, cc.wx, cc.wh, cc.b, &step);
   Mat dwx = Mat::Zero(in, 4 * hidden), dwh = Mat::Zero(hidden, 4 * hidden),
       db = Mat::Zero(1, 4 * hidden);
   LstmStepGrad<double> grad;
-  LstmCellBackward<double>(cc.x, cc.h, cc.c, cc.wx, cc.wh, step, cc.rh, cc.rc, dwx, dwh, db,
-                           &grad);
+  LstmCellBackward<double>(cc.x, cc.h, cc.c, cc.wx, cc.wh, step, cc.rh, cc.rc, dwx, dwh, db, &grad);
   ExpectGradient(&cc, &cc.x, grad.dx, "dx");
   ExpectGradient(&cc, &cc.h, grad.dh_prev, "dh_prev");
   ExpectGradient(&cc, &cc.c, grad.dc_prev, "dc_prev");

@@ -4,9 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace streamvec {
 
@@ -22,8 +21,9 @@ Status ValidateCharDistillOptions(const CharDistillOptions& o) {
     return Status::InvalidArgument("char distillation count exponent must be in [0, 1]");
   }
   if (o.refresh_steps < 1 || o.max_steps_per_call < 1) {
-    return Status::InvalidArgument("char distillation: refresh_steps and max_steps_per_call "
-                                   "must be >= 1");
+    return Status::InvalidArgument(
+        "char distillation: refresh_steps and max_steps_per_call "
+        "must be >= 1");
   }
   return Status::Ok();
 }
@@ -88,8 +88,7 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
   ++stats_.steps;
   stats_.types += batch.size();
   stats_.loss = *loss;
-  stats_.seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
 
@@ -144,8 +143,7 @@ StatusOr<std::unique_ptr<CharDistiller>> CharDistiller::Load(const StateSource& 
   if (!state.ok()) return state.status();
   StatusOr<std::unique_ptr<CharModel>> model = CharModel::Deserialize(*state);
   if (!model.ok()) {
-    return Status::Corruption(std::string(kCharModelStateEntry) + ": " +
-                              model.status().message());
+    return Status::Corruption(std::string(kCharModelStateEntry) + ": " + model.status().message());
   }
   StatusOr<std::string> distill = source(kCharDistillEntry);
   if (!distill.ok()) {

@@ -156,9 +156,10 @@ class SnapshotSource {
 // Reads the snapshots a StateStore publishes in `state_dir` (SnapshotReader): List is
 // SnapshotReader::List (a damaged checkpoint is logged once, counted in damaged() and skipped),
 // LoadNewerThan opens the newest checkpoint and copies its embedding entries, word counts and
-// character model (kCharModelEntry), if any (store/embedding_entries.h), into a ServingSnapshot; Load does the same for a retained
-// older checkpoint (SnapshotReader::Open). A missing or empty directory is "nothing published
-// yet", not an error, so a server can start before its trainer.
+// character model (kCharModelEntry), if any (store/embedding_entries.h), into a
+// ServingSnapshot; Load does the same for a retained older checkpoint (SnapshotReader::Open).
+// A missing or empty directory is "nothing published yet", not an error, so a server can start
+// before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);
 
 // The union of several state directories, one per parameter-node shard (`serve --state A --state

@@ -47,7 +47,7 @@ struct CharModelOptions {
   // Code point c has row 2 + c % (buckets - 2): below buckets - 2 every code point has a row of
   // its own (Latin, Greek, Cyrillic, Hebrew, Arabic with the default), higher ones share rows.
   int buckets = 2048;
-  int max_word_chars = 32;    // code points read at most; longer words are cut (--max-word-chars)
+  int max_word_chars = 32;      // code points read at most; longer words are cut (--max-word-chars)
   float learning_rate = 3e-3f;  // Adam step size (alpha; --char-lr)
   float beta1 = 0.9f;           // Adam first moment decay
   float beta2 = 0.999f;         // Adam second moment decay

@@ -45,9 +45,9 @@ void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
   auto sigmoid = [](Scalar v) { return Scalar(1) / (Scalar(1) + std::exp(-v)); };
   auto tanh = [](Scalar v) { return std::tanh(v); };
   auto& a = step->gates;
-  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).unaryExpr(sigmoid);  // i, f
+  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).unaryExpr(sigmoid);                   // i, f
   a.middleCols(2 * hidden, hidden) = a.middleCols(2 * hidden, hidden).unaryExpr(tanh);  // g
-  a.rightCols(hidden) = a.rightCols(hidden).unaryExpr(sigmoid);                           // o
+  a.rightCols(hidden) = a.rightCols(hidden).unaryExpr(sigmoid);                         // o
   step->c = a.middleCols(hidden, hidden).cwiseProduct(c_prev) +
             a.leftCols(hidden).cwiseProduct(a.middleCols(2 * hidden, hidden));
   step->tanh_c = step->c.unaryExpr(tanh);
@@ -57,10 +57,10 @@ void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
 // Gradient buffers of one step's backward pass (resized as needed by LstmCellBackward).
 template <typename Scalar>
 struct LstmStepGrad {
-  RowMatrix<Scalar> d_a;       // B x 4H: gradient at the pre-activations
-  RowMatrix<Scalar> dx;        // B x D
-  RowMatrix<Scalar> dh_prev;   // B x H
-  RowMatrix<Scalar> dc_prev;   // B x H
+  RowMatrix<Scalar> d_a;      // B x 4H: gradient at the pre-activations
+  RowMatrix<Scalar> dx;       // B x D
+  RowMatrix<Scalar> dh_prev;  // B x H
+  RowMatrix<Scalar> dc_prev;  // B x H
 };
 
 // One step backward: given dL/dh (`dh`, B x H) and dL/dc flowing back from the next step (`dc`,
@@ -94,8 +94,7 @@ void LstmCellBackward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
       dc_total.cwiseProduct(c_prev).cwiseProduct(f).cwiseProduct(ones - f);
   grad->d_a.middleCols(2 * hidden, hidden) =
       dc_total.cwiseProduct(i).cwiseProduct(ones - g.cwiseProduct(g));
-  grad->d_a.rightCols(hidden) =
-      dh.cwiseProduct(step.tanh_c).cwiseProduct(o).cwiseProduct(ones - o);
+  grad->d_a.rightCols(hidden) = dh.cwiseProduct(step.tanh_c).cwiseProduct(o).cwiseProduct(ones - o);
   grad->dc_prev = dc_total.cwiseProduct(f);
   grad->dx.noalias() = grad->d_a * wx.transpose();
   grad->dh_prev.noalias() = grad->d_a * wh.transpose();

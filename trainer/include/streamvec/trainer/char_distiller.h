@@ -9,13 +9,14 @@
 // count^count_exponent (0.5: frequent words are drawn more often, rare ones are not starved),
 // merges repeated draws into one word whose loss weight is its number of draws, reads their
 // current input rows, scales each to unit length (the service compares vectors by cosine, and
-// the raw rows' lengths grow with frequency) and takes one Adam step (CharModel::DistillStep). The admitted words and
-// their counts are re-read every `refresh_steps` steps; a word evicted since is skipped.
+// the raw rows' lengths grow with frequency) and takes one Adam step (CharModel::DistillStep).
+// The admitted words and their counts are re-read every `refresh_steps` steps; a word evicted
+// since is skipped.
 //
 // Cost: one step encodes and back-propagates at most batch_types words (about 30 ms with the
 // defaults: 256 types, 20/50 bidirectional); every 1M words that is under a tenth of the
-// learner's time at 2.5-4M words/s on 2 threads (bench/char_distill.sh measures it). With threads > 1 each step waits for the learner's queued
-// training (reading rows drains it).
+// learner's time at 2.5-4M words/s on 2 threads (bench/char_distill.sh measures it). With
+// threads > 1 each step waits for the learner's queued training (reading rows drains it).
 //
 // Determinism: its own RNG (seeded from the model's seed); with a learner at threads = 1, Save /
 // Load continue a run exactly. Not thread-safe: the thread that drives the learner drives it.
@@ -41,22 +42,22 @@ inline constexpr char kCharModelStateEntry[] = "charmodel/state";
 inline constexpr char kCharDistillEntry[] = "charmodel/distill";
 
 struct CharDistillOptions {
-  CharModelOptions model;            // dim is set to the learner's
-  int batch_types = 256;             // word types drawn per step (--char-distill-batch)
-  uint64_t every_words = 1000000;    // words seen between steps (--char-distill-every)
-  double count_exponent = 0.5;       // draw probability ~ count^count_exponent
-  int refresh_steps = 20;            // steps between re-reads of the admitted words
-  int max_steps_per_call = 4;        // MaybeStep catches up at most this many steps at once
+  CharModelOptions model;          // dim is set to the learner's
+  int batch_types = 256;           // word types drawn per step (--char-distill-batch)
+  uint64_t every_words = 1000000;  // words seen between steps (--char-distill-every)
+  double count_exponent = 0.5;     // draw probability ~ count^count_exponent
+  int refresh_steps = 20;          // steps between re-reads of the admitted words
+  int max_steps_per_call = 4;      // MaybeStep catches up at most this many steps at once
 };
 
 // InvalidArgument naming the flag.
 Status ValidateCharDistillOptions(const CharDistillOptions& options);
 
 struct CharDistillStats {
-  uint64_t steps = 0;        // Adam steps taken over the state's lifetime
-  uint64_t types = 0;        // distinct word types trained on, summed over steps
-  double loss = 0;           // mean squared distance per word of the last step
-  double seconds = 0;        // wall seconds spent in steps by this process
+  uint64_t steps = 0;  // Adam steps taken over the state's lifetime
+  uint64_t types = 0;  // distinct word types trained on, summed over steps
+  double loss = 0;     // mean squared distance per word of the last step
+  double seconds = 0;  // wall seconds spent in steps by this process
 };
 
 class CharDistiller {
