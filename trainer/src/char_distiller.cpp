@@ -31,6 +31,7 @@ Status ValidateCharDistillOptions(const CharDistillOptions& o) {
 CharDistiller::CharDistiller(const CharDistillOptions& options)
     : options_(options), model_(options.model), rng_(options.model.seed + 0x9e3779b97f4a7c15ull) {
   SV_CHECK(ValidateCharDistillOptions(options).ok());
+  next_words_ = options.every_words;  // the first step once that many words were seen
 }
 
 CharDistiller::~CharDistiller() = default;
@@ -94,7 +95,6 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
 
 Status CharDistiller::MaybeStep(const StreamingLearner& learner) {
   const uint64_t seen = learner.stats().words_seen;
-  if (next_words_ == 0) next_words_ = seen + options_.every_words;
   for (int i = 0; i < options_.max_steps_per_call && seen >= next_words_; ++i) {
     SV_RETURN_IF_ERROR(Step(learner));
     next_words_ += options_.every_words;
