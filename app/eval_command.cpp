@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "oov_eval.h"
 #include "streamvec/eval/analogy.h"
 #include "streamvec/eval/pip.h"
 #include "streamvec/eval/similarity.h"
@@ -64,6 +65,9 @@ struct EvalFlags {
   std::vector<std::string> pip;  // --pip A B
   std::string pip_sppmi;         // --pip-sppmi CORPUS
   size_t top = 10000;            // words compared by --pip / --pip-sppmi
+  bool oov = false;              // --oov: score a state's table + character model
+  std::string state;             // --state DIR (with --oov)
+  size_t table_top = 0;          // --table-top N (with --oov)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -322,7 +326,20 @@ void RegisterEvalCommand(CLI::App& root, int* exit_code) {
                   "PIP loss of --vectors against the SPPMI-factorisation reference of CORPUS");
   cmd->add_option("--top", flags->top, "PIP: the N most frequent words (of A, or of CORPUS)")
       ->capture_default_str();
-  cmd->callback([flags, exit_code] { *exit_code = RunEval(*flags); });
+  cmd->add_flag("--oov", flags->oov,
+                "Score every pair of --similarity files from --state DIR: table words from its "
+                "table, the others from its character model (docs/char-model.md)");
+  cmd->add_option("--state", flags->state, "--oov: state directory (its newest snapshot)");
+  cmd->add_option("--table-top", flags->table_top,
+                  "--oov: serve only the N most frequent words from the table (0: all)")
+      ->capture_default_str();
+  cmd->callback([flags, exit_code] {
+    if (flags->oov) {
+      *exit_code = RunOovEval({flags->state, flags->similarity, flags->table_top, flags->json});
+      return;
+    }
+    *exit_code = RunEval(*flags);
+  });
 }
 
 }  // namespace streamvec::app

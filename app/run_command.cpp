@@ -24,6 +24,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "char_flags.h"
 #include "commands.h"
 #include "host_port.h"
 #include "pipeline_metrics.h"
@@ -81,6 +82,8 @@ struct RunFlags {
   double index_rebuild_s = 30;
   size_t pinned_snapshots = 2;  // as `serve`'s flag
   StreamingOptions learner;
+  bool char_distill = false;  // --char-distill (docs/char-model.md)
+  CharDistillOptions char_distill_options;
 };
 
 // The pipeline's priority: --trainer-nice and --trainer-policy.
@@ -221,6 +224,14 @@ int RunPipeline(RunFlags f) {
   to.normalize_text = true;
   to.languages = f.languages;
   to.max_idle_s = f.max_idle_s;
+  to.char_distill = f.char_distill;
+  to.char_distill_options = f.char_distill_options;
+  to.char_distill_options.model.dim = f.learner.dim;
+  if (f.char_distill) {
+    if (Status s = ValidateCharDistillOptions(to.char_distill_options); !s.ok()) {
+      return Usage(s.message());
+    }
+  }
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
       OnBackgroundThread(background, [&] { return KafkaTrainer::Create(to); });
   if (!trainer.ok()) {
@@ -536,6 +547,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->default_str("nice");
   AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
   AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
+  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options);
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
 }
 

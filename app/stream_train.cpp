@@ -100,6 +100,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   if (!store_or.ok()) return Fail(Status::InvalidArgument("--state: " + store_or.status().message()), 2);
   StateStore& store = **store_or;
   std::unique_ptr<StreamingLearner> learner;
+  std::unique_ptr<CharDistiller> distiller;
   if (store.version() > 0) {
     auto loaded = StreamingLearner::LoadState(
         [&store](const std::string& key) { return store.Get(key); }, f.options.isa,
@@ -109,6 +110,15 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                   2);
     }
     learner = std::move(loaded).value();
+    auto loaded_distiller =
+        CharDistiller::Load([&store](const std::string& key) { return store.Get(key); });
+    if (loaded_distiller.ok()) {
+      distiller = std::move(loaded_distiller).value();
+    } else if (loaded_distiller.status().code() != StatusCode::kNotFound) {
+      return Fail(Status::InvalidArgument("--state " + f.state + ": " +
+                                          loaded_distiller.status().message()),
+                  2);
+    }
     if (!f.explicit_flags.empty()) {
       std::string given;
       for (const std::string& flag : f.explicit_flags) given += " " + flag;
@@ -122,13 +132,29 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     if (Status s = learner->device_status(); !s.ok()) {
       return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
     }
+    if (f.char_distill) {
+      CharDistillOptions co = f.char_distill_options;
+      co.model.dim = f.options.dim;
+      if (Status s = ValidateCharDistillOptions(co); !s.ok()) return Fail(s, 2);
+      distiller = std::make_unique<CharDistiller>(co);
+    }
   }
 
-  // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads.
+  // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads,
+  // and the character model (--char-distill).
   auto snapshot = [&]() -> Status {
+    std::string meta = LearnerMetadataJson(*learner);
+    if (distiller) {
+      meta.pop_back();  // the closing brace of the object
+      meta += ",\"char_model\":" + distiller->MetadataJson() + "}";
+    }
     return store.WriteSnapshot(
-        [&](const SnapshotSink& sink) { return WriteLearnerSnapshot(*learner, sink); },
-        LearnerMetadataJson(*learner));
+        [&](const SnapshotSink& sink) -> Status {
+          SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, sink));
+          if (distiller) return distiller->Save(sink, /*checkpoint=*/true);
+          return Status::Ok();
+        },
+        meta);
   };
 
   const std::atomic<bool>& stop = StopOnSignals();
@@ -171,6 +197,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     if (Status s = train(std::string_view(buffer.data(), got), false); !s.ok()) {
       read_error = s;
       break;
+    }
+    if (distiller) {
+      if (Status s = distiller->MaybeStep(*learner); !s.ok()) {
+        spdlog::warn("character model distillation: {}", s.message());
+      }
     }
     const uint64_t words = learner->stats().words_seen;
     const bool due = every_words > 0 ? words - last_snapshot_words >= every_words
@@ -241,6 +272,14 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                Human(trained_now / std::max(train_s, 1e-9)).c_str(),
                static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss,
                since(t0));
+  if (distiller) {
+    const CharDistillStats ds = distiller->stats();
+    std::fprintf(stderr,
+                 "streamvec train: character model: %llu distillation steps (%llu word types), "
+                 "last loss %.4f, %.2f s\n",
+                 static_cast<unsigned long long>(ds.steps),
+                 static_cast<unsigned long long>(ds.types), ds.loss, ds.seconds);
+  }
   if (!read_error.ok()) return Fail(read_error, 1);
   return 0;
 }
@@ -296,6 +335,12 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     o.snapshot_every_bytes = every_bytes;
   }
   o.param_shards = f.param_shards;
+  o.char_distill = f.char_distill;
+  o.char_distill_options = f.char_distill_options;
+  o.char_distill_options.model.dim = f.options.dim;
+  if (f.char_distill) {
+    if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok()) return Fail(s, 2);
+  }
   o.push_every_words = f.push_every;
   o.trainer_id = f.trainer_id;
   if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision); p.ok()) {
@@ -382,6 +427,14 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(ps.rows_corrected),
                  static_cast<unsigned long long>(ps.rows_stale),
                  static_cast<unsigned long long>(ps.rows_from_node), ps.throttled_seconds);
+  }
+  if (st.char_distill) {
+    std::fprintf(stderr,
+                 "streamvec train: character model: %llu distillation steps (%llu word types), "
+                 "last loss %.4f, %.2f s\n",
+                 static_cast<unsigned long long>(st.char_distill_stats.steps),
+                 static_cast<unsigned long long>(st.char_distill_stats.types),
+                 st.char_distill_stats.loss, st.char_distill_stats.seconds);
   }
   if (!run.ok()) return Fail(run, 1);
   return 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "streamvec/kafka/client_config.h"
+#include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/streaming_learner.h"
 
 namespace streamvec::app {
@@ -23,6 +24,9 @@ struct StreamTrainFlags {
   // line before the learner (--normalize).
   bool normalize = false;
   StreamingOptions options;
+  // --char-distill: a character model learns the vectors beside training (docs/char-model.md).
+  bool char_distill = false;
+  CharDistillOptions char_distill_options;
   // Training flags given on the command line: ignored (with a warning) when a state is resumed.
   std::vector<std::string> explicit_flags;
 };
@@ -49,6 +53,8 @@ struct KafkaTrainFlags {
   std::string delta_precision = "fp32";     // --delta-precision fp32|fp16
   uint32_t trainer_id = 0;                  // --trainer-id (0: random)
   StreamingOptions options;
+  bool char_distill = false;                // as in StreamTrainFlags
+  CharDistillOptions char_distill_options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };
 

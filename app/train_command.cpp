@@ -19,6 +19,7 @@
 #include "streamvec/trainer/batch_trainer.h"
 #include "streamvec/trainer/cuda_batch_trainer.h"
 #include "streamvec/trainer/corpus.h"
+#include "char_flags.h"
 
 namespace streamvec::app {
 namespace {
@@ -41,6 +42,8 @@ struct TrainFlags {
   std::string snapshot_every = "300s";
   std::string optimizer = "adagrad";
   StreamingOptions stream_options;
+  bool char_distill = false;  // --char-distill (streaming only)
+  CharDistillOptions char_distill_options;
   std::vector<std::string> explicit_flags;
   // Flags of the batch trainer alone that were given (refused with --stream or --brokers).
   std::vector<std::string> batch_only_flags;
@@ -142,6 +145,8 @@ int RunStream(TrainFlags& f) {
   s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
   s.normalize = f.normalize;
   if (int code = StreamOptionsFromFlags(f, "--stream", &s.options); code != 0) return code;
+  s.char_distill = f.char_distill;
+  s.char_distill_options = f.char_distill_options;
   return RunStreamTrain(s);
 }
 
@@ -187,6 +192,8 @@ int RunKafka(TrainFlags& f) {
   k.trainer_id = f.trainer_id;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
+  k.char_distill = f.char_distill;
+  k.char_distill_options = f.char_distill_options;
   return RunKafkaTrain(k);
 }
 
@@ -488,12 +495,16 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_flag("--normalize", flags->normalize,
                 "--stream and Kafka: normalise natural text before training (NFKC, lowercase, "
                 "punctuation and symbols to spaces; tokenizer/normalize.h)");
+  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options);
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
     for (const char* flag :
          {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed", "--alpha",
           "--vocab-capacity", "--count-half-life", "--optimizer", "--eta", "--epsilon",
           "--noise-table-size", "--negative-share", "--negative-pool"}) {
+      if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
+    }
+    for (const char* flag : kCharModelFlags) {
       if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
     }
     for (const char* flag : {"--replica-sync"}) {

@@ -298,8 +298,13 @@ HttpReply NoSnapshot() {
   return Error(503, "no snapshot loaded yet: the server is waiting for a trainer to publish one");
 }
 
+// A word for a message: at most 200 bytes of it (a cut sequence is replaced when dumped).
+std::string Shown(const std::string& word) {
+  return word.size() <= 200 ? word : word.substr(0, 200) + "...";
+}
+
 HttpReply UnknownWord(const ServingSnapshot& s, const std::string& word) {
-  HttpReply r = Error(404, "word '" + word + "' is not in the vocabulary of snapshot " +
+  HttpReply r = Error(404, "word '" + Shown(word) + "' is not in the vocabulary of snapshot " +
                                std::to_string(s.version()) + " (" + std::to_string(s.rows()) +
                                " words, exact match)");
   r.error_kind = "unknown_word";
@@ -412,11 +417,13 @@ std::optional<std::vector<std::string>> WordList(const Query& q, const char* nam
   return words;
 }
 
-std::string VectorReply(const ServingSnapshot& s, size_t row) {
+std::string VectorReply(const ServingSnapshot& s, const std::string& word, const float* vector,
+                        const char* source) {
   std::string out = "{\"word\":";
-  AppendString(&out, s.word(row));
+  AppendString(&out, word);
   out += ",\"vector\":";
-  AppendVector(&out, s.vector(row), s.dim());
+  AppendVector(&out, vector, s.dim());
+  out += ",\"source\":\"" + std::string(source) + "\"";
   out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
   return out;
 }
@@ -477,10 +484,59 @@ std::optional<std::string> PathSegment(std::string_view path, size_t index) {
   return PercentDecode(path.substr(start, end == std::string_view::npos ? end : end - start));
 }
 
+// A word's vector for a route that takes words: the table's row, or for a word outside the
+// vocabulary the snapshot's character model's vector (docs/char-model.md).
+struct Resolved {
+  std::vector<float> vector;   // dim floats, as trained
+  std::optional<size_t> row;   // the table row; nullopt: from the character model
+  const char* source() const { return row ? "table" : "char-lstm"; }
+  // The unit-length vector (all zeros for a zero vector).
+  std::vector<float> Unit() const {
+    double norm = 0;
+    for (float v : vector) norm += static_cast<double>(v) * v;
+    norm = std::sqrt(norm);
+    std::vector<float> unit(vector.size(), 0.0f);
+    if (norm > 0 && std::isfinite(norm)) {
+      for (size_t j = 0; j < unit.size(); ++j) unit[j] = static_cast<float>(vector[j] / norm);
+    }
+    return unit;
+  }
+};
+
+// Sets *error: 404 for a word outside the vocabulary of a snapshot without a character model
+// (as before there was one), 400 for a word the character model refuses (empty, invalid UTF-8,
+// a control character, over kMaxCharModelWordBytes).
+std::optional<Resolved> ResolveWord(const ServingSnapshot& s, const std::string& word,
+                                    HttpReply* error) {
+  Resolved r;
+  const Status st = s.WordVector(word, &r.vector, &r.row);
+  if (st.ok()) return r;
+  if (st.code() == StatusCode::kNotFound) {
+    *error = UnknownWord(s, word);
+  } else {
+    *error = Error(400, "word '" + Shown(word) + "' is not in the vocabulary and the character "
+                        "model cannot read it: " + st.message());
+    error->error_kind = "bad_word";
+  }
+  return std::nullopt;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t j = 0; j < a.size(); ++j) {
+    ab += static_cast<double>(a[j]) * b[j];
+    aa += static_cast<double>(a[j]) * a[j];
+    bb += static_cast<double>(b[j]) * b[j];
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
 // Words -> unit-vector mean (gensim KeyedVectors.most_similar): unit(sum of +/- unit rows).
+// Words outside the vocabulary take the character model's vectors (`sources` says which).
 struct Combined {
   std::vector<float> query;
   std::vector<size_t> exclude;
+  json sources = json::object();  // word -> "table" | "char-lstm"
 };
 
 std::optional<Combined> Combine(const ServingSnapshot& s, const std::vector<std::string>& positive,
@@ -491,14 +547,16 @@ std::optional<Combined> Combine(const ServingSnapshot& s, const std::vector<std:
   std::vector<float> unit(dim);
   for (int sign : {1, -1}) {
     for (const std::string& w : sign > 0 ? positive : negative) {
-      const std::optional<size_t> row = s.Find(w);
-      if (!row) {
-        *error = UnknownWord(s, w);
-        return std::nullopt;
+      const std::optional<Resolved> r = ResolveWord(s, w, error);
+      if (!r) return std::nullopt;
+      if (r->row) {
+        s.UnitVector(*r->row, unit.data());
+        c.exclude.push_back(*r->row);
+      } else {
+        unit = r->Unit();
       }
-      s.UnitVector(*row, unit.data());
+      c.sources[w] = r->source();
       for (size_t j = 0; j < dim; ++j) sum[j] += sign * static_cast<double>(unit[j]);
-      c.exclude.push_back(*row);
     }
   }
   double norm = 0;
@@ -640,9 +698,9 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       if (word->empty()) return Error(400, "missing word: use GET /v1/vectors/{word}");
       const std::shared_ptr<const Served> s = served_for(&error);
       if (!s) return error;
-      const std::optional<size_t> row = s->snapshot->Find(*word);
-      if (!row) return UnknownWord(*s->snapshot, *word);
-      return Json(VectorReply(*s->snapshot, *row));
+      const std::optional<Resolved> r = ResolveWord(*s->snapshot, *word, &error);
+      if (!r) return error;
+      return Json(VectorReply(*s->snapshot, *word, r->vector.data(), r->source()));
     }
 
     case Route::kVectors: {
@@ -671,17 +729,20 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       std::string out = "{\"vectors\":[";
       std::string missing = "[";
       bool first_vector = true, first_missing = true;
+      std::vector<float> vector;
+      std::optional<size_t> row;
       for (const json& w : words) {
         const std::string& word = w.get_ref<const std::string&>();
-        const std::optional<size_t> row = s.Find(word);
-        if (row) {
+        // A word outside the vocabulary: the character model's vector when the snapshot has
+        // one and it reads the word, else listed in "missing".
+        if (s.WordVector(word, &vector, &row).ok()) {
           if (!first_vector) out += ',';
           first_vector = false;
           out += "{\"word\":";
           AppendString(&out, word);
           out += ",\"vector\":";
-          AppendVector(&out, s.vector(*row), s.dim());
-          out += '}';
+          AppendVector(&out, vector.data(), s.dim());
+          out += row ? ",\"source\":\"table\"}" : ",\"source\":\"char-lstm\"}";
         } else {
           if (!first_missing) missing += ',';
           first_missing = false;
@@ -701,16 +762,24 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       const std::shared_ptr<const Served> served = served_for(&error);
       if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
-      const std::optional<size_t> row = s.Find(*word);
-      if (!row) return UnknownWord(s, *word);
+      const std::optional<Resolved> r = ResolveWord(s, *word, &error);
+      if (!r) return error;
       std::vector<float> unit(static_cast<size_t>(s.dim()));
-      s.UnitVector(*row, unit.data());
-      const size_t self[] = {*row};
+      if (r->row) {
+        s.UnitVector(*r->row, unit.data());
+      } else {
+        unit = r->Unit();
+      }
+      const size_t self[] = {r->row.value_or(0)};
       std::string out = "{\"word\":";
       AppendString(&out, *word);
       out += ",\"neighbors\":";
       AppendNeighbors(&out, s,
-                      served->Nearest(unit.data(), static_cast<size_t>(*k), self, s.rows()));
+                      served->Nearest(unit.data(), static_cast<size_t>(*k),
+                                      r->row ? std::span<const size_t>(self)
+                                             : std::span<const size_t>(),
+                                      s.rows()));
+      out += ",\"source\":\"" + std::string(r->source()) + "\"";
       out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
       return Json(std::move(out));
     }
@@ -821,6 +890,7 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
         out["answer"] = results.empty() ? json(nullptr) : json(s.word(results[0].row));
       }
       out["results"] = NeighborsJson(s, results);
+      out["sources"] = std::move(c->sources);
       out["search"] = exact ? "exact" : "hnsw";
       out["snapshot"] = s.version();
       return Json(Dump(out));
@@ -976,19 +1046,28 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       const std::shared_ptr<const Served> served = served_for(&error);
       if (!served) return error;
       const ServingSnapshot& s = *served->snapshot;
-      const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
-      if (!r1) return UnknownWord(s, *w1);
-      if (!r2) return UnknownWord(s, *w2);
       if (spec.id == Route::kSimilarity) {
+        // Either word may come from the character model (docs/char-model.md).
+        const std::optional<Resolved> v1 = ResolveWord(s, *w1, &error);
+        if (!v1) return error;
+        const std::optional<Resolved> v2 = ResolveWord(s, *w2, &error);
+        if (!v2) return error;
         std::string out = "{\"w1\":";
         AppendString(&out, *w1);
         out += ",\"w2\":";
         AppendString(&out, *w2);
         out += ",\"similarity\":";
-        AppendFloat(&out, s.Similarity(*r1, *r2));
+        AppendFloat(&out, v1->row && v2->row
+                              ? s.Similarity(*v1->row, *v2->row)
+                              : static_cast<float>(Cosine(v1->vector, v2->vector)));
+        out += ",\"sources\":{\"w1\":\"" + std::string(v1->source()) + "\",\"w2\":\"" +
+               v2->source() + "\"}";
         out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
         return Json(std::move(out));
       }
+      const std::optional<size_t> r1 = s.Find(*w1), r2 = s.Find(*w2);
+      if (!r1) return UnknownWord(s, *w1);
+      if (!r2) return UnknownWord(s, *w2);
       // gensim: 1 + the words other than w1 at a smaller cosine distance from w1 than w2.
       std::vector<float> unit(static_cast<size_t>(s.dim()));
       s.UnitVector(*r1, unit.data());

@@ -9,13 +9,17 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "streamvec/charmodel/char_model.h"
 #include "streamvec/kernels/dot.h"
 #include "streamvec/store/embedding_entries.h"
 
 namespace streamvec::api {
 ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info,
-                                 std::vector<double> counts)
-    : emb_(std::move(embeddings)), info_(std::move(info)), counts_(std::move(counts)) {
+                                 std::vector<double> counts,
+                                 std::shared_ptr<const CharModel> char_model)
+    : emb_(std::move(embeddings)), info_(std::move(info)), counts_(std::move(counts)),
+      char_model_(std::move(char_model)) {
+  SV_CHECK(!char_model_ || char_model_->options().dim == emb_.dim);
   SV_CHECK(emb_.dim > 0 &&
            emb_.vectors.size() == emb_.words.size() * static_cast<size_t>(emb_.dim));
   const size_t rows = emb_.words.size();
@@ -49,6 +53,26 @@ ServingSnapshot::ServingSnapshot(Embeddings embeddings, SnapshotInfo info,
   }
   row_of_.reserve(rows);
   for (size_t r = 0; r < rows; ++r) row_of_.emplace(emb_.words[r], r);
+}
+
+Status ServingSnapshot::WordVector(std::string_view word, std::vector<float>* vector,
+                                   std::optional<size_t>* row) const {
+  *row = Find(word);
+  if (*row) {
+    const float* v = emb_.row(**row);
+    vector->assign(v, v + emb_.dim);
+    return Status::Ok();
+  }
+  if (!char_model_) {
+    return Status::NotFound("not in the vocabulary and the snapshot has no character model");
+  }
+  if (word.size() > kMaxCharModelWordBytes) {
+    return Status::InvalidArgument("the word is " + std::to_string(word.size()) +
+                                   " bytes; at most " + std::to_string(kMaxCharModelWordBytes));
+  }
+  auto ids = CharIds(word, char_model_->options().buckets, char_model_->options().max_word_chars);
+  if (!ids.ok()) return ids.status();
+  return char_model_->Encode({word}, vector);
 }
 
 double ServingSnapshot::count(size_t row) const {
@@ -206,9 +230,22 @@ class StateDirSnapshotSource : public SnapshotSource {
     if (!counts.ok() && counts.status().code() != StatusCode::kNotFound) {
       return damaged(counts.status());
     }
+    std::shared_ptr<const CharModel> char_model;
+    if (StatusOr<std::string> bytes = r.Get(kCharModelEntry); bytes.ok()) {
+      StatusOr<std::unique_ptr<CharModel>> m = CharModel::Deserialize(*bytes);
+      if (!m.ok()) return damaged(m.status());
+      if ((*m)->options().dim != embeddings->dim) {
+        return damaged(Status::Corruption("character model has dim " +
+                                          std::to_string((*m)->options().dim) + ", the table " +
+                                          std::to_string(embeddings->dim)));
+      }
+      char_model = std::move(*m);
+    } else if (bytes.status().code() != StatusCode::kNotFound) {
+      return damaged(bytes.status());
+    }
     return std::shared_ptr<const ServingSnapshot>(std::make_shared<ServingSnapshot>(
         std::move(*embeddings), r.info(),
-        counts.ok() ? std::move(*counts) : std::vector<double>{}));
+        counts.ok() ? std::move(*counts) : std::vector<double>{}, std::move(char_model)));
   }
 
   const std::string state_dir_;

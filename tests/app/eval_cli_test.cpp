@@ -2,8 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -151,6 +153,54 @@ TEST(NeighborsCliTest, UnknownWordExitsTwoNamingIt) {
       Streamvec("neighbors --vectors " + kData + "small-vectors.txt zzqxq", true);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, HasSubstr("zzqxq"));
+}
+
+// --oov: every pair of WS-353 scored from a streamed state, the 300 most frequent words from its
+// table and every other word from its character model (--char-distill), reported apart.
+TEST(EvalCliTest, OovScoresEveryPairFromTheTableAndTheCharacterModel) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("streamvec_eval_oov_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string corpus =
+      std::string(STREAMVEC_SOURCE_DIR) + "/data/demo/enwiki-text8style-small-5m.txt";
+  const std::string train = "head -c 1000000 '" + corpus + "' | '" + STREAMVEC_BINARY +
+                            "' train --input - --stream --state '" + (dir / "s").string() +
+                            "' --dim 32 --char-distill --char-distill-every 20000 2>&1";
+  ASSERT_EQ(std::system(train.c_str()), 0);
+  const CommandResult run = Streamvec("eval --oov --state " + (dir / "s").string() +
+                                      " --similarity " + kData +
+                                      "EN-WS-353-ALL.txt --table-top 300 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const nlohmann::json out = nlohmann::json::parse(run.out);
+  EXPECT_EQ(out["table_words"], 300);
+  const nlohmann::json& s = out["similarity"][0];
+  EXPECT_EQ(s["total"], 353);
+  EXPECT_EQ(s["skipped"], 0);
+  EXPECT_GT(s["table"]["pairs"].get<int>(), 0);
+  EXPECT_GT(s["oov"]["pairs"].get<int>(), 100);
+  EXPECT_EQ(s["table"]["pairs"].get<int>() + s["oov"]["pairs"].get<int>(), 353);
+  EXPECT_EQ(s["all"]["pairs"], 353);
+  EXPECT_TRUE(s["all"]["spearman"].is_number());
+  const CommandResult text = Streamvec("eval --oov --state " + (dir / "s").string() +
+                                       " --similarity " + kData + "EN-WS-353-ALL.txt");
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_THAT(text.out, HasSubstr("EN-WS-353-ALL.txt"));
+
+  // A state without a character model, and no state at all: exit 2, named.
+  const std::string plain = "head -c 200000 '" + corpus + "' | '" + STREAMVEC_BINARY +
+                            "' train --input - --stream --state '" + (dir / "p").string() +
+                            "' --dim 32 2>&1";
+  ASSERT_EQ(std::system(plain.c_str()), 0);
+  CommandResult bad = Streamvec("eval --oov --state " + (dir / "p").string() + " --similarity " +
+                                    kData + "EN-WS-353-ALL.txt",
+                                /*merge_stderr=*/true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("no character model"));
+  bad = Streamvec("eval --oov --similarity " + kData + "EN-WS-353-ALL.txt", true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--state"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -211,6 +211,48 @@ TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   EXPECT_EQ(Entry("trainer/counters").value("documents", 0), docs + 1);
 }
 
+// --char-distill through the whole pipeline: the Kafka trainer's snapshots carry the character
+// model, the REST server answers a word outside the vocabulary from it (and a word it cannot read
+// with a 400), and a restart resumes it from the checkpoint.
+TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
+  const int docs = WriteData("a.txt", 400);
+  const std::vector<std::string> args = NoCrawl(
+      Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0", "--snapshot-every",
+            "0.5", "--checkpoint-every", "1", "--char-distill", "--char-distill-every", "5000",
+            "--char-hidden", "16"}));
+  const std::string oov = "/v1/vectors/zqxjvwordish";
+  uint64_t steps = 0;
+  {
+    RunProcess run(args);
+    ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
+    ASSERT_TRUE(WaitFor([&] {
+      const nlohmann::json c = Entry("trainer/counters");
+      return c.is_object() && c.value("documents", 0) == docs;
+    })) << Entry("trainer/counters").dump();
+    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }))
+        << HttpGet(run.port(), oov).second;
+    EXPECT_NE(HttpGet(run.port(), oov).second.find("\"source\":\"char-lstm\""), std::string::npos);
+    EXPECT_NE(HttpGet(run.port(), "/v1/vectors/the").second.find("\"source\":\"table\""),
+              std::string::npos);
+    EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/ab%01cd").first, 400);
+    EXPECT_EQ(HttpGet(run.port(), "/v1/neighbors?word=zqxjvwordish&k=3").first, 200);
+    run.Signal(SIGINT);
+    EXPECT_EQ(run.Wait(), 0);
+  }
+  const nlohmann::json distill = Entry("charmodel/distill");
+  ASSERT_TRUE(distill.is_object()) << distill.dump();
+  steps = distill.value("steps", uint64_t{0});
+  EXPECT_GT(steps, 0u);
+  {
+    RunProcess run(args);  // resumes the state, character model included
+    ASSERT_GT(run.port(), 0);
+    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }));
+    run.Signal(SIGINT);
+    EXPECT_EQ(run.Wait(), 0) << run.Output();
+  }
+  EXPECT_GE(Entry("charmodel/distill").value("steps", uint64_t{0}), steps);
+}
+
 TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   // Two files of the bundled text: long enough that the process is killed mid-stream.
   const int docs = WriteData("a.txt", 1000000) + WriteData("b.txt", 1000000);

@@ -178,6 +178,7 @@ struct KafkaTrainer::Impl {
   std::unique_ptr<StateStore> store;
   std::unique_ptr<StreamingLearner> learner;
   std::unique_ptr<ParamClient> param;  // options.param_shards > 0
+  std::unique_ptr<CharDistiller> distiller;  // --char-distill (or resumed with one)
   EventLogger consumer_events{"trainer consumer", false};
   EventLogger producer_events{"trainer producer", true};
   std::unique_ptr<RebalanceHandler> rebalance;
@@ -458,6 +459,11 @@ Status KafkaTrainer::Impl::TrainPending() {
       spdlog::warn("trainer: parameter node: {}", ps.message());
     }
   }
+  if (distiller && s.ok()) {
+    if (Status ds = distiller->MaybeStep(*learner); !ds.ok()) {
+      spdlog::warn("trainer: character model distillation: {}", ds.message());
+    }
+  }
   feed_s += SecondsSince(feed_t0);
   const StreamingStats ls = learner->stats();
   {
@@ -477,6 +483,10 @@ Status KafkaTrainer::Impl::TrainPending() {
     stats.vocab_size = ls.vocab_size;
     stats.evictions = ls.evictions;
     if (param) stats.param = param->stats();
+    if (distiller) {
+      stats.char_distill = true;
+      stats.char_distill_stats = distiller->stats();
+    }
     // The running mean since the last snapshot (TakeLoss there); no wait for the workers.
     if (ls.loss > 0) stats.loss = ls.loss;
   }
@@ -550,6 +560,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   meta["bytes"] = total_bytes;
   meta["offsets"] = json::parse(offsets);
   meta["kind"] = snap->checkpoint ? "checkpoint" : "publication";
+  if (distiller) meta["char_model"] = json::parse(distiller->MetadataJson());
   if (!snap->checkpoint) {
     meta["checkpoint_version"] = stats_checkpoint_version;
     meta["checkpoint_created_at"] = checkpoint_wall_time;
@@ -564,6 +575,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   };
   if (snap->checkpoint) {
     SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
+    if (distiller) SV_RETURN_IF_ERROR(distiller->Save(capture, /*checkpoint=*/true));
     SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
     SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
     SV_RETURN_IF_ERROR(capture(kTrainerCountersEntry, json{{"documents", total_documents},
@@ -575,6 +587,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     checkpoint_wall_time = WallSeconds();
   } else {
     SV_RETURN_IF_ERROR(WriteServingEntries(*learner, capture));
+    if (distiller) SV_RETURN_IF_ERROR(distiller->Save(capture, /*checkpoint=*/false));
   }
   learner->TakeLoss();  // the loss figure restarts with each snapshot
   dirty = false;
@@ -894,6 +907,13 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
                     "state " + o.state_dir + ": " + loaded.status().message());
     }
     m.learner = std::move(loaded).value();
+    auto distiller = CharDistiller::Load([&st](const std::string& key) { return st.Get(key); });
+    if (distiller.ok()) {
+      m.distiller = std::move(distiller).value();
+    } else if (distiller.status().code() != StatusCode::kNotFound) {
+      return Status(distiller.status().code(),
+                    "state " + o.state_dir + ": " + distiller.status().message());
+    }
     try {
       if (auto off = st.Get(kKafkaOffsetsEntry); off.ok()) {
         const json j = json::parse(*off);
@@ -924,6 +944,12 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     SV_RETURN_IF_ERROR(ValidateStreamingOptions(o.learner));
     m.learner = std::make_unique<StreamingLearner>(o.learner);
     SV_RETURN_IF_ERROR(m.learner->device_status());
+    if (o.char_distill) {
+      CharDistillOptions co = o.char_distill_options;
+      co.model.dim = o.learner.dim;
+      SV_RETURN_IF_ERROR(ValidateCharDistillOptions(co));
+      m.distiller = std::make_unique<CharDistiller>(co);
+    }
   }
   if (o.param_shards > 0) {
     ParamClientOptions po;

@@ -22,7 +22,14 @@
 #include "streamvec/store/snapshot_reader.h"
 #include "streamvec/store/word2vec_format.h"
 
+namespace streamvec {
+class CharModel;  // streamvec/charmodel/char_model.h
+}  // namespace streamvec
+
 namespace streamvec::api {
+
+// Longest word (bytes) the character model is asked about; a longer query is InvalidArgument.
+inline constexpr size_t kMaxCharModelWordBytes = 4096;
 
 // An embedding ready to serve. Memory: about 2 x rows x dim floats (the vectors as trained, and
 // unit-length copies laid out for the neighbour scan) plus the word -> row map.
@@ -42,7 +49,10 @@ class ServingSnapshot {
   // snapshot has them, the words' counts (counts[row]; empty: unknown; otherwise one per row,
   // finite and >= 0, else a CHECK fails). Duplicate words: the first row wins. All-zero rows
   // have cosine 0 with everything. Cost beyond the copy: a sort of the rows by count.
-  ServingSnapshot(Embeddings embeddings, SnapshotInfo info, std::vector<double> counts = {});
+  // `char_model` (may be null): the snapshot's character model (kCharModelEntry), which gives
+  // vectors to words outside the vocabulary (WordVector); its dim must equal the embedding's.
+  ServingSnapshot(Embeddings embeddings, SnapshotInfo info, std::vector<double> counts = {},
+                  std::shared_ptr<const CharModel> char_model = nullptr);
 
   const SnapshotInfo& info() const { return info_; }
   uint64_t version() const { return info_.version; }
@@ -65,6 +75,18 @@ class ServingSnapshot {
   const std::vector<uint32_t>& rows_by_count() const { return by_count_; }
   // 1-based position of `row` in rows_by_count().
   size_t rank(size_t row) const { return static_cast<size_t>(rank_[row]) + 1; }
+
+  // The character model of the snapshot, or null (docs/char-model.md).
+  const CharModel* char_model() const { return char_model_.get(); }
+
+  // A word's vector (dim floats, as trained) into *vector: its table row when the word is in
+  // the vocabulary (*row set), else the character model's vector (*row = nullopt). Errors:
+  // NotFound when the word is not in the vocabulary and the snapshot has no character model;
+  // InvalidArgument when the character model cannot read the word (empty, invalid UTF-8, a
+  // control character) or it is over kMaxCharModelWordBytes. Cost: a hash lookup, or one
+  // encoding of the word (tens of microseconds).
+  Status WordVector(std::string_view word, std::vector<float>* vector,
+                    std::optional<size_t>* row) const;
 
   // Writes the unit-length copy of `row` into out[0 .. dim) (all zeros for a zero row).
   void UnitVector(size_t row, float* out) const;
@@ -105,6 +127,7 @@ class ServingSnapshot {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> row_of_;
+  std::shared_ptr<const CharModel> char_model_;  // null: table words only
 
   static constexpr size_t kBlock = 256;
 };
@@ -132,10 +155,11 @@ class SnapshotSource {
 
 // Reads the snapshots a StateStore publishes in `state_dir` (SnapshotReader): List is
 // SnapshotReader::List (a damaged checkpoint is logged once, counted in damaged() and skipped),
-// LoadNewerThan opens the newest checkpoint and copies its embedding entries and word counts, if
-// any (store/embedding_entries.h), into a ServingSnapshot; Load does the same for a retained
-// older checkpoint (SnapshotReader::Open). A missing or empty directory is "nothing published
-// yet", not an error, so a server can start before its trainer.
+// LoadNewerThan opens the newest checkpoint and copies its embedding entries, word counts and
+// character model (kCharModelEntry), if any (store/embedding_entries.h), into a
+// ServingSnapshot; Load does the same for a retained older checkpoint (SnapshotReader::Open).
+// A missing or empty directory is "nothing published yet", not an error, so a server can start
+// before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);
 
 // The union of several state directories, one per parameter-node shard (`serve --state A --state

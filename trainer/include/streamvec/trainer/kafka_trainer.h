@@ -36,6 +36,7 @@
 #include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/store/state_store.h"
+#include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/param_client.h"
 #include "streamvec/trainer/streaming_learner.h"
 
@@ -122,6 +123,12 @@ struct KafkaTrainerOptions {
   uint64_t push_every_words = uint64_t{1} << 20;  // trained words between pushes
   ParamPrecision delta_precision = ParamPrecision::kFp32;
   uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
+  // MIMICK beside the learner (CharDistiller, docs/char-model.md): a character model learns the
+  // learner's vectors and goes into every snapshot (kCharModelEntry), so `serve` answers words
+  // outside the vocabulary. Taken for a new state; a resumed state keeps a distiller it has (and
+  // its options) and gets none it lacks. char_distill_options.model.dim is set to the learner's.
+  bool char_distill = false;
+  CharDistillOptions char_distill_options;
 };
 
 struct KafkaTrainerStats {
@@ -164,6 +171,9 @@ struct KafkaTrainerStats {
   double snapshot_seconds = 0;    // snapshots: draining the workers, writing the state
   double commit_seconds = 0;      // committing offsets after durable snapshots
   ParamClientStats param;         // pushes and pulls (KafkaTrainerOptions::param_shards > 0)
+  // The character model's distillation (KafkaTrainerOptions::char_distill), zeros without one.
+  bool char_distill = false;
+  CharDistillStats char_distill_stats;
 };
 
 class KafkaTrainer {

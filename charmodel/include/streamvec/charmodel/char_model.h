@@ -1,0 +1,123 @@
+// A character-level word model: a word's characters -> its vector (docs/char-model.md).
+//
+// C2W (Ling et al. 2015, "Finding Function in Form", section 2.1): the word's Unicode code
+// points, between a begin mark and an end mark, are looked up in a character embedding table
+// (char_dim), read by an LSTM (forward, and with `bidirectional` also backward over the reversed
+// sequence; cell in lstm_cell.h), and the final hidden states are projected linearly to `dim`:
+//   v(w) = P [h_fwd; h_bwd] + p
+// MIMICK (Pinter et al. 2017, "Mimicking Word Embeddings using Subword RNNs", section 2) trains
+// such a model on word types to reproduce existing vectors (CharModel::DistillStep); the
+// parameters are updated with Adam (Kingma & Ba 2015, Algorithm 1).
+//
+// Batched: the words of a call are grouped by length (in code points, marks included) and each
+// group runs as one matrix product per time step (Eigen), each distinct word once per call as the
+// caller passes it.
+//
+// Input: valid UTF-8 only (CharIds rejects the rest, so invalid bytes never reach the model).
+// Words longer than `max_word_chars` code points are cut to their first max_word_chars.
+//
+// Thread safety: the const methods (Encode, ComputeGradient, Serialize) may run from any number
+// of threads at once; AdamStep, DistillStep and mutable_parameters need exclusive access.
+#ifndef STREAMVEC_CHARMODEL_CHAR_MODEL_H_
+#define STREAMVEC_CHARMODEL_CHAR_MODEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "streamvec/base/status.h"
+
+namespace streamvec {
+
+// The snapshot entry that holds a serving character model (CharModel::Serialize without the
+// optimizer): written by the trainer with `--char-distill`, read by `serve` for words outside the
+// vocabulary.
+inline constexpr char kCharModelEntry[] = "embedding/charmodel";
+
+struct CharModelOptions {
+  int dim = 100;              // output vector size (the word vectors' --dim)
+  int char_dim = 20;          // character embedding size (--char-dim; MIMICK's 20)
+  int hidden = 50;            // LSTM hidden size per direction (--char-hidden; MIMICK's 50)
+  bool bidirectional = true;  // a backward LSTM too (--char-bidirectional)
+  // Rows of the character embedding table: 2 marks (begin, end) + buckets - 2 code point rows.
+  // Code point c has row 2 + c % (buckets - 2): below buckets - 2 every code point has a row of
+  // its own (Latin, Greek, Cyrillic, Hebrew, Arabic with the default), higher ones share rows.
+  int buckets = 2048;
+  int max_word_chars = 32;      // code points read at most; longer words are cut (--max-word-chars)
+  float learning_rate = 3e-3f;  // Adam step size (alpha; --char-lr)
+  float beta1 = 0.9f;           // Adam first moment decay
+  float beta2 = 0.999f;         // Adam second moment decay
+  float adam_epsilon = 1e-8f;   // Adam epsilon
+  uint64_t seed = 1;            // initialisation RNG seed
+};
+
+// Checks ranges; InvalidArgument names the flag (--char-dim, --char-hidden, --max-word-chars...).
+Status ValidateCharModelOptions(const CharModelOptions& options);
+
+// Row ids of the character table for `word`: begin mark (0), one id per code point (at most
+// max_word_chars, see CharModelOptions::buckets), end mark (1). Errors, InvalidArgument: an
+// empty word, invalid UTF-8 (naming the byte offset), a control character (Unicode category Cc,
+// naming the code point).
+StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int max_word_chars);
+
+class CharModel {
+ public:
+  // Options must be valid (ValidateCharModelOptions). Parameters drawn from options.seed:
+  // embeddings and LSTM weights uniform in [-1/sqrt(H), 1/sqrt(H)), forget-gate biases 1,
+  // projection uniform Glorot.
+  explicit CharModel(const CharModelOptions& options);
+  CharModel(const CharModel& other);
+  CharModel& operator=(const CharModel& other);
+  ~CharModel();
+
+  const CharModelOptions& options() const;
+
+  // Vectors of `words` into out (words.size() x dim, row-major; resized). InvalidArgument
+  // naming the first word CharIds refuses (nothing is written then).
+  Status Encode(const std::vector<std::string_view>& words, std::vector<float>* out) const;
+
+  // A loss over a batch's outputs: given outputs (n x dim, row-major), writes dL/doutputs (n x
+  // dim) and returns L.
+  using LossFunction = std::function<double(const float* outputs, size_t n, float* d_outputs)>;
+
+  // Forward over `words`, `loss` on the outputs, backward: ADDS dL/dparameters into *gradient
+  // (num_parameters() floats; resized and zeroed when it has another size) and returns L.
+  // Errors as Encode (nothing added then).
+  StatusOr<double> ComputeGradient(const std::vector<std::string_view>& words,
+                                   const LossFunction& loss, std::vector<float>* gradient) const;
+
+  // One Adam step down `gradient` (num_parameters() floats).
+  void AdamStep(const std::vector<float>& gradient);
+
+  // MIMICK: one Adam step on L = sum_i weight_i ||v(word_i) - target_i||^2 / sum_i weight_i
+  // (targets: words.size() x dim, row-major; weights: one per word, >= 0, not all 0). Returns L
+  // before the step. Errors as Encode, InvalidArgument for mismatched sizes (nothing changes).
+  StatusOr<double> DistillStep(const std::vector<std::string_view>& words, const float* targets,
+                               const std::vector<float>& weights);
+
+  // All parameters, one flat array: embeddings (buckets x char_dim), then per direction Wx
+  // (char_dim x 4H), Wh (H x 4H), b (4H), then P (dirs*H x dim) and p (dim); row-major.
+  size_t num_parameters() const;
+  const float* parameters() const;
+  float* mutable_parameters();
+  uint64_t adam_steps() const;  // AdamStep calls so far
+
+  // The model as bytes (host byte order): a versioned header with the options, the parameters
+  // and, with `with_optimizer`, Adam's moments and step count (what resuming training needs;
+  // serving needs only the parameters).
+  std::string Serialize(bool with_optimizer) const;
+  // Errors: Corruption naming what is wrong (magic, version, options out of range, size).
+  static StatusOr<std::unique_ptr<CharModel>> Deserialize(std::string_view bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_CHARMODEL_CHAR_MODEL_H_

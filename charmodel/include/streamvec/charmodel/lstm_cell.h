@@ -1,0 +1,108 @@
+// The LSTM cell, forward and backward, over a batch of rows: the one place its math is written.
+//
+// The cell is the LSTM with a forget gate (Hochreiter & Schmidhuber 1997; Gers et al. 2000) as
+// written in Graves 2013, "Generating Sequences With Recurrent Neural Networks", eq. 7-11,
+// without peephole connections (the form of C2W, Ling et al. 2015, section 2.1):
+//   a = x Wx + h_prev Wh + b              pre-activations, gate blocks in the order i, f, g, o
+//   i = sigmoid(a_i)  f = sigmoid(a_f)  g = tanh(a_g)  o = sigmoid(a_o)
+//   c = f * c_prev + i * g                h = o * tanh(c)
+// Shapes (B rows of a batch, D input size, H hidden size; row-major, one row per sequence):
+//   x: B x D, h_prev / c_prev / h / c: B x H, wx: D x 4H, wh: H x 4H, b: 1 x 4H.
+// Templated on the scalar so that the gradient checks can run it in double; the model runs it in
+// float. Thread safety: free functions on caller-owned data.
+#ifndef STREAMVEC_CHARMODEL_LSTM_CELL_H_
+#define STREAMVEC_CHARMODEL_LSTM_CELL_H_
+
+#include <Eigen/Core>
+#include <cmath>
+
+namespace streamvec {
+
+template <typename Scalar>
+using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// What one step keeps for its backward pass.
+template <typename Scalar>
+struct LstmStep {
+  RowMatrix<Scalar> gates;   // B x 4H: i, f, g, o after their nonlinearities
+  RowMatrix<Scalar> c;       // B x H: the new cell state
+  RowMatrix<Scalar> tanh_c;  // B x H: tanh(c)
+  RowMatrix<Scalar> h;       // B x H: the new hidden state (the step's output)
+};
+
+// One step forward for the whole batch: fills *step (resized as needed).
+template <typename Scalar>
+void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& wx,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& wh,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& b, LstmStep<Scalar>* step) {
+  const Eigen::Index hidden = wh.rows();
+  step->gates.noalias() = x * wx;
+  step->gates.noalias() += h_prev * wh;
+  step->gates.rowwise() += b.row(0);
+  auto sigmoid = [](Scalar v) { return Scalar(1) / (Scalar(1) + std::exp(-v)); };
+  auto tanh = [](Scalar v) { return std::tanh(v); };
+  auto& a = step->gates;
+  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).unaryExpr(sigmoid);                   // i, f
+  a.middleCols(2 * hidden, hidden) = a.middleCols(2 * hidden, hidden).unaryExpr(tanh);  // g
+  a.rightCols(hidden) = a.rightCols(hidden).unaryExpr(sigmoid);                         // o
+  step->c = a.middleCols(hidden, hidden).cwiseProduct(c_prev) +
+            a.leftCols(hidden).cwiseProduct(a.middleCols(2 * hidden, hidden));
+  step->tanh_c = step->c.unaryExpr(tanh);
+  step->h = a.rightCols(hidden).cwiseProduct(step->tanh_c);
+}
+
+// Gradient buffers of one step's backward pass (resized as needed by LstmCellBackward).
+template <typename Scalar>
+struct LstmStepGrad {
+  RowMatrix<Scalar> d_a;      // B x 4H: gradient at the pre-activations
+  RowMatrix<Scalar> dx;       // B x D
+  RowMatrix<Scalar> dh_prev;  // B x H
+  RowMatrix<Scalar> dc_prev;  // B x H
+};
+
+// One step backward: given dL/dh (`dh`, B x H) and dL/dc flowing back from the next step (`dc`,
+// B x H; zeros at the last step), writes dL/dx, dL/dh_prev and dL/dc_prev into *grad and ADDS
+// the parameters' gradients into dwx (D x 4H), dwh (H x 4H) and db (1 x 4H), so that a sequence
+// (or several batches) accumulates into the same buffers. `step` is what LstmCellForward wrote
+// for these x, h_prev, c_prev.
+template <typename Scalar>
+void LstmCellBackward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& wx,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& wh, const LstmStep<Scalar>& step,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& dh,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& dc,
+                      Eigen::Ref<RowMatrix<Scalar>> dwx, Eigen::Ref<RowMatrix<Scalar>> dwh,
+                      Eigen::Ref<RowMatrix<Scalar>> db, LstmStepGrad<Scalar>* grad) {
+  const Eigen::Index hidden = wh.rows();
+  const auto& a = step.gates;
+  const auto i = a.leftCols(hidden);
+  const auto f = a.middleCols(hidden, hidden);
+  const auto g = a.middleCols(2 * hidden, hidden);
+  const auto o = a.rightCols(hidden);
+  const auto ones = RowMatrix<Scalar>::Ones(a.rows(), hidden);
+  // dL/dc including the path through h = o * tanh(c).
+  const RowMatrix<Scalar> dc_total =
+      dc + dh.cwiseProduct(o).cwiseProduct(ones - step.tanh_c.cwiseProduct(step.tanh_c));
+  grad->d_a.resize(a.rows(), 4 * hidden);
+  grad->d_a.leftCols(hidden) = dc_total.cwiseProduct(g).cwiseProduct(i).cwiseProduct(ones - i);
+  grad->d_a.middleCols(hidden, hidden) =
+      dc_total.cwiseProduct(c_prev).cwiseProduct(f).cwiseProduct(ones - f);
+  grad->d_a.middleCols(2 * hidden, hidden) =
+      dc_total.cwiseProduct(i).cwiseProduct(ones - g.cwiseProduct(g));
+  grad->d_a.rightCols(hidden) = dh.cwiseProduct(step.tanh_c).cwiseProduct(o).cwiseProduct(ones - o);
+  grad->dc_prev = dc_total.cwiseProduct(f);
+  grad->dx.noalias() = grad->d_a * wx.transpose();
+  grad->dh_prev.noalias() = grad->d_a * wh.transpose();
+  dwx.noalias() += x.transpose() * grad->d_a;
+  dwh.noalias() += h_prev.transpose() * grad->d_a;
+  db.row(0) += grad->d_a.colwise().sum();
+}
+
+}  // namespace streamvec
+
+#endif  // STREAMVEC_CHARMODEL_LSTM_CELL_H_

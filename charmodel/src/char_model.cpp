@@ -1,0 +1,467 @@
+#include "streamvec/charmodel/char_model.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "streamvec/charmodel/lstm_cell.h"
+
+namespace streamvec {
+namespace {
+
+using Mat = RowMatrix<float>;
+using MapC = Eigen::Map<const Mat>;
+using MapM = Eigen::Map<Mat>;
+
+constexpr char kMagic[8] = {'S', 'V', 'C', 'H', 'A', 'R', 'L', 'M'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr int kMaxSize = 4096;  // bound on char_dim, hidden, dim read from bytes or flags
+
+// Where each parameter block starts in the flat array (CharModel::parameters()).
+struct Layout {
+  int dim = 0, char_dim = 0, hidden = 0, dirs = 0, buckets = 0;
+  size_t emb = 0;
+  size_t wx[2] = {0, 0}, wh[2] = {0, 0}, b[2] = {0, 0};
+  size_t proj = 0, proj_bias = 0, total = 0;
+
+  explicit Layout(const CharModelOptions& o)
+      : dim(o.dim),
+        char_dim(o.char_dim),
+        hidden(o.hidden),
+        dirs(o.bidirectional ? 2 : 1),
+        buckets(o.buckets) {
+    size_t at = 0;
+    emb = at;
+    at += size_t(buckets) * char_dim;
+    for (int d = 0; d < dirs; ++d) {
+      wx[d] = at;
+      at += size_t(char_dim) * 4 * hidden;
+      wh[d] = at;
+      at += size_t(hidden) * 4 * hidden;
+      b[d] = at;
+      at += size_t(4) * hidden;
+    }
+    proj = at;
+    at += size_t(dirs) * hidden * dim;
+    proj_bias = at;
+    at += dim;
+    total = at;
+  }
+};
+
+// One group of words of equal sequence length, with what backward needs.
+struct Group {
+  std::vector<size_t> rows;  // positions of its words in the call
+  std::vector<const std::vector<int32_t>*> ids;
+  int length = 0;                         // T: code points + 2 marks
+  std::vector<Mat> x[2];                  // per direction and step: B x char_dim inputs
+  std::vector<LstmStep<float>> steps[2];  // per direction and step
+  Mat hcat;                               // B x dirs*H: final hidden states
+};
+
+}  // namespace
+
+Status ValidateCharModelOptions(const CharModelOptions& o) {
+  if (o.dim < 1 || o.dim > kMaxSize) return Status::InvalidArgument("--dim must be in [1, 4096]");
+  if (o.char_dim < 1 || o.char_dim > 1024) {
+    return Status::InvalidArgument("--char-dim must be in [1, 1024]");
+  }
+  if (o.hidden < 1 || o.hidden > 1024) {
+    return Status::InvalidArgument("--char-hidden must be in [1, 1024]");
+  }
+  if (o.buckets < 3 || o.buckets > (1 << 22)) {
+    return Status::InvalidArgument("--char-buckets must be in [3, 4194304]");
+  }
+  if (o.max_word_chars < 1 || o.max_word_chars > 1024) {
+    return Status::InvalidArgument("--max-word-chars must be in [1, 1024]");
+  }
+  if (!(o.learning_rate > 0 && o.learning_rate < 1)) {
+    return Status::InvalidArgument("--char-lr must be in (0, 1)");
+  }
+  if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.adam_epsilon > 0)) {
+    return Status::InvalidArgument("Adam: beta1 and beta2 must be in [0, 1), epsilon > 0");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int max_word_chars) {
+  if (word.empty()) return Status::InvalidArgument("the word is empty");
+  std::vector<int32_t> ids;
+  ids.reserve(std::min<size_t>(word.size(), size_t(max_word_chars)) + 2);
+  ids.push_back(0);  // begin mark
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(word.data());
+  size_t at = 0;
+  int chars = 0;
+  while (at < word.size()) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p + at, word.size() - at, &cp);
+    if (n <= 0 || cp < 0) {
+      return Status::InvalidArgument("invalid UTF-8 at byte " + std::to_string(at));
+    }
+    if (utf8proc_category(cp) == UTF8PROC_CATEGORY_CC) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+      return Status::InvalidArgument(std::string("control character ") + buf + " at byte " +
+                                     std::to_string(at));
+    }
+    at += static_cast<size_t>(n);
+    // Past the cut the rest is still validated: a bad byte anywhere is an error.
+    if (chars < max_word_chars) {
+      ids.push_back(2 + static_cast<int32_t>(static_cast<uint32_t>(cp) % uint32_t(buckets - 2)));
+      ++chars;
+    }
+  }
+  ids.push_back(1);  // end mark
+  return ids;
+}
+
+struct CharModel::Impl {
+  CharModelOptions options;
+  Layout layout;
+  std::vector<float> params, m, v;
+  uint64_t steps = 0;
+
+  explicit Impl(const CharModelOptions& o) : options(o), layout(o) {
+    params.assign(layout.total, 0.f);
+    m.assign(layout.total, 0.f);
+    v.assign(layout.total, 0.f);
+  }
+
+  MapC E() const { return MapC(params.data() + layout.emb, layout.buckets, layout.char_dim); }
+  MapC Wx(int d) const {
+    return MapC(params.data() + layout.wx[d], layout.char_dim, 4 * layout.hidden);
+  }
+  MapC Wh(int d) const {
+    return MapC(params.data() + layout.wh[d], layout.hidden, 4 * layout.hidden);
+  }
+  MapC B(int d) const { return MapC(params.data() + layout.b[d], 1, 4 * layout.hidden); }
+  MapC P() const {
+    return MapC(params.data() + layout.proj, layout.dirs * layout.hidden, layout.dim);
+  }
+  MapC Pb() const { return MapC(params.data() + layout.proj_bias, 1, layout.dim); }
+
+  // Ids of every word, or the first word's error.
+  Status Ids(const std::vector<std::string_view>& words,
+             std::vector<std::vector<int32_t>>* ids) const {
+    ids->resize(words.size());
+    for (size_t i = 0; i < words.size(); ++i) {
+      auto r = CharIds(words[i], layout.buckets, options.max_word_chars);
+      if (!r.ok()) {
+        std::string shown(words[i].substr(0, 64));
+        for (char& c : shown) {
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        }
+        return Status::InvalidArgument("word " + std::to_string(i) + " ('" + shown +
+                                       "'): " + r.status().message());
+      }
+      (*ids)[i] = std::move(r).value();
+    }
+    return Status::Ok();
+  }
+
+  // Words grouped by sequence length (ascending), each group in call order.
+  static std::vector<Group> Groups(const std::vector<std::vector<int32_t>>& ids) {
+    std::map<size_t, Group> by_length;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Group& g = by_length[ids[i].size()];
+      g.length = static_cast<int>(ids[i].size());
+      g.rows.push_back(i);
+      g.ids.push_back(&ids[i]);
+    }
+    std::vector<Group> groups;
+    groups.reserve(by_length.size());
+    for (auto& [len, g] : by_length) groups.push_back(std::move(g));
+    return groups;
+  }
+
+  // Forward of one group; its outputs go to rows g.rows of `out` (n x dim). `keep`: the inputs
+  // and steps stay in g for Backward.
+  void Forward(Group* g, bool keep, float* out) const {
+    const int H = layout.hidden, T = g->length;
+    const Eigen::Index nb = static_cast<Eigen::Index>(g->rows.size());
+    const MapC emb = E();
+    g->hcat.resize(nb, layout.dirs * H);
+    Mat x(nb, layout.char_dim), h, c;
+    LstmStep<float> step;
+    for (int d = 0; d < layout.dirs; ++d) {
+      h.setZero(nb, H);
+      c.setZero(nb, H);
+      if (keep) {
+        g->x[d].resize(T);
+        g->steps[d].resize(T);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int pos = d == 0 ? t : T - 1 - t;
+        for (Eigen::Index r = 0; r < nb; ++r) x.row(r) = emb.row((*g->ids[r])[pos]);
+        LstmStep<float>& s = keep ? g->steps[d][t] : step;
+        LstmCellForward<float>(x, h, c, Wx(d), Wh(d), B(d), &s);
+        if (keep) g->x[d][t] = x;
+        h = s.h;
+        c = s.c;
+      }
+      g->hcat.middleCols(d * H, H) = h;
+    }
+    Mat y = g->hcat * P();
+    y.rowwise() += Pb().row(0);
+    for (Eigen::Index r = 0; r < nb; ++r) {
+      MapM(out + g->rows[r] * layout.dim, 1, layout.dim) = y.row(r);
+    }
+  }
+
+  // Backward of one group kept by Forward: d_out (n x dim) -> gradient (flat, added).
+  void Backward(const Group& g, const float* d_out, float* gradient) const {
+    const int H = layout.hidden, T = g.length;
+    const Eigen::Index nb = static_cast<Eigen::Index>(g.rows.size());
+    Mat dy(nb, layout.dim);
+    for (Eigen::Index r = 0; r < nb; ++r) {
+      dy.row(r) = MapC(d_out + g.rows[r] * layout.dim, 1, layout.dim);
+    }
+    MapM dP(gradient + layout.proj, layout.dirs * H, layout.dim);
+    MapM dPb(gradient + layout.proj_bias, 1, layout.dim);
+    MapM dE(gradient + layout.emb, layout.buckets, layout.char_dim);
+    dP.noalias() += g.hcat.transpose() * dy;
+    dPb.row(0) += dy.colwise().sum();
+    const Mat dhcat = dy * P().transpose();
+    const Mat zeros = Mat::Zero(nb, H);
+    LstmStepGrad<float> sg;
+    for (int d = 0; d < layout.dirs; ++d) {
+      MapM dWx(gradient + layout.wx[d], layout.char_dim, 4 * H);
+      MapM dWh(gradient + layout.wh[d], H, 4 * H);
+      MapM dB(gradient + layout.b[d], 1, 4 * H);
+      Mat dh = dhcat.middleCols(d * H, H);
+      Mat dc = zeros;
+      for (int t = T - 1; t >= 0; --t) {
+        const Mat& h_prev = t > 0 ? g.steps[d][t - 1].h : zeros;
+        const Mat& c_prev = t > 0 ? g.steps[d][t - 1].c : zeros;
+        LstmCellBackward<float>(g.x[d][t], h_prev, c_prev, Wx(d), Wh(d), g.steps[d][t], dh, dc, dWx,
+                                dWh, dB, &sg);
+        const int pos = d == 0 ? t : T - 1 - t;
+        for (Eigen::Index r = 0; r < nb; ++r) dE.row((*g.ids[r])[pos]) += sg.dx.row(r);
+        dh.swap(sg.dh_prev);
+        dc.swap(sg.dc_prev);
+      }
+    }
+  }
+};
+
+CharModel::CharModel(const CharModelOptions& options) : impl_(std::make_unique<Impl>(options)) {
+  SV_CHECK(ValidateCharModelOptions(options).ok());
+  const Layout& l = impl_->layout;
+  std::mt19937_64 rng(options.seed);
+  auto fill = [&](size_t at, size_t n, float bound) {
+    std::uniform_real_distribution<float> u(-bound, bound);
+    for (size_t i = 0; i < n; ++i) impl_->params[at + i] = u(rng);
+  };
+  const float k = 1.0f / std::sqrt(static_cast<float>(l.hidden));
+  fill(l.emb, size_t(l.buckets) * l.char_dim, k);
+  for (int d = 0; d < l.dirs; ++d) {
+    fill(l.wx[d], size_t(l.char_dim) * 4 * l.hidden, k);
+    fill(l.wh[d], size_t(l.hidden) * 4 * l.hidden, k);
+    for (int j = 0; j < 4 * l.hidden; ++j) {
+      impl_->params[l.b[d] + j] = (j >= l.hidden && j < 2 * l.hidden) ? 1.f : 0.f;
+    }
+  }
+  const int fan_in = l.dirs * l.hidden;
+  fill(l.proj, size_t(fan_in) * l.dim, std::sqrt(6.0f / static_cast<float>(fan_in + l.dim)));
+}
+
+CharModel::CharModel(const CharModel& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+CharModel& CharModel::operator=(const CharModel& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
+CharModel::~CharModel() = default;
+
+const CharModelOptions& CharModel::options() const { return impl_->options; }
+size_t CharModel::num_parameters() const { return impl_->layout.total; }
+const float* CharModel::parameters() const { return impl_->params.data(); }
+float* CharModel::mutable_parameters() { return impl_->params.data(); }
+uint64_t CharModel::adam_steps() const { return impl_->steps; }
+
+Status CharModel::Encode(const std::vector<std::string_view>& words,
+                         std::vector<float>* out) const {
+  std::vector<std::vector<int32_t>> ids;
+  SV_RETURN_IF_ERROR(impl_->Ids(words, &ids));
+  out->assign(words.size() * impl_->layout.dim, 0.f);
+  for (Group& g : Impl::Groups(ids)) impl_->Forward(&g, /*keep=*/false, out->data());
+  return Status::Ok();
+}
+
+StatusOr<double> CharModel::ComputeGradient(const std::vector<std::string_view>& words,
+                                            const LossFunction& loss,
+                                            std::vector<float>* gradient) const {
+  std::vector<std::vector<int32_t>> ids;
+  SV_RETURN_IF_ERROR(impl_->Ids(words, &ids));
+  if (gradient->size() != impl_->layout.total) gradient->assign(impl_->layout.total, 0.f);
+  const size_t dim = impl_->layout.dim;
+  std::vector<float> out(words.size() * dim, 0.f), d_out(words.size() * dim, 0.f);
+  std::vector<Group> groups = Impl::Groups(ids);
+  for (Group& g : groups) impl_->Forward(&g, /*keep=*/true, out.data());
+  const double value = loss(out.data(), words.size(), d_out.data());
+  for (const Group& g : groups) impl_->Backward(g, d_out.data(), gradient->data());
+  return value;
+}
+
+void CharModel::AdamStep(const std::vector<float>& gradient) {
+  SV_CHECK(gradient.size() == impl_->layout.total);
+  Impl& m = *impl_;
+  const CharModelOptions& o = m.options;
+  ++m.steps;
+  const double t = static_cast<double>(m.steps);
+  const float c1 = static_cast<float>(1.0 - std::pow(double(o.beta1), t));
+  const float c2 = static_cast<float>(1.0 - std::pow(double(o.beta2), t));
+  const Eigen::Index n = static_cast<Eigen::Index>(m.layout.total);
+  Eigen::Map<const Eigen::ArrayXf> g(gradient.data(), n);
+  Eigen::Map<Eigen::ArrayXf> p(m.params.data(), n), mm(m.m.data(), n), vv(m.v.data(), n);
+  mm = o.beta1 * mm + (1 - o.beta1) * g;
+  vv = o.beta2 * vv + (1 - o.beta2) * g.square();
+  p -= o.learning_rate * (mm / c1) / ((vv / c2).sqrt() + o.adam_epsilon);
+}
+
+StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& words,
+                                        const float* targets, const std::vector<float>& weights) {
+  if (weights.size() != words.size()) {
+    return Status::InvalidArgument("DistillStep: " + std::to_string(weights.size()) +
+                                   " weights for " + std::to_string(words.size()) + " words");
+  }
+  double total = 0;
+  for (float w : weights) {
+    if (!(w >= 0) || !std::isfinite(w)) {
+      return Status::InvalidArgument("DistillStep: weights must be finite and >= 0");
+    }
+    total += w;
+  }
+  if (!(total > 0)) return Status::InvalidArgument("DistillStep: the weights are all 0");
+  const int dim = impl_->layout.dim;
+  auto loss = [&](const float* out, size_t n, float* d_out) {
+    double l = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double w = weights[i] / total;
+      for (int j = 0; j < dim; ++j) {
+        const double diff = double(out[i * dim + j]) - targets[i * dim + j];
+        l += w * diff * diff;
+        d_out[i * dim + j] = static_cast<float>(2 * w * diff);
+      }
+    }
+    return l;
+  };
+  std::vector<float> gradient;
+  StatusOr<double> l = ComputeGradient(words, loss, &gradient);
+  if (!l.ok()) return l.status();
+  AdamStep(gradient);
+  return *l;
+}
+
+namespace {
+
+template <typename T>
+void Put(std::string* s, T v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view b) : b_(b) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (b_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  bool GetFloats(std::vector<float>* v, size_t n) {
+    if ((b_.size() - at_) / sizeof(float) < n) return false;
+    v->resize(n);
+    std::memcpy(v->data(), b_.data() + at_, n * sizeof(float));
+    at_ += n * sizeof(float);
+    return true;
+  }
+  size_t left() const { return b_.size() - at_; }
+
+ private:
+  std::string_view b_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string CharModel::Serialize(bool with_optimizer) const {
+  const Impl& m = *impl_;
+  const CharModelOptions& o = m.options;
+  std::string s(kMagic, sizeof kMagic);
+  Put<uint32_t>(&s, kFormatVersion);
+  Put<int32_t>(&s, o.dim);
+  Put<int32_t>(&s, o.char_dim);
+  Put<int32_t>(&s, o.hidden);
+  Put<int32_t>(&s, o.bidirectional ? 1 : 0);
+  Put<int32_t>(&s, o.buckets);
+  Put<int32_t>(&s, o.max_word_chars);
+  Put<float>(&s, o.learning_rate);
+  Put<float>(&s, o.beta1);
+  Put<float>(&s, o.beta2);
+  Put<float>(&s, o.adam_epsilon);
+  Put<uint64_t>(&s, o.seed);
+  Put<uint64_t>(&s, m.layout.total);
+  Put<uint8_t>(&s, with_optimizer ? 1 : 0);
+  s.append(reinterpret_cast<const char*>(m.params.data()), m.params.size() * sizeof(float));
+  if (with_optimizer) {
+    Put<uint64_t>(&s, m.steps);
+    s.append(reinterpret_cast<const char*>(m.m.data()), m.m.size() * sizeof(float));
+    s.append(reinterpret_cast<const char*>(m.v.data()), m.v.size() * sizeof(float));
+  }
+  return s;
+}
+
+StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view bytes) {
+  auto bad = [](const std::string& what) { return Status::Corruption("character model: " + what); };
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    return bad("not a streamvec character model (magic)");
+  }
+  Reader r(bytes.substr(sizeof kMagic));
+  uint32_t version = 0;
+  int32_t dim = 0, char_dim = 0, hidden = 0, bidi = 0, buckets = 0, max_chars = 0;
+  CharModelOptions o;
+  uint64_t total = 0;
+  uint8_t with_optimizer = 0;
+  if (!r.Get(&version)) return bad("truncated header");
+  if (version != kFormatVersion) {
+    return bad("format version " + std::to_string(version) + ", this build reads " +
+               std::to_string(kFormatVersion));
+  }
+  if (!r.Get(&dim) || !r.Get(&char_dim) || !r.Get(&hidden) || !r.Get(&bidi) || !r.Get(&buckets) ||
+      !r.Get(&max_chars) || !r.Get(&o.learning_rate) || !r.Get(&o.beta1) || !r.Get(&o.beta2) ||
+      !r.Get(&o.adam_epsilon) || !r.Get(&o.seed) || !r.Get(&total) || !r.Get(&with_optimizer)) {
+    return bad("truncated header");
+  }
+  o.dim = dim;
+  o.char_dim = char_dim;
+  o.hidden = hidden;
+  o.bidirectional = bidi != 0;
+  o.buckets = buckets;
+  o.max_word_chars = max_chars;
+  if (Status s = ValidateCharModelOptions(o); !s.ok() || bidi < 0 || bidi > 1) {
+    return bad("options out of range: " + s.message());
+  }
+  if (total != Layout(o).total) return bad("parameter count does not match the options");
+  auto model = std::make_unique<CharModel>(o);
+  Impl& m = *model->impl_;
+  if (!r.GetFloats(&m.params, total)) return bad("truncated parameters");
+  if (with_optimizer == 1) {
+    if (!r.Get(&m.steps) || !r.GetFloats(&m.m, total) || !r.GetFloats(&m.v, total)) {
+      return bad("truncated optimizer state");
+    }
+  } else if (with_optimizer != 0) {
+    return bad("malformed optimizer flag");
+  }
+  if (r.left() != 0) return bad(std::to_string(r.left()) + " trailing bytes");
+  for (float p : m.params) {
+    if (!std::isfinite(p)) return bad("a parameter is not finite");
+  }
+  return model;
+}
+
+}  // namespace streamvec

@@ -1,0 +1,87 @@
+// The LSTM cell's backward pass against central finite differences, in double.
+#include "streamvec/charmodel/lstm_cell.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace streamvec {
+namespace {
+
+using Mat = RowMatrix<double>;
+
+Mat Random(int rows, int cols, std::mt19937_64* rng) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  Mat m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = u(*rng);
+  return m;
+}
+
+struct CellCase {
+  Mat x, h, c, wx, wh, b, rh, rc;
+  // L = sum(rh * h') + sum(rc * c'): every output of the step reaches the loss.
+  double Loss() const {
+    LstmStep<double> s;
+    LstmCellForward<double>(x, h, c, wx, wh, b, &s);
+    return s.h.cwiseProduct(rh).sum() + s.c.cwiseProduct(rc).sum();
+  }
+};
+
+// Checks d(Loss)/d(m) against `analytic` by central differences on every entry of m.
+void ExpectGradient(CellCase* cc, Mat* m, const Mat& analytic, const char* name) {
+  const double eps = 1e-6;
+  ASSERT_EQ(m->rows(), analytic.rows()) << name;
+  ASSERT_EQ(m->cols(), analytic.cols()) << name;
+  for (Eigen::Index i = 0; i < m->size(); ++i) {
+    const double keep = m->data()[i];
+    m->data()[i] = keep + eps;
+    const double up = cc->Loss();
+    m->data()[i] = keep - eps;
+    const double down = cc->Loss();
+    m->data()[i] = keep;
+    const double numeric = (up - down) / (2 * eps);
+    EXPECT_NEAR(analytic.data()[i], numeric, 1e-7 + 1e-6 * std::abs(numeric))
+        << name << " entry " << i;
+  }
+}
+
+TEST(LstmCellTest, BackwardMatchesFiniteDifferences) {
+  std::mt19937_64 rng(7);
+  const int batch = 3, in = 4, hidden = 5;
+  CellCase cc{Random(batch, in, &rng),          Random(batch, hidden, &rng),
+              Random(batch, hidden, &rng),      Random(in, 4 * hidden, &rng),
+              Random(hidden, 4 * hidden, &rng), Random(1, 4 * hidden, &rng),
+              Random(batch, hidden, &rng),      Random(batch, hidden, &rng)};
+  LstmStep<double> step;
+  LstmCellForward<double>(cc.x, cc.h, cc.c, cc.wx, cc.wh, cc.b, &step);
+  Mat dwx = Mat::Zero(in, 4 * hidden), dwh = Mat::Zero(hidden, 4 * hidden),
+      db = Mat::Zero(1, 4 * hidden);
+  LstmStepGrad<double> grad;
+  LstmCellBackward<double>(cc.x, cc.h, cc.c, cc.wx, cc.wh, step, cc.rh, cc.rc, dwx, dwh, db, &grad);
+  ExpectGradient(&cc, &cc.x, grad.dx, "dx");
+  ExpectGradient(&cc, &cc.h, grad.dh_prev, "dh_prev");
+  ExpectGradient(&cc, &cc.c, grad.dc_prev, "dc_prev");
+  ExpectGradient(&cc, &cc.wx, dwx, "dwx");
+  ExpectGradient(&cc, &cc.wh, dwh, "dwh");
+  ExpectGradient(&cc, &cc.b, db, "db");
+}
+
+TEST(LstmCellTest, BackwardAccumulatesIntoParameterGradients) {
+  std::mt19937_64 rng(8);
+  const Mat x = Random(2, 3, &rng), h = Random(2, 4, &rng), c = Random(2, 4, &rng);
+  const Mat wx = Random(3, 16, &rng), wh = Random(4, 16, &rng), b = Random(1, 16, &rng);
+  const Mat dh = Random(2, 4, &rng), dc = Random(2, 4, &rng);
+  LstmStep<double> step;
+  LstmCellForward<double>(x, h, c, wx, wh, b, &step);
+  LstmStepGrad<double> grad;
+  Mat once_wx = Mat::Zero(3, 16), once_wh = Mat::Zero(4, 16), once_b = Mat::Zero(1, 16);
+  LstmCellBackward<double>(x, h, c, wx, wh, step, dh, dc, once_wx, once_wh, once_b, &grad);
+  Mat twice_wx = once_wx, twice_wh = once_wh, twice_b = once_b;
+  LstmCellBackward<double>(x, h, c, wx, wh, step, dh, dc, twice_wx, twice_wh, twice_b, &grad);
+  EXPECT_TRUE(twice_wx.isApprox(2 * once_wx));
+  EXPECT_TRUE(twice_wh.isApprox(2 * once_wh));
+  EXPECT_TRUE(twice_b.isApprox(2 * once_b));
+}
+
+}  // namespace
+}  // namespace streamvec

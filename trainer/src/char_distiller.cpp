@@ -1,0 +1,184 @@
+#include "streamvec/trainer/char_distiller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace streamvec {
+
+using json = nlohmann::json;
+
+Status ValidateCharDistillOptions(const CharDistillOptions& o) {
+  SV_RETURN_IF_ERROR(ValidateCharModelOptions(o.model));
+  if (o.batch_types < 1 || o.batch_types > 65536) {
+    return Status::InvalidArgument("--char-distill-batch must be in [1, 65536]");
+  }
+  if (o.every_words < 1) return Status::InvalidArgument("--char-distill-every must be >= 1");
+  if (!(o.count_exponent >= 0 && o.count_exponent <= 1)) {
+    return Status::InvalidArgument("char distillation count exponent must be in [0, 1]");
+  }
+  if (o.refresh_steps < 1 || o.max_steps_per_call < 1) {
+    return Status::InvalidArgument(
+        "char distillation: refresh_steps and max_steps_per_call "
+        "must be >= 1");
+  }
+  return Status::Ok();
+}
+
+CharDistiller::CharDistiller(const CharDistillOptions& options)
+    : options_(options), model_(options.model), rng_(options.model.seed + 0x9e3779b97f4a7c15ull) {
+  SV_CHECK(ValidateCharDistillOptions(options).ok());
+  next_words_ = options.every_words;  // the first step once that many words were seen
+}
+
+CharDistiller::~CharDistiller() = default;
+
+void CharDistiller::Refresh(const StreamingLearner& learner) {
+  std::vector<uint32_t> slots;
+  std::vector<double> counts;
+  learner.AdmittedSlots(&words_, &slots, &counts);
+  std::vector<double> weights(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    weights[i] = std::pow(std::max(counts[i], 0.0), options_.count_exponent);
+  }
+  have_words_ = !words_.empty();
+  if (have_words_) draw_ = std::discrete_distribution<size_t>(weights.begin(), weights.end());
+  refreshed_at_step_ = stats_.steps;
+}
+
+Status CharDistiller::Step(const StreamingLearner& learner) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!have_words_ || stats_.steps - refreshed_at_step_ >= uint64_t(options_.refresh_steps)) {
+    Refresh(learner);
+  }
+  if (!have_words_) return Status::Ok();
+  // Draws, repeated ones merged (weight = draws), in first-draw order.
+  std::map<size_t, float> draws;
+  std::vector<size_t> order;
+  for (int i = 0; i < options_.batch_types; ++i) {
+    const size_t w = draw_(rng_);
+    if (draws[w]++ == 0) order.push_back(w);
+  }
+  const int dim = options_.model.dim;
+  std::vector<std::string_view> batch;
+  std::vector<float> targets, weights;
+  batch.reserve(order.size());
+  targets.reserve(order.size() * dim);
+  for (size_t w : order) {
+    const std::string& word = words_[w];
+    const float* row = learner.InputRow(word);
+    if (row == nullptr) continue;  // evicted (or no longer admitted) since the last refresh
+    if (!CharIds(word, options_.model.buckets, options_.model.max_word_chars).ok()) continue;
+    double norm = 0;
+    for (int j = 0; j < dim; ++j) norm += double(row[j]) * row[j];
+    norm = std::sqrt(norm);
+    if (!(norm > 0) || !std::isfinite(norm)) continue;
+    batch.push_back(word);
+    for (int j = 0; j < dim; ++j) targets.push_back(static_cast<float>(row[j] / norm));
+    weights.push_back(draws[w]);
+  }
+  if (batch.empty()) {
+    have_words_ = false;  // all gone: re-read next time
+    return Status::Ok();
+  }
+  StatusOr<double> loss = model_.DistillStep(batch, targets.data(), weights);
+  if (!loss.ok()) return loss.status();
+  ++stats_.steps;
+  stats_.types += batch.size();
+  stats_.loss = *loss;
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status CharDistiller::MaybeStep(const StreamingLearner& learner) {
+  const uint64_t seen = learner.stats().words_seen;
+  for (int i = 0; i < options_.max_steps_per_call && seen >= next_words_; ++i) {
+    SV_RETURN_IF_ERROR(Step(learner));
+    next_words_ += options_.every_words;
+  }
+  // Far behind (a huge micro-batch): the missed steps are dropped, not owed.
+  if (seen >= next_words_) next_words_ = seen + options_.every_words;
+  return Status::Ok();
+}
+
+std::string CharDistiller::MetadataJson() const {
+  const CharModelOptions& m = options_.model;
+  return json{{"steps", stats_.steps},
+              {"types", stats_.types},
+              {"loss", stats_.loss},
+              {"char_dim", m.char_dim},
+              {"char_hidden", m.hidden},
+              {"char_bidirectional", m.bidirectional},
+              {"max_word_chars", m.max_word_chars},
+              {"batch_types", options_.batch_types},
+              {"every_words", options_.every_words}}
+      .dump();
+}
+
+Status CharDistiller::Save(const StateSink& sink, bool checkpoint) const {
+  SV_RETURN_IF_ERROR(sink(kCharModelEntry, model_.Serialize(/*with_optimizer=*/false)));
+  if (!checkpoint) return Status::Ok();
+  have_words_ = false;
+  SV_RETURN_IF_ERROR(sink(kCharModelStateEntry, model_.Serialize(/*with_optimizer=*/true)));
+  std::ostringstream rng;
+  rng << rng_;
+  const json j = {{"batch_types", options_.batch_types},
+                  {"every_words", options_.every_words},
+                  {"count_exponent", options_.count_exponent},
+                  {"refresh_steps", options_.refresh_steps},
+                  {"max_steps_per_call", options_.max_steps_per_call},
+                  {"next_words", next_words_},
+                  {"steps", stats_.steps},
+                  {"types", stats_.types},
+                  {"loss", stats_.loss},
+                  {"rng", rng.str()}};
+  return sink(kCharDistillEntry, j.dump());
+}
+
+StatusOr<std::unique_ptr<CharDistiller>> CharDistiller::Load(const StateSource& source) {
+  StatusOr<std::string> state = source(kCharModelStateEntry);
+  if (!state.ok()) return state.status();
+  StatusOr<std::unique_ptr<CharModel>> model = CharModel::Deserialize(*state);
+  if (!model.ok()) {
+    return Status::Corruption(std::string(kCharModelStateEntry) + ": " + model.status().message());
+  }
+  StatusOr<std::string> distill = source(kCharDistillEntry);
+  if (!distill.ok()) {
+    if (distill.status().code() == StatusCode::kNotFound) {
+      return Status::Corruption(std::string(kCharDistillEntry) + " is missing");
+    }
+    return distill.status();
+  }
+  try {
+    const json j = json::parse(*distill);
+    CharDistillOptions o;
+    o.model = (*model)->options();
+    o.batch_types = j.at("batch_types").get<int>();
+    o.every_words = j.at("every_words").get<uint64_t>();
+    o.count_exponent = j.at("count_exponent").get<double>();
+    o.refresh_steps = j.at("refresh_steps").get<int>();
+    o.max_steps_per_call = j.at("max_steps_per_call").get<int>();
+    if (Status s = ValidateCharDistillOptions(o); !s.ok()) {
+      return Status::Corruption(std::string(kCharDistillEntry) + ": " + s.message());
+    }
+    auto d = std::make_unique<CharDistiller>(o);
+    d->model_ = **model;
+    d->next_words_ = j.at("next_words").get<uint64_t>();
+    d->stats_.steps = j.at("steps").get<uint64_t>();
+    d->stats_.types = j.at("types").get<uint64_t>();
+    d->stats_.loss = j.at("loss").get<double>();
+    std::istringstream rng(j.at("rng").get<std::string>());
+    rng >> d->rng_;
+    if (rng.fail()) return Status::Corruption(std::string(kCharDistillEntry) + ": bad rng state");
+    // The admitted words are re-read at the first step (as after a refresh).
+    d->refreshed_at_step_ = d->stats_.steps;
+    return d;
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string(kCharDistillEntry) + ": " + e.what());
+  }
+}
+
+}  // namespace streamvec
