@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -184,6 +185,37 @@ TEST_F(DecompressTest, TrailingGarbageIsAnError) {
     EXPECT_FALSE(error.ok()) << f.name;
     EXPECT_THAT(error.message(), HasSubstr(path)) << f.name;
   }
+}
+
+// The corpus `streamvec run` and scripts/demo ingest by default (data/run/): one compressed file
+// that decodes without error to at least 15M words of text.
+TEST(BundledRunDataTest, DecodesToAtLeast15MillionWords) {
+  const fs::path run = fs::path(STREAMVEC_SOURCE_DIR) / "data" / "run";
+  std::vector<fs::path> compressed;
+  for (const fs::directory_entry& e : fs::directory_iterator(run)) {
+    StatusOr<std::unique_ptr<DecompressingReader>> r = DecompressingReader::Open(e.path());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (*r != nullptr) compressed.push_back(e.path());
+  }
+  ASSERT_EQ(compressed.size(), 1u) << "data/run/ should hold one compressed corpus";
+  StatusOr<std::unique_ptr<DecompressingReader>> r = DecompressingReader::Open(compressed[0]);
+  ASSERT_TRUE(r.ok() && *r != nullptr);
+  std::string buf(1 << 20, '\0');
+  int64_t words = 0;
+  bool in_word = false;
+  while (true) {
+    StatusOr<size_t> n = (*r)->Read(buf.data(), buf.size());
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    if (*n == 0) break;
+    for (size_t i = 0; i < *n; ++i) {
+      const bool space = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\t' || buf[i] == '\r';
+      if (!space && !in_word) ++words;
+      in_word = !space;
+    }
+  }
+  std::printf("%s: %lld decoded bytes, %lld words\n", compressed[0].c_str(),
+              static_cast<long long>((*r)->decoded_bytes()), static_cast<long long>(words));
+  EXPECT_GE(words, 15000000);
 }
 
 }  // namespace
