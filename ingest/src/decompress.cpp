@@ -1,9 +1,8 @@
 #include "streamvec/ingest/decompress.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <lzma.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -17,20 +16,27 @@ namespace {
 
 constexpr size_t kInputBytes = size_t{1} << 20;
 constexpr std::string_view kGzipMagic("\x1f\x8b", 2);
-constexpr std::string_view kXzMagic("\xfd" "7zXZ\0", 6);
+constexpr std::string_view kXzMagic("\xfd\x37\x7a\x58\x5a\x00", 6);  // FD "7zXZ" 00
 constexpr std::string_view kZstdMagic("\x28\xb5\x2f\xfd", 4);
 
 enum class Codec { kGzip, kXz, kZstd };
 
 std::string LzmaError(lzma_ret r) {
   switch (r) {
-    case LZMA_MEM_ERROR: return "out of memory";
-    case LZMA_MEMLIMIT_ERROR: return "memory limit reached";
-    case LZMA_FORMAT_ERROR: return "not in the xz format";
-    case LZMA_OPTIONS_ERROR: return "unsupported compression options";
-    case LZMA_DATA_ERROR: return "compressed data is corrupt";
-    case LZMA_BUF_ERROR: return "compressed data is truncated";
-    default: return "liblzma error " + std::to_string(static_cast<int>(r));
+    case LZMA_MEM_ERROR:
+      return "out of memory";
+    case LZMA_MEMLIMIT_ERROR:
+      return "memory limit reached";
+    case LZMA_FORMAT_ERROR:
+      return "not in the xz format";
+    case LZMA_OPTIONS_ERROR:
+      return "unsupported compression options";
+    case LZMA_DATA_ERROR:
+      return "compressed data is corrupt";
+    case LZMA_BUF_ERROR:
+      return "compressed data is truncated";
+    default:
+      return "liblzma error " + std::to_string(static_cast<int>(r));
   }
 }
 

@@ -33,10 +33,9 @@ inline std::string Gzip(const std::string& text) {
 inline std::string Xz(const std::string& text) {
   std::string out(lzma_stream_buffer_bound(text.size()), '\0');
   size_t pos = 0;
-  if (lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr,
-                              reinterpret_cast<const uint8_t*>(text.data()), text.size(),
-                              reinterpret_cast<uint8_t*>(out.data()), &pos,
-                              out.size()) != LZMA_OK) {
+  if (lzma_easy_buffer_encode(
+          6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+          reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()) != LZMA_OK) {
     throw std::runtime_error("lzma_easy_buffer_encode");
   }
   out.resize(pos);
