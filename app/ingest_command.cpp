@@ -116,7 +116,10 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
       "ingest",
       "Send a file, a directory or stdin to <prefix>.docs, one document per line, waiting while "
       "the trainers' consumer group lags more than the budget.");
-  cmd->add_option("--from", flags->from, "a file, a directory or - for stdin")->required();
+  cmd->add_option("--from", flags->from,
+                  "a file, a directory or - for stdin; gzip, xz and zstd files (told by "
+                  "content) are decoded")
+      ->required();
   cmd->add_flag("--doc-per-file", flags->doc_per_file, "one document per file, not per line");
   cmd->add_flag("--no-detect-lang", flags->no_detect_lang,
                 "do not detect each document's language (CLD2; the 'lang' field stays empty)");

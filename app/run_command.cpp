@@ -466,8 +466,8 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       "run", "The whole pipeline in one process: embedded Kafka broker, file connector, trainer "
              "and REST API (Ctrl-C writes a final snapshot)");
   cmd->add_option("--data", flags->data,
-                  "File or directory to ingest, one document per line, followed like tail -F "
-                  "(default: the bundled data/run)");
+                  "File or directory to ingest, one document per line (gzip, xz and zstd files "
+                  "decoded), followed like tail -F (default: the bundled data/run)");
   cmd->add_option("--state", flags->state, "State directory (RocksDB snapshots); resumed if it exists")
       ->capture_default_str();
   AddHttpThreadsFlag(cmd, &flags->http_threads);

@@ -163,8 +163,10 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")
       ->capture_default_str();
   AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
-  cmd->add_option("--web-root", flags->web_root, "Folder of the dashboard (web/)")
-      ->capture_default_str();
+  // No default shown: it depends on where the binary is (installed or in a build folder).
+  cmd->add_option("--web-root", flags->web_root,
+                  "Folder of the dashboard (default: share/streamvec/web above the binary's "
+                  "folder, installed or in the build folder, else the source tree's web/)");
   cmd->callback([flags, exit_code]() { *exit_code = RunServe(*flags); });
 }
 

@@ -9,8 +9,7 @@ void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads) {
   cmd->add_option(
          "--http-threads", *http_threads,
          "Threads answering HTTP requests (default: one a core; 0: cpprestsdk's default, 40)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+      ->check(CLI::Range(0, 1024));  // no default shown: it depends on the machine
 }
 
 void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s) {

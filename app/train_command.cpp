@@ -389,7 +389,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Passes over the corpus")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "Training threads")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Training threads (default: one a core)");
   cmd->add_option("--alpha", flags->alpha,
                   "Initial learning rate (default 0.025 for sgns, 0.05 for cbow)");
   cmd->add_option("--min-alpha", flags->min_alpha,

@@ -43,8 +43,7 @@ REPO = BENCH_DIR.parent
 DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
 DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
 SMALL_CORPUS = DATA / "corpus" / "enwiki-text8style-small-5m.txt"
-RUN_DATA = REPO / "data" / "run"
-FRESH_SOURCE = RUN_DATA / "enwiki-small-5m.txt"
+FRESH_SOURCE = REPO / "data" / "demo" / "enwiki-small-5m.txt"
 PARTS = ("e2e", "run", "freshness", "kill", "wrk")
 EMBEDDED_KAFKA = ["--kafka-config", "session.timeout.ms=6000",
                   "--kafka-config", "heartbeat.interval.ms=500"]

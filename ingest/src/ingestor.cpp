@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "streamvec/ingest/decompress.h"
 #include "streamvec/ingest/language.h"
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
@@ -46,9 +47,18 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 struct Source {
   std::string id;    // absolute path, or "stdin"
   std::string path;  // "" for stdin
-  int fd = -1;
+  int fd = -1;       // a plain file's (-1 for a compressed one)
   ino_t inode = 0;
-  int64_t pos = 0;            // bytes consumed from the source
+  int64_t pos = 0;            // bytes consumed from the source (decoded bytes if compressed)
+  // A compressed file (gzip, xz, zstd: decompress.h): its format, its decoder while decoding goes
+  // on (null once it ended or failed), the decoded bytes to skip (a resume position) and, once
+  // decoding ended, the file's size and mtime then (follow: a change is decoded again).
+  std::string format;
+  std::unique_ptr<DecompressingReader> decoder;
+  int64_t skip_to = 0;
+  int64_t ended_size = -1;
+  struct timespec ended_mtime {};
+  bool sniffed = true;        // false: too short to tell compressed data yet (follow)
   std::string pending;        // the current line (or file, with doc_per_file), not yet sent
   int64_t pending_start = 0;  // source offset of pending[0]
   int64_t covered = 0;        // end of the source range the documents produced so far cover
@@ -403,11 +413,35 @@ struct Ingestor::Impl {
   // ---- Sources ---------------------------------------------------------------------------
 
   Status Open(Source& src, int64_t start) {
+    if (src.fd >= 0) ::close(src.fd);
+    src.fd = -1;
+    src.decoder.reset();
+    src.format.clear();
+    src.ended_size = -1;
+    src.skip_to = 0;
+    // Compressed data is told by its first bytes (decompress.h), whatever the file's name.
+    StatusOr<std::unique_ptr<DecompressingReader>> decoder = DecompressingReader::Open(src.path);
+    if (!decoder.ok()) return decoder.status();
+    struct stat st;
+    if (*decoder != nullptr) {
+      if (::stat(src.path.c_str(), &st) == 0) src.inode = st.st_ino;
+      src.decoder = std::move(decoder).value();
+      src.format = std::string(src.decoder->format());
+      src.sniffed = true;
+      src.skip_to = start;  // decoded and skipped by ReadCompressed
+      src.pos = 0;
+      src.pending.clear();
+      src.pending_start = start;
+      src.covered = start;
+      return Status::Ok();
+    }
     src.fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (src.fd < 0) return Status::IoError("cannot open " + src.path + ": " + strerror(errno));
-    struct stat st;
     if (::fstat(src.fd, &st) == 0) {
       src.inode = st.st_ino;
+      // Followed and still too short to hold a compressed format's magic number: looked at
+      // again once it has (ReadAvailable).
+      src.sniffed = !options.follow || start > 0 || st.st_size >= 6;
       if (start > st.st_size) {
         spdlog::warn("ingest: {} is {} bytes, shorter than its resume position {}; reading it "
                      "from the start", src.id, static_cast<int64_t>(st.st_size), start);
@@ -436,7 +470,12 @@ struct Ingestor::Impl {
     src->id = key;
     src->path = key;
     SV_RETURN_IF_ERROR(Open(*src, StartPosition(key)));
-    if (src->pos > 0) spdlog::info("ingest: resuming {} at byte {}", key, src->pos);
+    if (src->pos > 0 || src->skip_to > 0) {
+      spdlog::info("ingest: resuming {} at byte {}{}", key, std::max(src->pos, src->skip_to),
+                   src->format.empty() ? "" : " of its decoded " + src->format + " data");
+    } else if (!src->format.empty()) {
+      spdlog::info("ingest: {} is {} data; reading it decoded", key, src->format);
+    }
     sources.emplace(key, std::move(src));
     return Status::Ok();
   }
@@ -477,6 +516,12 @@ struct Ingestor::Impl {
   // Reads what a source has now. At EOF without follow, sends the rest and marks it done.
   // False when stopped.
   StatusOr<bool> ReadAvailable(Source& src, const std::atomic<bool>& stop) {
+    if (!src.sniffed && src.pos == 0) {
+      // A followed file that was too short to tell: look at its first bytes again.
+      struct stat st;
+      if (::fstat(src.fd, &st) == 0 && st.st_size >= 6) SV_RETURN_IF_ERROR(Open(src, 0));
+    }
+    if (!src.format.empty()) return ReadCompressed(src, stop);
     std::string buf(kReadChunkBytes, '\0');
     bool got_any = false;
     while (!stop.load()) {
@@ -527,6 +572,99 @@ struct Ingestor::Impl {
       src.grew = got_any;
     }
     return CheckReplaced(src);
+  }
+
+  // A compressed source: decodes it to its end (or its first error), sending its lines; the end
+  // of the data ends its last line. Corrupt or truncated data is logged and recorded in
+  // <prefix>.rejected, naming the file and the decoded offset; what was decoded before it is
+  // sent (following: its complete lines) and the other sources go on. Without follow the source
+  // is then done; following, the file is decoded again once its size or mtime changes (a file
+  // still being written, more members appended), skipping what was sent, or from 0 if it shrank
+  // or was replaced. False when stopped.
+  StatusOr<bool> ReadCompressed(Source& src, const std::atomic<bool>& stop) {
+    if (src.decoder == nullptr) return CheckCompressedChanged(src);
+    std::string buf(kReadChunkBytes, '\0');
+    Status broken;
+    while (!stop.load()) {
+      StatusOr<size_t> n = src.decoder->Read(buf.data(), buf.size());
+      if (!n.ok()) {
+        broken = n.status();
+        break;
+      }
+      if (*n == 0) break;
+      std::string_view data(buf.data(), *n);
+      if (src.pos < src.skip_to) {
+        // Resuming: skip the decoded bytes that were sent before.
+        const size_t skip = static_cast<size_t>(
+            std::min<int64_t>(src.skip_to - src.pos, static_cast<int64_t>(data.size())));
+        src.pos += static_cast<int64_t>(skip);
+        src.pending_start = src.pos;
+        src.covered = std::max(src.covered, src.pos);
+        data.remove_prefix(skip);
+      }
+      if (!data.empty() && !Consume(src, data, stop)) return false;
+      rd_kafka_poll(producer, 0);
+    }
+    if (stop.load()) return false;
+    if (broken.ok() && src.pos < src.skip_to) {
+      spdlog::warn("ingest: {} decodes to {} bytes, fewer than its resume position {}; reading "
+                   "it from the start", src.id, src.pos, src.skip_to);
+      SV_RETURN_IF_ERROR(Open(src, 0));
+      return true;
+    }
+    if (!broken.ok()) {
+      if (options.follow) {
+        spdlog::error("ingest: {}; the lines complete before it are sent, and the file is read "
+                      "on from there when it changes", broken.message());
+      } else {
+        spdlog::error("ingest: {}; the {} bytes decoded before it are sent", broken.message(),
+                      src.pos);
+      }
+      ++rejected;
+      ProduceRaw(rejected_topic, src.id,
+                 RejectionToJson(broken.message(), src.id + ":" + std::to_string(src.pos), ""),
+                 kRejectionTag);
+    }
+    // The end of the data ends the last line. After an error, a followed file's unfinished line
+    // waits (the file may be still being written), as lines of plain followed files do.
+    if (broken.ok() || !options.follow) {
+      if (!src.pending.empty()) ++lines;
+      if (!EmitPending(src, /*final=*/true, src.pos, stop)) return false;
+    }
+    src.decoder.reset();
+    if (!options.follow) {
+      src.done = true;
+      return true;
+    }
+    struct stat st;
+    if (::stat(src.path.c_str(), &st) == 0) {
+      src.ended_size = st.st_size;
+      src.ended_mtime = st.st_mtim;
+    }
+    return true;
+  }
+
+  // Follow mode, a compressed source whose decoding ended: notices removal, replacement,
+  // shrinking (decoded again from 0) and growth or rewriting (decoded again, skipping what was
+  // read).
+  StatusOr<bool> CheckCompressedChanged(Source& src) {
+    struct stat st;
+    if (::stat(src.path.c_str(), &st) != 0) {
+      spdlog::info("ingest: {} disappeared; stopped following it", src.id);
+      src.done = true;
+      return true;
+    }
+    if (st.st_size == src.ended_size && st.st_mtim.tv_sec == src.ended_mtime.tv_sec &&
+        st.st_mtim.tv_nsec == src.ended_mtime.tv_nsec && st.st_ino == src.inode) {
+      return true;
+    }
+    const bool from_start = st.st_ino != src.inode || st.st_size < src.ended_size;
+    const int64_t resume = from_start ? 0 : src.pending_start;  // the first byte not sent
+    spdlog::info("ingest: {} changed; decoding it again{}", src.id,
+                 from_start ? " from the start"
+                            : ", skipping the " + std::to_string(resume) + " bytes read");
+    SV_RETURN_IF_ERROR(Open(src, resume));
+    return true;
   }
 
   // Follow mode: notices truncation, replacement (new inode) and removal of a followed file.

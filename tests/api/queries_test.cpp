@@ -1,7 +1,7 @@
 // gensim-style queries over real HTTP: most_similar (positive/negative, topn, restrict_vocab),
 // analogy (3CosAdd), neighbours of a raw vector, and their limits. The reference is eval's plain
 // scan (eval::TopKByDot) on unit rows, the arithmetic gensim's KeyedVectors.most_similar does.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
+#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <cmath>
 #include <string>

@@ -1,6 +1,6 @@
 // Queries pinned to an older snapshot (?snapshot=N), the 404 of one no longer retained, and
 // entity tags with conditional GET, over real HTTP on 127.0.0.1.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
+#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <atomic>
 #include <map>

@@ -3,7 +3,7 @@
 #define STREAMVEC_TESTS_API_TEST_UTIL_H_
 
 #ifndef _TURN_OFF_PLATFORM_STRING
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
+#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 #endif
 
 #include <cpprest/http_client.h>

@@ -132,7 +132,7 @@ class RunCliTest : public ::testing::Test {
   // Copies the first `lines` lines of the bundled natural text into data/NAME; returns the count
   // of non-empty lines (one document each).
   int WriteData(const std::string& name, int lines) {
-    std::ifstream in(std::string(STREAMVEC_SOURCE_DIR) + "/data/run/enwiki-small-5m.txt");
+    std::ifstream in(std::string(STREAMVEC_SOURCE_DIR) + "/data/demo/enwiki-small-5m.txt");
     std::ofstream out(dir_ / "data" / name);
     std::string line;
     int docs = 0;

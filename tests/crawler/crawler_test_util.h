@@ -17,7 +17,7 @@ inline std::filesystem::path FeedsDir() {
 inline std::filesystem::path CrawlerDataDir() {
   return std::filesystem::path(STREAMVEC_TEST_DATA) / ".." / "crawler" / "data";
 }
-// The shared data set next to the repository (../shared/data/feeds), when present.
+// The shared data folder's feeds (beside the checkout), when present.
 inline std::filesystem::path SharedFeedsDir() {
   return std::filesystem::path(STREAMVEC_TEST_DATA) / ".." / ".." / ".." / "shared" / "data" /
          "feeds";

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../kafka/kafka_test_util.h"
+#include "compress_util.h"
 #include "streamvec/ingest/language.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/consumer_lag.h"
@@ -467,6 +468,147 @@ TEST_F(IngestorTest, CreateValidatesOptions) {
   options.max_lag_bytes = 0;
   options.kafka.properties = {{"no.such.property", "1"}};
   EXPECT_THAT(Ingestor::Create(options).status().message(), HasSubstr("no.such.property"));
+}
+
+// Lines of natural-looking text for the compressed-input tests.
+std::string Lines(int n, const std::string& tag) {
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    text += tag + " line " + std::to_string(i) + " with some words " + std::to_string(i * 13) +
+            "\n";
+  }
+  return text;
+}
+
+// gzip, xz and zstd files are told by their content, whatever they are called, and go through as
+// their decoded lines: document offsets are positions in the decoded text (what a resume skips).
+TEST_F(IngestorTest, CompressedFilesArriveDecodedWhateverTheirNames) {
+  const std::string g = Lines(2000, "gzip"), x = Lines(2000, "xz"), z = Lines(2000, "zstd");
+  const std::string gz = Write("in/a.txt", testing::Gzip(g));
+  const std::string xz = Write("in/b.gz", testing::Xz(x));
+  const std::string zst = Write("in/c", testing::Zstd(z));
+  const std::string plain = Write("in/d.xz", "plain text\n");
+  const IngestStats stats = RunToEnd(Options((dir_ / "in").string()));
+  EXPECT_EQ(stats.documents_delivered, 6001);
+  EXPECT_EQ(stats.rejected, 0);
+  EXPECT_EQ(stats.input_bytes, static_cast<int64_t>(g.size() + x.size() + z.size() + 11));
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  const std::vector<Document> docs = Docs(consumer.Read(6001, 20000));
+  ASSERT_EQ(docs.size(), 6001u);
+  std::map<std::string, std::string> rebuilt;  // source -> its documents' lines
+  std::map<std::string, int64_t> last_offset;
+  for (const Document& d : docs) {
+    rebuilt[d.source] += d.text + "\n";
+    EXPECT_EQ(d.start, last_offset[d.source]);
+    last_offset[d.source] = d.offset;
+  }
+  EXPECT_TRUE(rebuilt[gz] == g);
+  EXPECT_TRUE(rebuilt[xz] == x);
+  EXPECT_TRUE(rebuilt[zst] == z);
+  EXPECT_EQ(rebuilt[plain], "plain text\n");
+  EXPECT_EQ(last_offset[xz], static_cast<int64_t>(x.size()));
+}
+
+// A truncated and a corrupt file: each gets a record in <prefix>.rejected naming the file, what is
+// wrong and the decoded offset reached; the lines decoded before are sent, and the other files of
+// the directory go through.
+TEST_F(IngestorTest, TruncatedOrCorruptCompressedFileIsRejectedAndTheRestGoesOn) {
+  const std::string text = Lines(30000, "cut");  // ~1.2 MB: several decoded chunks
+  const std::string xz_bytes = testing::Xz(text);
+  const std::string cut = Write("in/a-cut.xz", xz_bytes.substr(0, xz_bytes.size() / 2));
+  std::string gz_bytes = testing::Gzip(Lines(100, "bad"));
+  gz_bytes[gz_bytes.size() - 6] ^= 0x01;  // the CRC-32 in the member's trailer
+  const std::string bad = Write("in/b-bad.gz", gz_bytes);
+  const std::string good = Write("in/c-good.zst", testing::Zstd(Lines(10, "good")));
+  const IngestStats stats = RunToEnd(Options((dir_ / "in").string()));
+  EXPECT_EQ(stats.rejected, 2);
+
+  const std::vector<nlohmann::json> rejected = Rejections(2);
+  ASSERT_EQ(rejected.size(), 2u);
+  std::map<std::string, std::string> reason;  // origin's file -> reason
+  for (const nlohmann::json& j : rejected) {
+    const std::string origin = j.at("origin").get<std::string>();
+    reason[origin.substr(0, origin.rfind(':'))] = j.at("reason").get<std::string>();
+  }
+  EXPECT_THAT(reason[cut], HasSubstr(cut + ": corrupt xz data"));
+  EXPECT_THAT(reason[cut], HasSubstr("truncated"));
+  EXPECT_THAT(reason[bad], HasSubstr(bad + ": corrupt gzip data (incorrect data check)"));
+
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  const std::vector<Document> docs =
+      Docs(consumer.Read(static_cast<size_t>(stats.documents_delivered), 20000));
+  ASSERT_EQ(docs.size(), static_cast<size_t>(stats.documents_delivered));
+  std::map<std::string, std::string> rebuilt;
+  for (const Document& d : docs) rebuilt[d.source] += d.text + "\n";
+  EXPECT_EQ(rebuilt[good], Lines(10, "good"));
+  // What was decoded of the cut file before its end is kept: a prefix of its text (its last line
+  // possibly cut), most of the half that is there.
+  ASSERT_GT(rebuilt[cut].size(), text.size() / 4);
+  EXPECT_EQ(text.compare(0, rebuilt[cut].size() - 1, rebuilt[cut], 0, rebuilt[cut].size() - 1),
+            0);
+}
+
+// A restarted connector resumes a compressed file at a decoded offset a trainer recorded.
+TEST_F(IngestorTest, ResumeInsideACompressedFileSkipsTheDecodedBytesSent) {
+  const std::string text = Lines(100, "resume");
+  const std::string path = Write("r.zst", testing::Zstd(text));
+  RunToEnd(Options(path));
+  TestConsumer first(broker_->bootstrap(), "t.docs");
+  const std::vector<Document> docs = Docs(first.Read(100, 10000));
+  ASSERT_EQ(docs.size(), 100u);
+  ASSERT_TRUE(broker_->CreateTopic("r.docs").ok());
+  ASSERT_TRUE(broker_->CreateTopic("r.rejected").ok());
+  IngestOptions options = Options(path);
+  options.kafka.topic_prefix = "r";
+  options.start_positions[path] = docs[41].offset;
+  EXPECT_EQ(RunToEnd(options).documents_delivered, 58);
+  TestConsumer second(broker_->bootstrap(), "r.docs");
+  const std::vector<Document> resumed = Docs(second.Read(58, 10000));
+  ASSERT_EQ(resumed.size(), 58u);
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_EQ(resumed[i].id, docs[42 + i].id);
+    EXPECT_EQ(resumed[i].text, docs[42 + i].text);
+  }
+}
+
+// Following a directory: a compressed file that is still being written is read as far as it
+// goes (its end reported), and read on from there once it is complete.
+TEST_F(IngestorTest, FollowedCompressedFileIsReadOnWhenItGrows) {
+  const std::string text = Lines(20000, "grow");
+  const std::string bytes = testing::Gzip(text);
+  const std::string path = Write("in/g.gz", bytes.substr(0, bytes.size() / 2));
+  IngestOptions options = Options((dir_ / "in").string());
+  options.follow = true;
+  StatusOr<std::unique_ptr<Ingestor>> ingestor = Ingestor::Create(options);
+  ASSERT_TRUE(ingestor.ok());
+  std::atomic<bool> stop{false};
+  Status result;
+  std::thread runner([&] { result = (*ingestor)->Run(stop); });
+  ASSERT_EQ(Rejections(1).size(), 1u);  // the half file ends inside the member
+  Write("in/g.gz", bytes.substr(bytes.size() / 2), /*append=*/true);
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  const size_t want = Words(text).size();
+  size_t words = 0;
+  std::vector<Document> docs;
+  for (int tries = 0; tries < 100 && words < want; ++tries) {
+    for (Document& d : Docs(consumer.Read(100000, 200))) {
+      words += Words(d.text).size();
+      docs.push_back(std::move(d));
+    }
+  }
+  std::sort(docs.begin(), docs.end(),
+            [](const Document& a, const Document& b) { return a.offset < b.offset; });
+  std::string rebuilt;
+  for (const Document& d : docs) rebuilt += d.text + "\n";
+  stop = true;
+  runner.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  // Every word once: the line cut where the half file ended is two documents.
+  const std::vector<std::string> got = Words(rebuilt), expected = Words(text);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], expected[i]) << "word " << i;
+  }
 }
 
 }  // namespace

@@ -15,13 +15,14 @@ deb=$(ls "$work"/pkg/streamvec_*.deb | head -1)
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 failed=0
-for lib in librdkafka librocksdb libcpprest libutf8proc libsimdjson; do
+for lib in librdkafka librocksdb libcpprest libutf8proc libsimdjson libzstd liblzma zlib1g; do
   if ! grep -q "$lib" <<<"$depends"; then echo "FAIL: Depends lacks $lib"; failed=1; fi
 done
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/bin/streamvec usr/share/streamvec/web/index.html \
          usr/share/streamvec/web/node_modules/uplot/dist/uPlot.iife.min.js \
-         usr/share/streamvec/data/feeds/feeds.txt; do
+         usr/share/streamvec/data/feeds/feeds.txt \
+         usr/share/streamvec/data/run/enwiki-text8style-100m.txt.xz; do
   [ -s "$work/root/$f" ] || { echo "FAIL: the package lacks /$f"; failed=1; }
 done
 cd "$work"

@@ -2,7 +2,8 @@
 # ctest "install" test: `cmake --install` of the build into a temporary prefix, then the installed
 # binary, run from a directory outside the checkout, trains a small state and serves it:
 # /healthz, a vector, the dashboard page and every asset it loads answer 200 (the dashboard is
-# found without --web-root, the bundled data without --data).
+# found without --web-root). The state is trained on the start of the installed run data (the
+# bundled xz-compressed corpus, decoded with xz).
 # Usage: installed_tree_test.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -22,11 +23,12 @@ for f in "$bin" "$share/web/index.html" "$share/web/dashboard.js" \
          "$share/web/node_modules/uplot/dist/uPlot.min.css" "$share/data/feeds/feeds.txt"; do
   if [ ! -s "$f" ]; then echo "FAIL: $f was not installed"; exit 1; fi
 done
-corpus=$(ls "$share"/data/run/*.txt | head -1)
+corpus=$(ls "$share"/data/run/*.xz | head -1)
 
 cd "$work"  # outside the checkout: nothing may be found relative to the source tree
-head -c 400000 "$corpus" | "$bin" train --input - --stream --state "$work/state" \
-  --vocab-capacity 5000 --dim 20 --min-count 2 2> "$work/train.log"
+head -c 400000 < <(xz -dc "$corpus" 2>/dev/null) |
+  "$bin" train --input - --stream --state "$work/state" --vocab-capacity 5000 --dim 20 \
+    --min-count 2 2> "$work/train.log"
 "$bin" serve --state "$work/state" --http 127.0.0.1:0 > "$work/serve.out" 2> "$work/serve.err" &
 server=$!
 url=""

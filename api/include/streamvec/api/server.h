@@ -112,7 +112,7 @@ struct ServeOptions {
 
 // Sizes cpprestsdk's process-wide thread pool (its default is 40 threads), which serves every
 // listener of the process. Call once, before the first Server::Start: on 2 cores, fewer threads
-// answer more requests per second (../shared/STACK.md: 8 beat 40). Errors: InvalidArgument for
+// answer more requests per second (8 threads beat 40 under wrk). Errors: InvalidArgument for
 // 0 or more than 1024; FailedPrecondition once the pool has started.
 Status InitializeHttpThreads(size_t threads);
 

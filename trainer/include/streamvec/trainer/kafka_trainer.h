@@ -2,7 +2,7 @@
 // StreamingLearner in micro-batches and snapshots the learner, the serving embedding and the
 // Kafka offsets it covers into a StateStore (docs/pipeline.md, "Trainer").
 //
-// Delivery is at least once (DESIGN.md, "Nothing accepted is lost"): offsets are committed to
+// Delivery is at least once (nothing accepted is lost): offsets are committed to
 // Kafka only after the snapshot that covers them is durable, and a restarted trainer resumes
 // from its snapshot's offsets. After a clean stop nothing is trained twice; after a crash the
 // documents consumed after the last snapshot are trained again, none are lost.
