@@ -140,7 +140,7 @@ def main():
     # snapshots: serve's PIP loss needs two).
     data = os.path.join(work, "data")
     os.makedirs(data)
-    corpus = sorted(glob.glob(os.path.join(source, "data/run/*.txt")))[0]
+    corpus = os.path.join(source, "data/demo/enwiki-small-5m.txt")
     text = open(corpus, "rb").read(600_000)
     cut = text.rfind(b"\n", 0, len(text) // 2) + 1
     open(os.path.join(data, "a.txt"), "wb").write(text[:cut])
