@@ -453,10 +453,18 @@ Status KafkaTrainer::Impl::TrainPending() {
   } else {
     for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
   }
-  const Status s = learner->TrainMicroBatch(texts);
-  if (param && s.ok()) {
-    if (Status ps = param->Sync(/*force=*/false); !ps.ok()) {
-      spdlog::warn("trainer: parameter node: {}", ps.message());
+  Status s;
+  if (!param) {
+    s = learner->TrainMicroBatch(texts);
+  } else {
+    // A distributed trainer trains document by document so that it can push every
+    // --push-every words and apply the shards' rows in between, however large the micro-batch.
+    for (size_t i = 0; i < texts.size() && s.ok(); ++i) {
+      s = learner->TrainMicroBatch(std::vector<std::string_view>{texts[i]});
+      if (!s.ok()) break;
+      if (Status ps = param->Sync(/*force=*/false); !ps.ok()) {
+        spdlog::warn("trainer: parameter node: {}", ps.message());
+      }
     }
   }
   if (distiller && s.ok()) {
