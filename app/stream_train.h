@@ -49,7 +49,7 @@ struct KafkaTrainFlags {
   double snapshot_write_rate_mb = 0;       // KafkaTrainerOptions::snapshot_write_rate, MB/s
   std::string metrics;          // --metrics HOST:PORT: GET /metrics (Prometheus); "" = none
   uint32_t param_shards = 0;    // --param-shards: push to / pull from the parameter node
-  uint64_t push_every = uint64_t{1} << 20;  // --push-every: trained words between pushes
+  uint64_t push_every = uint64_t{1} << 18;  // --push-every: trained words between pushes
   std::string delta_precision = "fp32";     // --delta-precision fp32|fp16
   uint32_t trainer_id = 0;                  // --trainer-id (0: random)
   StreamingOptions options;

@@ -63,7 +63,7 @@ struct TrainFlags {
   double snapshot_write_rate = -1;  // MB/s; -1: not given
   std::string metrics;              // --metrics HOST:PORT (Kafka only)
   uint32_t param_shards = 0;        // parameter node (Kafka only)
-  uint64_t push_every = uint64_t{1} << 20;
+  uint64_t push_every = uint64_t{1} << 18;
   std::string delta_precision = "fp32";
   uint32_t trainer_id = 0;
 };

@@ -99,7 +99,7 @@ struct ParamNodeOptions {
   // Encoded row bytes per publication turn, at most (the rest waits for the next turn): with
   // publish_every_s, at most 2.5 MiB/s on the partition by default, half the embedded broker's
   // ring a second, so a trainer that reads `.params` within about 2 s loses nothing there.
-  size_t publish_max_bytes = size_t{512} << 10;
+  size_t publish_max_bytes = size_t{2} << 20;
   size_t max_message_bytes = size_t{512} << 10;  // bytes per `.params` message (under Kafka's
                                                  // 1 MB message.max.bytes), at most
   size_t max_batch_messages = 256;  // `.updates` messages merged as one batch, at most

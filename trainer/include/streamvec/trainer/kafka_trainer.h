@@ -120,7 +120,7 @@ struct KafkaTrainerOptions {
   // deltas and counts to <prefix>.updates and applies the rows the node's shards publish on
   // <prefix>.params, between micro-batches. 0: alone, as before.
   uint32_t param_shards = 0;
-  uint64_t push_every_words = uint64_t{1} << 20;  // trained words between pushes
+  uint64_t push_every_words = uint64_t{1} << 18;  // trained words between pushes
   ParamPrecision delta_precision = ParamPrecision::kFp32;
   uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
   // MIMICK beside the learner (CharDistiller, docs/char-model.md): a character model learns the

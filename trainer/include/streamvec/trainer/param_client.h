@@ -36,7 +36,7 @@ struct ParamClientOptions {
   uint32_t shards = 1;       // node shards: partitions of .updates and .params (--param-shards)
   uint32_t sender = 0;       // this trainer's id in the messages' header
   ParamPrecision precision = ParamPrecision::kFp32;  // of the pushed deltas (--delta-precision)
-  uint64_t push_every_words = uint64_t{1} << 20;     // trained words between pushes (--push-every)
+  uint64_t push_every_words = uint64_t{1} << 18;     // trained words between pushes (--push-every)
   // Flow control: before each push message to a shard, wait while that `.updates` partition
   // holds more than this many bytes the shard has not committed (ParamNodesGroup: a node
   // commits once a snapshot covers what it merged), so the embedded broker's ~5 MiB ring never
