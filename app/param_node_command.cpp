@@ -219,7 +219,8 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
                   "File whose first line is the bootstrap string (streamvec broker writes it)");
   cmd->add_option("--prefix", flags->prefix, "Topic prefix: <prefix>.updates, .params, .rejected")
       ->capture_default_str();
-  cmd->add_option("--merge", flags->merge, "Merge rule: downpour, average, sum or adasum")
+  cmd->add_option("--merge", flags->merge,
+                  "Merge rule: downpour, average, sum, adasum or scaled (docs/distributed.md)")
       ->capture_default_str();
   cmd->add_option("--eta", flags->eta, "Downpour: node-side Adagrad base rate")
       ->capture_default_str();

@@ -7,13 +7,13 @@
 # lost to the embedded broker's ring).
 # Usage: [NODE_ARGS="param-node flags"] bench/distributed/run.sh [CORPUS] [TRAINERS] [SHARDS]
 #        [MERGE] [train args...]
-#   defaults: ../shared/data/corpus/enwiki-text8style-small-5m.txt 2 2 adasum
+#   defaults: ../shared/data/corpus/enwiki-text8style-small-5m.txt 2 2 scaled
 # Work files: bench/results/distributed/w-N-S-MERGE/
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 corpus=$(readlink -f "${1:-../shared/data/corpus/enwiki-text8style-small-5m.txt}")
-n=${2:-2}; shards=${3:-2}; merge=${4:-adasum}; shift $(( $# < 4 ? $# : 4 ))
+n=${2:-2}; shards=${3:-2}; merge=${4:-scaled}; shift $(( $# < 4 ? $# : 4 ))
 S=$root/build/app/streamvec
 ws=$(readlink -f ../shared/data/eval/wordsim/EN-WS-353-ALL.txt)
 W=$root/bench/results/distributed/w-$n-$shards-$merge

@@ -160,6 +160,10 @@ struct ParamNode::Impl {
   int64_t snapshot_offset = -1;
   std::string cluster_id;
   int64_t next_offset = -1;  // next `.updates` offset; covered by the rows once merged
+  // When each trainer last pushed (MergeRule::kScaledSum's T: those seen in the last
+  // kActiveTrainerSeconds).
+  std::map<uint32_t, std::chrono::steady_clock::time_point> trainer_seen;
+  static constexpr int kActiveTrainerSeconds = 30;
 
   // Cumulative over the state's life (kNodeMetaEntry).
   uint64_t clock = 0, total_messages = 0, total_rejected = 0, total_rows_dropped = 0;
@@ -395,6 +399,12 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     const int dim = rows.dim;
     MergeBatch fresh(dim), merged(dim);
     std::unordered_set<uint32_t> fresh_slots;
+    const auto now = std::chrono::steady_clock::now();
+    for (const ParamMessage& push : pushes) trainer_seen[push.header.sender] = now;
+    for (auto it = trainer_seen.begin(); it != trainer_seen.end();) {
+      it = now - it->second > std::chrono::seconds(kActiveTrainerSeconds) ? trainer_seen.erase(it)
+                                                                          : std::next(it);
+    }
     for (const ParamMessage& push : pushes) {
       for (const ParamRecord& r : push.records) {
         if (r.input.empty() && r.output.empty()) continue;
@@ -432,7 +442,9 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     MergeOptions first = options.merge;
     first.rule = MergeRule::kAverage;  // a new row: the mean of the senders' initial rows
     fresh.Apply(first, row_of);
-    merged.Apply(options.merge, row_of);
+    MergeOptions rule = options.merge;
+    rule.scale = 1.0 / std::sqrt(static_cast<double>(std::max<size_t>(1, trainer_seen.size())));
+    merged.Apply(rule, row_of);
   }
   clock += pushes.size();
   total_messages += batch.size();

@@ -12,17 +12,20 @@ std::string_view MergeRuleName(MergeRule rule) {
     case MergeRule::kAverage: return "average";
     case MergeRule::kSum: return "sum";
     case MergeRule::kAdaSum: return "adasum";
+    case MergeRule::kScaledSum:
+      return "scaled";
   }
   return "unknown";
 }
 
 StatusOr<MergeRule> ParseMergeRule(std::string_view name) {
   for (MergeRule r : {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum,
-                      MergeRule::kAdaSum}) {
+                      MergeRule::kAdaSum, MergeRule::kScaledSum}) {
     if (name == MergeRuleName(r)) return r;
   }
-  return Status::InvalidArgument("--merge must be one of downpour, average, sum, adasum, not '" +
-                                 std::string(name) + "'");
+  return Status::InvalidArgument(
+      "--merge must be one of downpour, average, sum, adasum, scaled, not '" + std::string(name) +
+      "'");
 }
 
 void AdaSumPair(const double* a, const double* b, int dim, double* out) {
@@ -84,6 +87,8 @@ void MergeRound(const MergeOptions& options, std::span<const float* const> delta
     }
     if (options.rule == MergeRule::kAverage) {
       for (double& x : sum) x /= static_cast<double>(deltas.size());
+    } else if (options.rule == MergeRule::kScaledSum) {
+      for (double& x : sum) x *= options.scale;
     }
   }
   for (size_t j = 0; j < d; ++j) row.row[j] = static_cast<float>(row.row[j] + sum[j]);

@@ -22,28 +22,30 @@ struct Row {
 };
 
 void Merge(MergeRule rule, Row& row, const std::vector<std::vector<float>>& deltas,
-           float eta = 0.2f) {
+           float eta = 0.2f, double scale = 1.0) {
   MergeOptions o;
   o.rule = rule;
   o.eta = eta;
+  o.scale = scale;
   std::vector<const float*> p;
   for (const auto& d : deltas) p.push_back(d.data());
   MergeRound(o, p, static_cast<int>(row.v.size()), row.ref());
 }
 
 TEST(MergeRuleTest, NamesRoundTripAndBadNamesAreRefused) {
-  for (MergeRule r :
-       {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum, MergeRule::kAdaSum}) {
+  for (MergeRule r : {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum,
+                      MergeRule::kAdaSum, MergeRule::kScaledSum}) {
     StatusOr<MergeRule> back = ParseMergeRule(MergeRuleName(r));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, r);
   }
   EXPECT_EQ(MergeRuleName(MergeRule::kAdaSum), "adasum");
   EXPECT_EQ(MergeRuleName(MergeRule::kDownpour), "downpour");
+  EXPECT_EQ(MergeRuleName(MergeRule::kScaledSum), "scaled");
   StatusOr<MergeRule> bad = ParseMergeRule("mean");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "--merge must be one of downpour, average, sum, adasum, not 'mean'");
+            "--merge must be one of downpour, average, sum, adasum, scaled, not 'mean'");
 }
 
 TEST(MergeRuleTest, SumAddsEveryDelta) {
@@ -61,6 +63,16 @@ TEST(MergeRuleTest, AverageAddsTheMeanAndKeepsALoneDeltaWhole) {
   Row lone{{1.0f, 2.0f}};
   Merge(MergeRule::kAverage, lone, {{0.5f, -1.0f}});
   EXPECT_EQ(lone.v, (std::vector<float>{1.5f, 1.0f}));
+}
+
+TEST(MergeRuleTest, ScaledSumAddsTheSumTimesTheNodesScale) {
+  // 4 active trainers: scale 1/sqrt(4) = 0.5; sum = (0.75, -0.5) -> row += (0.375, -0.25).
+  Row row{{1.0f, 2.0f}};
+  Merge(MergeRule::kScaledSum, row, {{0.5f, -1.0f}, {0.25f, 0.5f}}, 0.2f, 0.5);
+  EXPECT_EQ(row.v, (std::vector<float>{1.375f, 1.75f}));
+  Row lone{{1.0f, 2.0f}};  // a lone delta is scaled too: its pusher's staleness is the same
+  Merge(MergeRule::kScaledSum, lone, {{0.5f, -1.0f}}, 0.2f, 0.5);
+  EXPECT_EQ(lone.v, (std::vector<float>{1.25f, 1.5f}));
 }
 
 TEST(MergeRuleTest, AdaSumPairMatchesTheHandComputedCombination) {
@@ -152,8 +164,8 @@ TEST(MergeRuleTest, HugeDeltasGiveFiniteRowsUnderEveryRule) {
   for (auto& d : deltas) {
     for (float& x : d) x = u(rng);
   }
-  for (MergeRule rule :
-       {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum, MergeRule::kAdaSum}) {
+  for (MergeRule rule : {MergeRule::kDownpour, MergeRule::kAverage, MergeRule::kSum,
+                         MergeRule::kAdaSum, MergeRule::kScaledSum}) {
     Row row{std::vector<float>(64, 0.5f)};
     Merge(rule, row, deltas);
     Merge(rule, row, deltas);

@@ -54,22 +54,30 @@ enum class MergeRule {
   // orthogonal and their average when they are parallel, applied as a reduction tree over the
   // round (AdaSumRound). row += the result.
   kAdaSum,
+  // row += scale * the sum of the round's deltas, scale = 1 / sqrt(T) for T the trainers
+  // active on the shard (MergeOptions::scale; the node sets it): asynchronous pushes of a row
+  // are merged one at a time, so a rule that combines a round's deltas rarely acts, and T
+  // trainers' stale deltas of a row, each computed without the others', overshoot when summed
+  // (staleness-dependent step sizes, Zhang et al. 2016, "Staleness-aware Async-SGD", IJCAI).
+  // 1/sqrt(T) is between the sum (right for rare rows, whose deltas are independent) and the
+  // average (right for frequent rows, whose deltas agree); issue 20's benchmark measured it.
+  kScaledSum,
 };
 
-// The rule --merge names: "downpour", "average", "sum", "adasum".
+// The rule --merge names: "downpour", "average", "sum", "adasum", "scaled".
 std::string_view MergeRuleName(MergeRule rule);
 // The inverse of MergeRuleName; InvalidArgument "--merge must be one of downpour, average, sum,
-// adasum, not 'x'" otherwise.
+// adasum, scaled, not 'x'" otherwise.
 StatusOr<MergeRule> ParseMergeRule(std::string_view name);
 
 struct MergeOptions {
-  // The rule --merge picks. AdaSum by default: it adds what trainers learned about different
-  // contexts of a word and does not double-count what they agree on (lesson 2 of the research
-  // notes on distributed word2vec: never plain-sum concurrent updates of a row). Issue 20's
-  // benchmark is to measure the four and settle the default.
-  MergeRule rule = MergeRule::kAdaSum;
+  // The rule --merge picks. kScaledSum by default: issue 20's benchmark (docs/distributed.md,
+  // "Measured") found it best with 4 trainers, where pushes are merged one at a time so that
+  // AdaSum and averaging act as the plain sum, which overshoots.
+  MergeRule rule = MergeRule::kScaledSum;
   float eta = 0.2f;       // kDownpour: Adagrad base rate (the learner's --eta), > 0
   float epsilon = 1e-6f;  // kDownpour: added to G under the square root (the learner's), > 0
+  double scale = 1.0;     // kScaledSum: the factor of the sum, > 0
 };
 
 // One node row: dim floats of the vector, and its row-wise Adagrad accumulator (read and
