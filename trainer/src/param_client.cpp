@@ -488,7 +488,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->params_topic = ParamsTopic(options.kafka.topic_prefix);
   impl->pending.resize(options.shards);
   impl->acked_round.assign(options.shards, 0);
-  impl->node_rows_cap = size_t{4} * learner->options().vocab_capacity;
+  impl->node_rows_cap = learner->options().vocab_capacity;
   impl->EnsureTrackers();
   Impl* raw = impl.get();
   learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
