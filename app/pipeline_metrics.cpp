@@ -107,6 +107,13 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rows_applied_total", "counter",
                     "Published rows applied to words this trainer holds.",
                     static_cast<double>(ps.rows_applied));
+  api::AppendMetric(out, "streamvec_train_param_rows_corrected_total", "counter",
+                    "Published rows applied with this trainer's deltas the shard had not merged "
+                    "yet added back.",
+                    static_cast<double>(ps.rows_corrected));
+  api::AppendMetric(out, "streamvec_train_param_rows_from_node_total", "counter",
+                    "Words admitted with the shards' newest published row.",
+                    static_cast<double>(ps.rows_from_node));
   api::AppendMetric(out, "streamvec_train_param_rows_stale_total", "counter",
                     "Published rows skipped because the shard had not merged this trainer's "
                     "last push of them yet.",
