@@ -122,7 +122,7 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
                     "Publications that did not decode (skipped).",
                     static_cast<double>(ps.rejected));
   api::AppendMetric(out, "streamvec_train_param_node_clock", "gauge",
-                    "Newest node clock applied (words the node had merged).",
+                    "Newest node clock applied (push messages the node had merged).",
                     static_cast<double>(ps.node_clock));
 }
 

@@ -210,6 +210,13 @@ StatusOr<ParamPrecision> ParseParamPrecision(std::string_view name) {
                                  std::string(name) + "'");
 }
 
+uint32_t ParamMessageRecordCount(std::string_view message) {
+  if (message.size() < kParamHeaderBytes) return 0;
+  uint32_t count = 0;  // offset 20, little-endian (the header layout in protocol.h)
+  std::memcpy(&count, message.data() + 20, sizeof count);
+  return count;
+}
+
 size_t ParamRecordBytes(const ParamRecord& r, uint32_t dim, ParamPrecision precision) {
   size_t n = 2 + r.word.size() + 1 + (r.has_count ? 16 : 0);
   const size_t row = static_cast<size_t>(dim) * ValueBytes(precision);

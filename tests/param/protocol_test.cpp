@@ -492,5 +492,26 @@ TEST(ParamProtocolTest, APublicationCarriesItsMergedWatermark) {
   EXPECT_EQ(back->header.base_clock, 4711u);
 }
 
+// Which records went into which message: each message's header record count, read without
+// decoding; bytes shorter than a header give 0.
+TEST(ParamProtocolTest, RecordCountOfEachEncodedMessage) {
+  ParamMessageHeader h;
+  h.dim = 2;
+  std::vector<ParamRecord> records(5);
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].word = "w" + std::to_string(i);
+    records[i].input = {1.0f, 2.0f};
+  }
+  const size_t per = ParamRecordBytes(records[0], 2, ParamPrecision::kFp32);
+  StatusOr<std::vector<std::string>> m =
+      EncodeParamMessages(h, records, kParamHeaderBytes + 2 * per);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->size(), 3u);
+  EXPECT_EQ(ParamMessageRecordCount((*m)[0]), 2u);
+  EXPECT_EQ(ParamMessageRecordCount((*m)[1]), 2u);
+  EXPECT_EQ(ParamMessageRecordCount((*m)[2]), 1u);
+  EXPECT_EQ(ParamMessageRecordCount(std::string_view((*m)[0]).substr(0, 20)), 0u);
+}
+
 }  // namespace
 }  // namespace streamvec

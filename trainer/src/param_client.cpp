@@ -4,8 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -69,7 +69,13 @@ struct ParamClient::Impl {
   // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
   // from its node row, so its deltas are against what the node holds (a delta against a fresh
   // local initialisation would add a second, unrelated vector to the node's row).
-  std::unordered_map<std::string, std::vector<float>> node_rows;
+  // Looked up by string_view (std::hash of a string and of its view agree): an admission
+  // costs no string allocation.
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
+  };
+  std::unordered_map<std::string, std::vector<float>, WordHash, std::equal_to<>> node_rows;
   size_t node_rows_cap = 0;
   // The deltas of the last kKeptRounds push rounds not yet acknowledged by every shard: a
   // publication older than this trainer's pushes of a row is taken as the published row plus
@@ -118,7 +124,7 @@ struct ParamClient::Impl {
   // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
   // tracks its delta against that row and is not initial.
   bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
-    const auto it = node_rows.find(std::string(word));
+    const auto it = node_rows.find(word);
     if (it == node_rows.end()) {
       // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
       // this same word before an eviction (its old base is not this row's).
@@ -326,8 +332,7 @@ struct ParamClient::Impl {
       for (std::string& m : *messages) {
         const uint64_t id = next_message_id++;
         message_round[id] = round;
-        uint32_t count = 0;  // the header's record count (offset 20, little-endian)
-        std::memcpy(&count, m.data() + 20, sizeof count);
+        const uint32_t count = ParamMessageRecordCount(m);
         for (uint32_t k = 0; k < count && record < positions[shard].size(); ++k, ++record) {
           kept_round.message_of[positions[shard][record]] = id;
         }

@@ -145,6 +145,11 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(
     const ParamMessageHeader& header, std::span<const ParamRecord> records,
     size_t max_message_bytes = kDefaultMaxParamMessageBytes);
 
+// The record count field of an encoded message's header (what EncodeParamMessages wrote into
+// it: which of its records went into each message), without decoding the records; 0 for bytes
+// shorter than a header.
+uint32_t ParamMessageRecordCount(std::string_view message);
+
 // Bytes one record takes on the wire (word, fields and vectors at `precision`).
 size_t ParamRecordBytes(const ParamRecord& record, uint32_t dim, ParamPrecision precision);
 
