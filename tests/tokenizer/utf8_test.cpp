@@ -16,6 +16,21 @@ TEST(Utf8Test, FindInvalidUtf8FindsTheFirstBadByte) {
   EXPECT_EQ(FindInvalidUtf8("\xC3\xA9\x80"), 2u);        // stray continuation byte
 }
 
+// A bad byte or a multi-byte character at every position of two eight-byte words and the tail
+// (the ASCII fast path reads eight bytes at a time).
+TEST(Utf8Test, FindInvalidUtf8FindsABadByteAtEveryPositionOfAWord) {
+  for (size_t at = 0; at < 19; ++at) {
+    std::string text(19, 'a');
+    text[at] = '\xFF';
+    EXPECT_EQ(FindInvalidUtf8(text), at) << "0xFF at " << at;
+    std::string good(19, 'a');
+    good.replace(at, 1, "\xC3\xA9");  // e acute
+    EXPECT_EQ(FindInvalidUtf8(good), std::string_view::npos) << "U+00E9 at " << at;
+    good.push_back('\xC3');  // cut off by the end
+    EXPECT_EQ(FindInvalidUtf8(good), good.size() - 1) << "U+00E9 at " << at;
+  }
+}
+
 // Every byte value in every position of a word-sized window, and at the tail.
 TEST(FindControlByteTest, FindsEveryControlByteAndNothingElse) {
   for (int c = 0; c < 256; ++c) {

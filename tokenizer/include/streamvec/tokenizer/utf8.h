@@ -11,7 +11,7 @@ namespace streamvec {
 // (RFC 3629: overlong forms, surrogates and code points over U+10FFFF are ill-formed; checked by
 // utf8proc_iterate), or std::string_view::npos when all of `text` is valid UTF-8. A sequence cut
 // off by the end of `text` is reported at its first byte. NUL is valid here (see IsValidToken).
-// O(n); ASCII bytes take a fast path.
+// O(n); ASCII is checked eight bytes at a time.
 size_t FindInvalidUtf8(std::string_view text);
 
 // Byte index of the first control byte that text never holds: C0 controls other than the
