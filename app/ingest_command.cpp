@@ -21,6 +21,7 @@ struct IngestFlags {
   bool doc_per_file = false;
   bool no_detect_lang = false;
   bool follow = false;
+  std::string offsets_file;
   std::string brokers;
   std::string bootstrap_file;
   std::string prefix = "streamvec";
@@ -38,6 +39,7 @@ int RunIngest(const IngestFlags& flags) {
   options.doc_per_file = flags.doc_per_file;
   options.detect_language = !flags.no_detect_lang;
   options.follow = flags.follow;
+  options.offsets_file = flags.offsets_file;
   options.group = flags.group;
   options.max_lag_bytes = flags.max_lag_bytes;
   options.max_partition_lag_bytes = flags.max_partition_lag_bytes;
@@ -125,6 +127,9 @@ void RegisterIngestCommand(CLI::App& root, int* exit_code) {
                 "do not detect each document's language (CLD2; the 'lang' field stays empty)");
   cmd->add_flag("--follow", flags->follow,
                 "keep watching for new files and appended lines (like tail -F)");
+  cmd->add_option("--offsets-file", flags->offsets_file,
+                  "keep each source's delivered position in this JSON file and resume from it "
+                  "after a restart (like Kafka Connect's offset.storage.file.filename)");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap servers HOST:PORT[,...]");
   cmd->add_option("--bootstrap-file", flags->bootstrap_file,
                   "read the bootstrap servers from this file (written by streamvec broker)");

@@ -1,12 +1,11 @@
 #include "streamvec/ingest/ingestor.h"
 
 #include <fcntl.h>
+#include <librdkafka/rdkafka.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <librdkafka/rdkafka.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,17 +14,20 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "streamvec/ingest/decompress.h"
 #include "streamvec/ingest/language.h"
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
-#include "streamvec/tokenizer/utf8.h"
 #include "streamvec/kafka/rdkafka_conf.h"
+#include "streamvec/tokenizer/utf8.h"
 
 namespace streamvec {
 namespace {
@@ -80,12 +82,74 @@ struct DeliveryState {
   std::mutex mu;
   // Messages whose delivery failed: produced again by Run. Touched only on the Run thread, but
   // guarded anyway since librdkafka documents no thread for the callback.
-  std::deque<std::tuple<std::string, std::string, std::string>> failed;  // topic, key, value
+  // topic, key, value, document id (0: a rejection).
+  std::deque<std::tuple<std::string, std::string, std::string, uint64_t>> failed;
   Clock::time_point last_error_log{};
+  // Documents produced and not yet acknowledged, by id (the message's opaque): the source range
+  // each covers and its flow-control bytes. GUARDED_BY(mu)
+  struct InFlight {
+    std::string source;
+    int64_t start = 0;
+    int64_t end = 0;
+    int64_t flow = 0;
+  };
+  std::unordered_map<uint64_t, InFlight> in_flight;
+  SourcePositions delivered;       // GUARDED_BY(mu): contiguous acknowledged prefix per source
+  bool delivered_changed = false;  // GUARDED_BY(mu): since the offsets file was last written
+
+  // A document's range is done with (acknowledged, or turned into a rejection). Holds mu.
+  void Done(uint64_t id) {
+    const auto it = in_flight.find(id);
+    if (it == in_flight.end()) return;
+    delivered.Cover(it->second.source, it->second.start, it->second.end);
+    delivered_changed = true;
+    in_flight.erase(it);
+  }
 };
 
-// Per-message opaque: is it a document (counts for flow control) and its accounted size.
+// Flow bytes of a message that is not a document (a rejection: no flow control, no position).
 constexpr intptr_t kRejectionTag = -1;
+
+// Writes {"positions": positions} to `path` through a temporary file renamed over it, so that a
+// crash leaves the old file or the new one, never a torn one.
+Status WriteOffsetsFile(const std::string& path, const nlohmann::json& positions) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << nlohmann::json{{"positions", positions}}.dump() << '\n';
+    out.flush();
+    if (!out) return Status::IoError("--offsets-file: cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IoError("--offsets-file: cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+// The positions of an offsets file written by WriteOffsetsFile; none when it does not exist.
+// Errors: Corruption naming the file when it is not such a file.
+StatusOr<std::map<std::string, int64_t>> ReadOffsetsFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::map<std::string, int64_t>{};
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto bad = [&path](const std::string& why) {
+    return Status::Corruption("--offsets-file " + path + ": " + why +
+                              " (expected {\"positions\": {source: byte offset}})");
+  };
+  if (j.is_discarded()) return bad("not JSON");
+  if (!j.is_object() || !j.contains("positions") || !j["positions"].is_object()) {
+    return bad("no \"positions\" object");
+  }
+  std::map<std::string, int64_t> out;
+  for (const auto& [source, pos] : j["positions"].items()) {
+    if (!pos.is_number_integer() || pos.get<int64_t>() < 0) {
+      return bad("the position of " + source + " is not a non-negative integer");
+    }
+    out[source] = pos.get<int64_t>();
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -127,6 +191,31 @@ struct Ingestor::Impl {
   Clock::time_point last_query_log{};
 
   std::map<std::string, std::unique_ptr<Source>> sources;  // by path ("" key for stdin)
+  uint64_t last_document_id = 0;          // ids of documents in flight (Run thread)
+  Clock::time_point last_offsets_save{};  // when the offsets file was last written
+
+  // Rewrites IngestOptions::offsets_file when deliveries moved a position, at most every
+  // offsets_flush_ms unless `force`. A failed write is logged (the next one may succeed).
+  void MaybeSaveOffsets(bool force) {
+    if (options.offsets_file.empty()) return;
+    const auto now = Clock::now();
+    if (!force && now - last_offsets_save < std::chrono::milliseconds(options.offsets_flush_ms)) {
+      return;
+    }
+    nlohmann::json positions = nlohmann::json::object();
+    {
+      std::lock_guard<std::mutex> lock(delivery.mu);
+      if (!delivery.delivered_changed) return;
+      delivery.delivered_changed = false;
+      for (const auto& [source, pos] : delivery.delivered.positions()) positions[source] = pos;
+    }
+    last_offsets_save = now;
+    if (Status s = WriteOffsetsFile(options.offsets_file, positions); !s.ok()) {
+      spdlog::warn("ingest: {}", s.message());
+      std::lock_guard<std::mutex> lock(delivery.mu);
+      delivery.delivered_changed = true;
+    }
+  }
 
   ~Impl() {
     if (producer != nullptr) {
@@ -217,6 +306,7 @@ struct Ingestor::Impl {
     while (paused.load() && !stop.load()) {
       rd_kafka_poll(producer, 100);
       ProduceFailedAgain();
+      MaybeSaveOffsets(false);
     }
     if (stop.load()) return -1;
     if (const int32_t p = Fit(next); p >= 0) return p;
@@ -228,6 +318,7 @@ struct Ingestor::Impl {
       ProduceFailedAgain();
       if (QueryLag() && (fits = Fit(next)) >= 0) break;
       rd_kafka_poll(producer, wait_ms);
+      MaybeSaveOffsets(false);
       // Loopback queries are cheap; an unreachable broker is asked less often.
       wait_ms = std::min(lag_known ? 20 : 2000, wait_ms * 2);
     }
@@ -239,15 +330,17 @@ struct Ingestor::Impl {
 
   // Hands one message to librdkafka, waiting while its queue is full. `flow_bytes` > 0 marks a
   // document (accounted for flow control); rejections pass kRejectionTag.
+  // `id`: the document's id in delivery.in_flight (its opaque for the delivery report); 0 for a
+  // rejection.
   void ProduceRaw(const std::string& topic, const std::string& key, const std::string& value,
-                  intptr_t flow_bytes, int32_t partition = RD_KAFKA_PARTITION_UA) {
+                  intptr_t flow_bytes, int32_t partition = RD_KAFKA_PARTITION_UA, uint64_t id = 0) {
     while (true) {
       const rd_kafka_resp_err_t e = rd_kafka_producev(
           producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
           RD_KAFKA_V_KEY(key.data(), key.size()),
           RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(flow_bytes)), RD_KAFKA_V_END);
+          RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(id))), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(producer, 10);
         continue;
@@ -257,6 +350,10 @@ struct Ingestor::Impl {
         // retriable, so the document is turned into a rejection.
         spdlog::error("ingest: cannot produce to {}: {}", topic, rd_kafka_err2str(e));
         if (flow_bytes != kRejectionTag) {
+          if (id != 0) {
+            std::lock_guard<std::mutex> lock(delivery.mu);
+            delivery.Done(id);  // its range is handled: a rejection
+          }
           ++rejected;
           ProduceRaw(rejected_topic, key,
                      RejectionToJson(std::string("not producible: ") + rd_kafka_err2str(e), key,
@@ -281,18 +378,18 @@ struct Ingestor::Impl {
   }
 
   void ProduceFailedAgain() {
-    std::deque<std::tuple<std::string, std::string, std::string>> again;
+    std::deque<std::tuple<std::string, std::string, std::string, uint64_t>> again;
     {
       std::lock_guard<std::mutex> lock(delivery.mu);
       again.swap(delivery.failed);
     }
-    for (auto& [topic, key, value] : again) {
+    for (auto& [topic, key, value, id] : again) {
       ++delivery.retries;
       const intptr_t flow = topic == docs_topic
                                 ? static_cast<intptr_t>(key.size() + value.size()) +
                                       kRecordOverheadBytes
                                 : kRejectionTag;
-      ProduceRaw(topic, key, value, flow);
+      ProduceRaw(topic, key, value, flow, RD_KAFKA_PARTITION_UA, id);
     }
   }
 
@@ -321,7 +418,13 @@ struct Ingestor::Impl {
     const int32_t partition = WaitForBudget(flow, stop);
     if (partition < 0) return false;
     next_partition = static_cast<uint64_t>(partition) + 1;
-    ProduceRaw(docs_topic, src.id, value, flow, partition);
+    const uint64_t id = ++last_document_id;
+    {
+      std::lock_guard<std::mutex> lock(delivery.mu);
+      delivery.in_flight[id] = {src.id, doc.start, end, flow};
+    }
+    ProduceRaw(docs_topic, src.id, value, flow, partition, id);
+    MaybeSaveOffsets(false);
     src.covered = std::max(src.covered, end);
     ++produced_docs;
     message_bytes += static_cast<int64_t>(src.id.size() + value.size());
@@ -433,6 +536,7 @@ struct Ingestor::Impl {
       src.pending.clear();
       src.pending_start = start;
       src.covered = start;
+      ResetPosition(src.id, start);
       return Status::Ok();
     }
     src.fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -455,7 +559,15 @@ struct Ingestor::Impl {
     src.pending.clear();
     src.pending_start = start;
     src.covered = start;
+    ResetPosition(src.id, start);
     return Status::Ok();
+  }
+
+  // A source (re)opened at `start`: its delivered position starts there.
+  void ResetPosition(const std::string& id, int64_t start) {
+    std::lock_guard<std::mutex> lock(delivery.mu);
+    delivery.delivered.Reset(id, start);
+    delivery.delivered_changed = true;
   }
 
   int64_t StartPosition(const std::string& id) const {
@@ -531,6 +643,7 @@ struct Ingestor::Impl {
         const int r = ::poll(&p, 1, 100);
         if (r == 0) {
           rd_kafka_poll(producer, 0);
+          MaybeSaveOffsets(false);
           continue;
         }
       }
@@ -727,27 +840,30 @@ namespace {
 
 void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   auto* state = static_cast<DeliveryState*>(opaque);
-  const auto flow = reinterpret_cast<intptr_t>(m->_private);
+  const auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(m->_private));
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (id != 0) {
+    // Flow bytes are acknowledged either way (re-counted when produced again).
+    const auto it = state->in_flight.find(id);
+    if (it != state->in_flight.end()) state->acked_bytes += it->second.flow;
+  }
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    if (flow != kRejectionTag) {
+    if (id != 0) {
       ++state->delivered_docs;
-      state->acked_bytes += flow;
+      state->Done(id);
     }
     return;
   }
   // Failed for good inside librdkafka (e.g. message.timeout.ms): produce it again.
-  std::lock_guard<std::mutex> lock(state->mu);
-  if (flow != kRejectionTag) state->acked_bytes += flow;  // re-counted when produced again
   const auto now = Clock::now();
   if (now - state->last_error_log > std::chrono::seconds(5)) {
     spdlog::warn("ingest: delivery to {} failed ({}); producing it again",
                  rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
     state->last_error_log = now;
   }
-  state->failed.emplace_back(
-      rd_kafka_topic_name(m->rkt),
-      std::string(static_cast<const char*>(m->key), m->key_len),
-      std::string(static_cast<const char*>(m->payload), m->len));
+  state->failed.emplace_back(rd_kafka_topic_name(m->rkt),
+                             std::string(static_cast<const char*>(m->key), m->key_len),
+                             std::string(static_cast<const char*>(m->payload), m->len), id);
 }
 
 void OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
@@ -812,6 +928,18 @@ StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& option
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (!options.offsets_file.empty()) {
+    if (options.offsets_flush_ms < 1) {
+      return Status::InvalidArgument("offsets flush interval must be at least 1 ms");
+    }
+    StatusOr<std::map<std::string, int64_t>> saved = ReadOffsetsFile(options.offsets_file);
+    if (!saved.ok()) return saved.status();
+    for (const auto& [source, pos] : *saved) impl->options.start_positions.emplace(source, pos);
+    if (!saved->empty()) {
+      spdlog::info("ingest: resuming {} source(s) from {}", saved->size(), options.offsets_file);
+    }
+  }
+  impl->delivery.delivered = SourcePositions(impl->options.start_positions);
   impl->docs_topic = DocsTopic(options.kafka.topic_prefix);
   impl->rejected_topic = RejectedTopic(options.kafka.topic_prefix);
   impl->group = options.group.empty() ? TrainersGroup(options.kafka.topic_prefix) : options.group;
@@ -876,9 +1004,11 @@ Status Ingestor::Run(const std::atomic<bool>& stop) {
     while (!stop.load() && Clock::now() < until) {
       rd_kafka_poll(m.producer, 20);
       m.ProduceFailedAgain();
+      m.MaybeSaveOffsets(false);
     }
   }
   (void)m.Flush(stop);
+  m.MaybeSaveOffsets(true);
   char reason[512];
   if (rd_kafka_fatal_error(m.producer, reason, sizeof reason) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status::Internal(std::string("fatal Kafka producer error: ") + reason);

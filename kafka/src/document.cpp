@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -216,6 +217,33 @@ std::string RejectionToJson(const std::string& reason, const std::string& origin
   j["origin"] = origin;
   j["payload"] = std::string(payload.substr(0, 4096));
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void SourcePositions::Cover(const std::string& source, int64_t start, int64_t end) {
+  int64_t& pos = positions_[source];
+  if (start < 0) {
+    pos = std::max(pos, end);
+    return;
+  }
+  if (start > pos) {
+    int64_t& later_end = ahead_[source][start];
+    later_end = std::max(later_end, end);
+    return;
+  }
+  pos = std::max(pos, end);
+  const auto it = ahead_.find(source);
+  if (it == ahead_.end()) return;
+  std::map<int64_t, int64_t>& later = it->second;
+  while (!later.empty() && later.begin()->first <= pos) {
+    pos = std::max(pos, later.begin()->second);
+    later.erase(later.begin());
+  }
+  if (later.empty()) ahead_.erase(it);
+}
+
+void SourcePositions::Reset(const std::string& source, int64_t position) {
+  positions_[source] = position;
+  ahead_.erase(source);
 }
 
 std::string DocsTopic(const std::string& prefix) { return prefix + ".docs"; }

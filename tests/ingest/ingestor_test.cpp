@@ -390,6 +390,40 @@ TEST_F(IngestorTest, ResumeFromStartPositionsSkipsWhatWasSent) {
   }
 }
 
+// --offsets-file: a run records the delivered end of its source; a second run on the grown file
+// sends only the appended lines; a file that is not an offsets file is refused at Create.
+TEST_F(IngestorTest, OffsetsFileResumesAfterWhatWasDelivered) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "first part line " + std::to_string(i) + "\n";
+  const std::string path = Write("o.txt", text);
+  const std::string offsets = (dir_ / "offsets.json").string();
+  IngestOptions options = Options(path);
+  options.offsets_file = offsets;
+  EXPECT_EQ(RunToEnd(options).documents_delivered, 50);
+  std::ifstream in(offsets);
+  const nlohmann::json saved = nlohmann::json::parse(in);
+  EXPECT_EQ(saved["positions"][path].get<int64_t>(), static_cast<int64_t>(text.size()));
+
+  std::string more;
+  for (int i = 0; i < 20; ++i) more += "second part line " + std::to_string(i) + "\n";
+  Write("o.txt", more, /*append=*/true);
+  EXPECT_EQ(RunToEnd(options).documents_delivered, 20);
+  TestConsumer consumer(broker_->bootstrap(), "t.docs");
+  const std::vector<Document> docs = Docs(consumer.Read(70, 10000));
+  ASSERT_EQ(docs.size(), 70u);
+  EXPECT_TRUE(consumer.Read(1, 300).empty());
+  EXPECT_EQ(docs[50].text, "second part line 0");
+  EXPECT_EQ(docs[69].offset, static_cast<int64_t>(text.size() + more.size()));
+
+  for (const std::string bad : {"{bad", "{\"positions\": {\"x\": -3}}", "[]"}) {
+    std::ofstream(offsets, std::ios::trunc) << bad;
+    StatusOr<std::unique_ptr<Ingestor>> ingestor = Ingestor::Create(options);
+    ASSERT_FALSE(ingestor.ok()) << bad;
+    EXPECT_EQ(ingestor.status().code(), StatusCode::kCorruption);
+    EXPECT_THAT(ingestor.status().message(), HasSubstr(offsets));
+  }
+}
+
 // More than the mock's ring (5 MiB) goes into ONE partition while the group commits slowly; flow
 // control keeps the uncommitted part under budget, so the ring rotates (the low watermark moves)
 // yet the consumer reads every document. Without flow control the same volume loses its oldest

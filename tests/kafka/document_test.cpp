@@ -237,5 +237,25 @@ TEST(DocumentTest, TopicNamesFollowThePrefix) {
   EXPECT_EQ(RejectedTopic("t1"), "t1.rejected");
 }
 
+// Ranges of one source given out of order: the prefix moves only over contiguous ranges, and a
+// range that fills a gap absorbs those kept beyond it.
+TEST(SourcePositionsTest, PrefixGrowsOnlyOverContiguousRanges) {
+  SourcePositions p({{"a", 10}});
+  p.Cover("a", 30, 40);  // beyond a gap [10, 30)
+  EXPECT_EQ(p.positions().at("a"), 10);
+  p.Cover("a", 20, 30);
+  EXPECT_EQ(p.positions().at("a"), 10);
+  p.Cover("a", 10, 20);  // fills the gap: 20, 30 and 40 follow
+  EXPECT_EQ(p.positions().at("a"), 40);
+  p.Cover("a", 0, 15);  // behind the prefix: no move back
+  EXPECT_EQ(p.positions().at("a"), 40);
+  p.Cover("b", -1, 7);  // no start: in-order producer
+  EXPECT_EQ(p.positions().at("b"), 7);
+  p.Cover("b", 20, 25);
+  p.Reset("b", 0);  // the source starts over: the range kept beyond 7 is dropped
+  p.Cover("b", 0, 20);
+  EXPECT_EQ(p.positions().at("b"), 20);
+}
+
 }  // namespace
 }  // namespace streamvec

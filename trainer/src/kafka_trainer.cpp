@@ -242,10 +242,8 @@ struct KafkaTrainer::Impl {
 
   mutable std::mutex mu;
   KafkaTrainerStats stats;                   // GUARDED_BY(mu)
-  std::map<std::string, int64_t> positions;  // GUARDED_BY(mu)
-  // Per source, trained [start, offset) ranges beyond its position (documents of one source are
-  // spread over partitions and arrive out of order): start -> offset. GUARDED_BY(mu)
-  std::map<std::string, std::map<int64_t, int64_t>> ahead;
+  // Per source, the end of its contiguous trained prefix. GUARDED_BY(mu)
+  SourcePositions positions;
 
   Status TrainPending();
   void AdvancePosition(const Document& doc);
@@ -416,28 +414,10 @@ void KafkaTrainer::Impl::Reject(const RdKafka::Message& m, const std::string& re
   ++stats.rejected;
 }
 
-// A source's position is the end of its contiguous trained prefix: a document with a `start`
-// advances it only when it begins at or before the position (then the ranges trained ahead are
-// absorbed); one without `start` (a producer that sends a source in order, on one partition)
-// moves it to its offset. Called with mu held.
+// A source's position is the end of its contiguous trained prefix (SourcePositions: a
+// document's [start, offset) range). Called with mu held.
 void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
-  int64_t& pos = positions[doc.source];
-  if (doc.start < 0) {
-    pos = std::max(pos, doc.offset);
-    return;
-  }
-  std::map<int64_t, int64_t>& later = ahead[doc.source];
-  if (doc.start > pos) {
-    int64_t& end = later[doc.start];
-    end = std::max(end, doc.offset);
-    return;
-  }
-  pos = std::max(pos, doc.offset);
-  while (!later.empty() && later.begin()->first <= pos) {
-    pos = std::max(pos, later.begin()->second);
-    later.erase(later.begin());
-  }
-  if (later.empty()) ahead.erase(doc.source);
+  positions.Cover(doc.source, doc.start, doc.offset);
 }
 
 Status KafkaTrainer::Impl::TrainPending() {
@@ -560,7 +540,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   std::map<std::string, int64_t> positions_copy;
   {
     std::lock_guard<std::mutex> lock(mu);
-    positions_copy = positions;
+    positions_copy = positions.positions();
   }
   json meta = json::parse(LearnerMetadataJson(*learner));
   meta["documents"] = total_documents;
@@ -932,7 +912,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
         }
       }
       if (auto pos = st.Get(kSourcePositionsEntry); pos.ok()) {
-        m.positions = json::parse(*pos).get<std::map<std::string, int64_t>>();
+        m.positions = SourcePositions(json::parse(*pos).get<std::map<std::string, int64_t>>());
       }
       if (auto c = st.Get(kTrainerCountersEntry); c.ok()) {
         const json j = json::parse(*c);
@@ -1217,7 +1197,7 @@ KafkaTrainerStats KafkaTrainer::stats() const {
 
 std::map<std::string, int64_t> KafkaTrainer::source_positions() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->positions;
+  return impl_->positions.positions();
 }
 
 const std::string& KafkaTrainer::group() const { return impl_->group; }

@@ -77,6 +77,16 @@ struct IngestOptions {
   // Source id -> byte offset to resume from (a Document.offset the trainer recorded). Sources
   // not listed start at 0. For stdin, that many bytes are read and skipped.
   std::map<std::string, int64_t> start_positions;
+  // Where each source's delivered position is kept across restarts (like Kafka Connect
+  // standalone's offset.storage.file.filename): a JSON file {"positions": {source id: byte
+  // offset}} holding, per source, the end of the contiguous prefix whose documents the broker
+  // acknowledged (SourcePositions over the deliveries). Read at Create (a source listed in
+  // start_positions keeps that position), rewritten atomically (temporary file and rename) at
+  // most every offsets_flush_ms while documents are delivered, and when Run returns. A restart
+  // after a crash sends again only what was delivered since the last rewrite (at least once).
+  // "" = none.
+  std::string offsets_file;
+  int offsets_flush_ms = 100;
   // After stop, how long Run keeps trying to deliver what was already produced, in ms.
   int stop_flush_timeout_ms = 5000;
 };

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,36 @@ std::vector<std::pair<size_t, size_t>> SplitText(std::string_view text,
 // `payload` is the start of the rejected bytes (at most 4 KiB, invalid UTF-8 replaced).
 std::string RejectionToJson(const std::string& reason, const std::string& origin,
                             std::string_view payload);
+
+// The end of each source's contiguous covered prefix, from [start, end) byte ranges given in any
+// order: documents of one source are spread over partitions, so a trainer trains them, and a
+// producer sees their deliveries acknowledged, out of order. A range that begins after the prefix
+// is kept until the gap before it is covered; a range with start < 0 (a producer that sends a
+// source in order, on one partition) moves the prefix to its end. Positions never move back.
+// The trainer records the trained prefix in its snapshots; `ingest --offsets-file` records the
+// delivered one. Not thread-safe.
+class SourcePositions {
+ public:
+  SourcePositions() = default;
+  // Starts from known prefixes (a snapshot's or an offsets file's), source id -> byte offset.
+  explicit SourcePositions(std::map<std::string, int64_t> positions)
+      : positions_(std::move(positions)) {}
+
+  // Marks [start, end) of `source` as covered (end >= start; start < 0: see above).
+  void Cover(const std::string& source, int64_t start, int64_t end);
+
+  // Starts `source` over at `position` (its file was replaced or truncated, or it is resumed
+  // there): ranges kept beyond its old prefix are dropped.
+  void Reset(const std::string& source, int64_t position);
+
+  // Source id -> end of its contiguous covered prefix (sources seen or seeded only).
+  const std::map<std::string, int64_t>& positions() const { return positions_; }
+
+ private:
+  std::map<std::string, int64_t> positions_;
+  // Per source, covered ranges beyond its prefix: start -> end.
+  std::map<std::string, std::map<int64_t, int64_t>> ahead_;
+};
 
 // Topic names for a prefix ("streamvec" -> "streamvec.docs", "streamvec.rejected").
 std::string DocsTopic(const std::string& prefix);
