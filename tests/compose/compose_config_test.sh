@@ -17,7 +17,7 @@ docker-compose -f "$file" --profile gpu config -q
 services=$(docker-compose -f "$file" --profile gpu config --services | sort | tr '\n' ' ')
 echo "ok   docker-compose config: $services"
 for s in kafka-1 kafka-2 kafka-3 kafka-init ingest crawl trainer param-node-0 param-node-1 serve \
-         trainer-gpu serve-gpu prometheus grafana; do
+         trainer-gpu serve-gpu proxy prometheus grafana; do
   if ! [[ " $services " == *" $s "* ]]; then echo "FAIL: no service $s"; exit 1; fi
 done
 # The streamvec services' flags, against the binary's --help (python3-yaml comes with
