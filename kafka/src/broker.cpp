@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace streamvec {
 
@@ -225,6 +226,27 @@ Status EmbeddedBroker::SetBrokerUp(int id, bool up) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   const rd_kafka_resp_err_t e = up ? rd_kafka_mock_broker_set_up(impl_->cluster, id)
                                    : rd_kafka_mock_broker_set_down(impl_->cluster, id);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::InvalidArgument("embedded broker: broker " + std::to_string(id) + ": " +
+                                   rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+Status EmbeddedBroker::PushRequestErrors(int api_key, int count, int error) {
+  if (count < 1) return Status::InvalidArgument("embedded broker: request error count < 1");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<rd_kafka_resp_err_t> errors(static_cast<size_t>(count),
+                                          static_cast<rd_kafka_resp_err_t>(error));
+  rd_kafka_mock_push_request_errors_array(impl_->cluster, static_cast<int16_t>(api_key),
+                                          errors.size(), errors.data());
+  return Status::Ok();
+}
+
+Status EmbeddedBroker::SetRoundTripTime(int id, int rtt_ms) {
+  if (rtt_ms < 0) return Status::InvalidArgument("embedded broker: negative round-trip time");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const rd_kafka_resp_err_t e = rd_kafka_mock_broker_set_rtt(impl_->cluster, id, rtt_ms);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status::InvalidArgument("embedded broker: broker " + std::to_string(id) + ": " +
                                    rd_kafka_err2str(e));

@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <unistd.h>
 
@@ -603,6 +604,90 @@ TEST_F(KafkaTrainerTest, DefaultFlowControlKeepsTheRingFromDroppingAnything) {
   ASSERT_EQ(lag.partitions.size(), 1u);
   EXPECT_GT(lag.partitions[0].low, 0) << "the ring rotated: older data is gone from the broker";
   EXPECT_EQ(lag.total, 0);
+}
+
+// The embedded broker's fault injection mid-stream, ingest -> broker -> trainer in this process:
+// the broker down for 2 s and back, Produce and Fetch requests answered with errors, and 100 ms
+// added to every round trip, each while more of a followed file arrives. The pipeline recovers
+// and loses nothing: every line is trained exactly once and the source position covers the file.
+TEST_F(KafkaTrainerTest, PipelineRecoversFromBrokerFaultsMidStreamAndLosesNothing) {
+  const fs::path corpus = dir_ / "faults.txt";
+  constexpr int kPhases = 4, kLinesPerPhase = 300;
+  int lines = 0;
+  auto append = [&](int n) {
+    std::ofstream out(corpus, std::ios::app);
+    for (int i = 0; i < n; ++i, ++lines) {
+      out << "line" << lines;
+      for (int w = 0; w < 20; ++w) out << " w" << (lines * 5 + w) % 61;
+      out << "\n";
+    }
+  };
+  append(kLinesPerPhase);
+
+  IngestOptions io;
+  io.kafka.brokers = broker_->bootstrap();
+  io.kafka.topic_prefix = kPrefix;
+  io.from = corpus.string();
+  io.follow = true;
+  io.poll_interval_ms = 50;
+  io.group = "g";
+  auto ingestor = Ingestor::Create(io);
+  ASSERT_TRUE(ingestor.ok()) << ingestor.status().ToString();
+  std::atomic<bool> stop_ingest{false};
+  Status ingested;
+  std::thread producer([&] { ingested = (*ingestor)->Run(stop_ingest); });
+
+  KafkaTrainerOptions o = Options(*broker_);
+  o.assign = true;
+  o.max_idle_s = 0;  // until stopped
+  o.snapshot_every_s = 1;
+  auto trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop_trainer{false};
+  Status trained;
+  std::thread consumer([&] { trained = (*trainer)->Run(stop_trainer); });
+
+  // Waits (at most 60 s) until the trainer has trained every line appended so far.
+  auto wait_trained = [&](const char* phase) {
+    for (int i = 0; i < 1200; ++i) {
+      if ((*trainer)->stats().documents >= static_cast<uint64_t>(lines)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << phase << ": " << (*trainer)->stats().documents << " of " << lines
+                  << " lines trained after 60 s";
+  };
+  wait_trained("before any fault");
+
+  ASSERT_TRUE(broker_->SetBrokerUp(1, false).ok());
+  append(kLinesPerPhase);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(broker_->SetBrokerUp(1, true).ok());
+  wait_trained("after the broker was down 2 s");
+
+  ASSERT_TRUE(broker_->PushRequestErrors(0, 5, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS).ok());
+  ASSERT_TRUE(broker_->PushRequestErrors(1, 5, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT).ok());
+  append(kLinesPerPhase);
+  wait_trained("after Produce and Fetch errors");
+
+  ASSERT_TRUE(broker_->SetRoundTripTime(1, 100).ok());
+  append(kLinesPerPhase);
+  wait_trained("with 100 ms added to each round trip");
+  ASSERT_TRUE(broker_->SetRoundTripTime(1, 0).ok());
+  ASSERT_EQ(lines, kPhases * kLinesPerPhase);
+
+  stop_ingest = true;
+  producer.join();
+  stop_trainer = true;
+  consumer.join();
+  ASSERT_TRUE(ingested.ok()) << ingested.ToString();
+  ASSERT_TRUE(trained.ok()) << trained.ToString();
+  EXPECT_EQ((*ingestor)->stats().documents_delivered, lines);
+  EXPECT_EQ((*trainer)->stats().documents, static_cast<uint64_t>(lines));  // each line once
+  EXPECT_EQ(Entry(kTrainerCountersEntry).at("documents"), lines);
+  EXPECT_EQ(Entry(kSourcePositionsEntry).at(fs::absolute(corpus).string()),
+            static_cast<int64_t>(fs::file_size(corpus)));
+  EXPECT_EQ(broker_->PushRequestErrors(0, 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(broker_->SetRoundTripTime(9, 10).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(KafkaTrainerTest, SnapshotFromAnotherClusterStartsFromTheBeginning) {

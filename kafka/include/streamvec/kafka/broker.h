@@ -72,6 +72,14 @@ class EmbeddedBroker {
 
   // For fault-injection tests: takes broker `id` (1-based) down or back up.
   Status SetBrokerUp(int id, bool up);
+  // For fault-injection tests: the next `count` requests of Kafka API `api_key` (0 Produce,
+  // 1 Fetch, 8 OffsetCommit, ...) to any broker are answered with `error`, an rd_kafka_resp_err_t
+  // value such as RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT (rd_kafka_mock_push_request_errors).
+  // Errors: InvalidArgument for a count < 1.
+  Status PushRequestErrors(int api_key, int count, int error);
+  // For fault-injection tests: broker `id` answers `rtt_ms` later than it would (0: no delay).
+  // Errors: InvalidArgument for an unknown broker or a negative delay.
+  Status SetRoundTripTime(int id, int rtt_ms);
 
  private:
   struct Impl;
