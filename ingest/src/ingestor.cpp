@@ -110,13 +110,13 @@ struct DeliveryState {
 // Flow bytes of a message that is not a document (a rejection: no flow control, no position).
 constexpr intptr_t kRejectionTag = -1;
 
-// Writes {"positions": positions} to `path` through a temporary file renamed over it, so that a
-// crash leaves the old file or the new one, never a torn one.
-Status WriteOffsetsFile(const std::string& path, const nlohmann::json& positions) {
+// Writes `text` ({"positions": ...}) to `path` through a temporary file renamed over it, so that
+// a crash leaves the old file or the new one, never a torn one.
+Status WriteOffsetsFile(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << nlohmann::json{{"positions", positions}}.dump() << '\n';
+    out << text;
     out.flush();
     if (!out) return Status::IoError("--offsets-file: cannot write " + tmp);
   }
@@ -193,15 +193,18 @@ struct Ingestor::Impl {
   std::map<std::string, std::unique_ptr<Source>> sources;  // by path ("" key for stdin)
   uint64_t last_document_id = 0;          // ids of documents in flight (Run thread)
   Clock::time_point last_offsets_save{};  // when the offsets file was last written
+  int64_t offsets_file_bytes = 0;         // its size then
 
   // Rewrites IngestOptions::offsets_file when deliveries moved a position, at most every
   // offsets_flush_ms unless `force`. A failed write is logged (the next one may succeed).
   void MaybeSaveOffsets(bool force) {
     if (options.offsets_file.empty()) return;
     const auto now = Clock::now();
-    if (!force && now - last_offsets_save < std::chrono::milliseconds(options.offsets_flush_ms)) {
-      return;
-    }
+    // At most every offsets_flush_ms, and at most about 1 MB/s of rewrites when many sources
+    // make the file large.
+    const int64_t interval_ms =
+        std::max<int64_t>(options.offsets_flush_ms, offsets_file_bytes / 1000);
+    if (!force && now - last_offsets_save < std::chrono::milliseconds(interval_ms)) return;
     nlohmann::json positions = nlohmann::json::object();
     {
       std::lock_guard<std::mutex> lock(delivery.mu);
@@ -210,7 +213,9 @@ struct Ingestor::Impl {
       for (const auto& [source, pos] : delivery.delivered.positions()) positions[source] = pos;
     }
     last_offsets_save = now;
-    if (Status s = WriteOffsetsFile(options.offsets_file, positions); !s.ok()) {
+    const std::string text = nlohmann::json{{"positions", positions}}.dump() + "\n";
+    offsets_file_bytes = static_cast<int64_t>(text.size());
+    if (Status s = WriteOffsetsFile(options.offsets_file, text); !s.ok()) {
       spdlog::warn("ingest: {}", s.message());
       std::lock_guard<std::mutex> lock(delivery.mu);
       delivery.delivered_changed = true;
