@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Fault campaign: kill -9 of one process kind at random moments of a run over a corpus, counting
+documents end to end.
+
+For each kind, --kills rounds; each round starts afresh (broker, state), SIGKILLs the process of
+that kind once at a moment drawn uniformly from [--min-at, --max-at] seconds after the pipeline's
+start, restarts it on the same state (or offsets file), lets the pipeline drain and reads the
+final state's document count (`serve --state`, /v1/snapshots). Every document of the corpus must
+be trained at least once (final >= produced: none lost); duplicates are final - produced.
+
+  ingest   broker, `train --assign all`, `ingest --offsets-file F` (killed, restarted on F)
+  train    broker, `train --assign all` (killed, restarted on its --state), `ingest`
+  run      `streamvec run --data DIR --no-crawl --no-follow` (killed, restarted on its --state)
+  serve    broker, trainer, ingest and `serve --state` (killed, restarted): the restarted server
+           must serve the trainer's newest snapshot once the trainer is done
+
+A trainer's micro-batch is about 700k words (16 documents of the 100M corpus); the issue's bar
+is at most one micro-batch of duplicates per crash. Uses pipeline_bench.py's process helpers.
+
+  /usr/bin/python3 bench/faults.py --kinds ingest,train,run,serve --kills 20 \\
+      --corpus ../shared/data/corpus/enwiki-text8style-100m.txt
+
+Output: bench/results/faults-<stamp>.{txt,json}, one line per round and a summary per kind.
+"""
+import argparse
+import datetime as dt
+import json
+import random
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pipeline_bench as pb  # noqa: E402
+
+KINDS = ("ingest", "train", "run", "serve")
+DOCS_PER_MICRO_BATCH = 16  # the 100M corpus: 382 documents of 44k words, micro-batch ~700k words
+
+
+def produced_documents(text: str) -> int | None:
+    m = pb.INGEST_RE.search(text)
+    return int(m.group(1)) if m else None
+
+
+def trainer(sv, work, name, bs, state, a):
+    return pb.Proc(name, [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(state),
+                          "--max-idle", f"{a.max_idle:g}", "--assign", "all",
+                          "--vocab-capacity", str(a.vocab_capacity), "--threads", "2"], work)
+
+
+def ingest(sv, work, name, bs, corpus, offsets: Path | None):
+    return pb.Proc(name, [str(sv), "ingest", "--from", str(corpus), "--bootstrap-file", str(bs)]
+                   + (["--offsets-file", str(offsets)] if offsets else []), work)
+
+
+def broker(sv, work, tag, a):
+    ns = argparse.Namespace(partitions=a.partitions)
+    return pb.start_broker(sv, work, tag, ns, hold_group=False)
+
+
+def wait_all(procs, timeout) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if all(p.poll() is not None for p in procs):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def round_kafka(kind, sv, work, r, a, at) -> dict:
+    """ingest, train or serve killed once at `at` s."""
+    tag = f"{kind}-{r}"
+    state = work / f"{tag}.state"
+    offsets = work / f"{tag}.offsets.json"
+    shutil.rmtree(state, ignore_errors=True)
+    offsets.unlink(missing_ok=True)
+    row = {"kind": kind, "round": r, "kill_at_s": round(at, 2)}
+    b, bs = broker(sv, work, tag, a)
+    try:
+        t = trainer(sv, work, f"{tag}-train", bs, state, a)
+        i = ingest(sv, work, f"{tag}-ingest", bs, a.corpus, offsets if kind == "ingest" else None)
+        s = None
+        if kind == "serve":
+            s = pb.Proc(f"{tag}-serve", [str(sv), "serve", "--state", str(state), "--http",
+                                         "127.0.0.1:0"], work)
+        t0 = time.monotonic()
+        victim = {"ingest": i, "train": t, "serve": s}[kind]
+        while time.monotonic() - t0 < at and victim.poll() is None:
+            time.sleep(0.01)
+        row["victim_running_at_kill"] = victim.poll() is None
+        victim.signal(signal.SIGKILL)
+        victim.wait(10)
+        if kind == "ingest":
+            try:
+                row["offsets_at_kill"] = json.loads(offsets.read_text())["positions"]
+            except (OSError, ValueError, KeyError):
+                row["offsets_at_kill"] = None
+            i2 = ingest(sv, work, f"{tag}-ingest2", bs, a.corpus, offsets)
+            procs = [t, i2]
+        elif kind == "train":
+            t2 = trainer(sv, work, f"{tag}-train2", bs, state, a)
+            procs = [t2, i]
+        else:
+            s2 = pb.Proc(f"{tag}-serve2", [str(sv), "serve", "--state", str(state), "--http",
+                                           "127.0.0.1:0"], work)
+            procs = [t, i]
+        if not wait_all(procs, a.timeout):
+            row["error"] = f"not done within {a.timeout:.0f} s"
+        produced = [produced_documents(p.text()) for p in ([i] if kind != "ingest" else [i2])]
+        row["produced_by_last_ingest"] = produced[0]
+        if kind == "serve":
+            m = s2.wait_for(r"serving (http://127\.0\.0\.1:\d+)", 60)
+            served = None
+            if m:
+                end = time.monotonic() + 30
+                while time.monotonic() < end:
+                    snap = pb.newest(pb.snapshots(m.group(1)))
+                    if snap and snap.get("documents", 0) >= a.documents:
+                        served = snap
+                        break
+                    time.sleep(0.25)
+            row["restarted_serve_documents"] = served.get("documents") if served else None
+            s2.stop(10)
+    finally:
+        b.stop(10)
+        pb.stop_all()
+    info = pb.state_info(sv, state, work, f"{tag}-read")
+    row["final_documents"] = info.get("documents")
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return row
+
+
+def round_run(sv, work, r, a, at) -> dict:
+    tag = f"run-{r}"
+    state = work / f"{tag}.state"
+    shutil.rmtree(state, ignore_errors=True)
+    data = work / "run-data"
+    row = {"kind": "run", "round": r, "kill_at_s": round(at, 2)}
+    cmd = [str(sv), "run", "--data", str(data), "--no-crawl", "--no-follow", "--max-idle",
+           f"{a.run_max_idle:g}", "--state", str(state), "--http", "127.0.0.1:0",
+           "--vocab-capacity", str(a.vocab_capacity), "--threads", "2"]
+    p1 = pb.Proc(f"{tag}-1", cmd, work)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < at and p1.poll() is None:
+        time.sleep(0.01)
+    row["victim_running_at_kill"] = p1.poll() is None
+    p1.signal(signal.SIGKILL)
+    p1.wait(10)
+    p2 = pb.Proc(f"{tag}-2", cmd, work)
+    if p2.wait(a.timeout) is None:
+        row["error"] = f"not done within {a.timeout:.0f} s"
+        p2.stop(30)
+    info = pb.state_info(sv, state, work, f"{tag}-read")
+    row["final_documents"] = info.get("documents")
+    if not a.keep_state:
+        shutil.rmtree(state, ignore_errors=True)
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--kills", type=int, default=20, help="rounds (one SIGKILL each) per kind")
+    p.add_argument("--corpus", type=Path,
+                   default=pb.REPO.parent / "shared/data/corpus/enwiki-text8style-100m.txt")
+    p.add_argument("--documents", type=int, default=382,
+                   help="documents ingest makes of the corpus (382 for the 100M corpus)")
+    p.add_argument("--min-at", type=float, default=0.3)
+    p.add_argument("--max-at", type=float, default=6.0)
+    p.add_argument("--max-idle", type=float, default=5.0, help="--max-idle of the trainers")
+    p.add_argument("--run-max-idle", type=float, default=3.0)
+    p.add_argument("--partitions", type=int, default=16)
+    p.add_argument("--vocab-capacity", type=int, default=50000)
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--streamvec", type=Path, default=pb.REPO / "build" / "app" / "streamvec")
+    p.add_argument("--results", type=Path, default=pb.BENCH_DIR / "results")
+    p.add_argument("--keep-state", action="store_true")
+    a = p.parse_args()
+    kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
+    if not set(kinds) <= set(KINDS):
+        p.error(f"--kinds: choose from {','.join(KINDS)}")
+    if not a.corpus.is_file():
+        p.error(f"corpus {a.corpus} not found")
+    sv = a.streamvec.resolve()
+    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    work = (a.results / "runs" / f"faults-{stamp}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if "run" in kinds:
+        (work / "run-data").mkdir(exist_ok=True)
+        (work / "run-data" / a.corpus.name).symlink_to(a.corpus.resolve())
+    pb.log(f"kinds {','.join(kinds)}, {a.kills} kills each, seed {seed}; runs in {work}")
+    rows = []
+    for kind in kinds:
+        for r in range(1, a.kills + 1):
+            at = rng.uniform(a.min_at, a.max_at)
+            try:
+                row = round_run(sv, work, r, a, at) if kind == "run" else \
+                    round_kafka(kind, sv, work, r, a, at)
+            except RuntimeError as e:
+                row = {"kind": kind, "round": r, "error": str(e)}
+            final = row.get("final_documents")
+            if final is not None:
+                row["lost"] = max(0, a.documents - final)
+                row["duplicates"] = max(0, final - a.documents)
+            pb.log(f"{kind} {r}: killed at {row.get('kill_at_s')} s "
+                   f"(running: {row.get('victim_running_at_kill')}), final documents {final}, "
+                   f"duplicates {row.get('duplicates')}, lost {row.get('lost')}"
+                   + (f", restarted serve saw {row.get('restarted_serve_documents')}"
+                      if kind == "serve" else "")
+                   + (f"  ERROR {row['error']}" if row.get("error") else ""))
+            rows.append(row)
+    lines = [f"streamvec fault campaign {stamp}: corpus {a.corpus} ({a.documents} documents), "
+             f"seed {seed}, kill moments uniform in [{a.min_at:g}, {a.max_at:g}] s",
+             f"command: /usr/bin/python3 bench/faults.py --kinds {','.join(kinds)} "
+             f"--kills {a.kills} --corpus {a.corpus} --seed {seed}"]
+    for kind in kinds:
+        rs = [r for r in rows if r["kind"] == kind]
+        ok = [r for r in rs if r.get("final_documents") is not None and not r.get("error")]
+        lost = sum(r.get("lost", 0) for r in ok)
+        dups = [r.get("duplicates", 0) for r in ok]
+        over = sum(1 for d in dups if d > DOCS_PER_MICRO_BATCH)
+        extra = ""
+        if kind == "serve":
+            seen = sum(1 for r in rs if (r.get("restarted_serve_documents") or 0) >= a.documents)
+            extra = f"; restarted serve served the final snapshot in {seen}/{len(rs)}"
+        lines.append(f"  {kind:<7} kills {len(rs)}, completed {len(ok)}, documents lost {lost}, "
+                     f"duplicates per kill max {max(dups) if dups else '-'} median "
+                     f"{sorted(dups)[len(dups) // 2] if dups else '-'}, over one micro-batch "
+                     f"({DOCS_PER_MICRO_BATCH} docs) {over}{extra}")
+    text = "\n".join(lines)
+    print(text)
+    (a.results / f"faults-{stamp}.txt").write_text(text + "\n")
+    (a.results / f"faults-{stamp}.json").write_text(json.dumps(
+        {"seed": seed, "args": {k: str(v) for k, v in vars(a).items()}, "rows": rows}, indent=1))
+    pb.log(f"saved {a.results}/faults-{stamp}.txt and .json")
+
+
+if __name__ == "__main__":
+    main()
