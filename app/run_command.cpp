@@ -80,6 +80,7 @@ struct RunFlags {
   // The HNSW index of the served snapshots (as `serve`'s flags of the same names).
   int hnsw_ef = 100;
   double index_rebuild_s = 30;
+  double min_carried_recall = 0.95;
   size_t pinned_snapshots = 2;  // as `serve`'s flag
   StreamingOptions learner;
   bool char_distill = false;  // --char-distill (docs/char-model.md)
@@ -296,6 +297,7 @@ int RunPipeline(RunFlags f) {
   so.index_nice = std::max(so.index_nice, f.trainer_nice);
   so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
+  so.min_carried_recall = f.min_carried_recall;
   so.pinned_snapshots = f.pinned_snapshots;
   // Index builds wait (a minute at most) while the trainer is saturated: on two cores a build
   // took a core from training; queries scan unindexed words exactly meanwhile. Saturated: over
@@ -545,7 +547,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
           std::map<std::string, BackgroundPolicy>{{"idle", BackgroundPolicy::kIdle},
                                                   {"nice", BackgroundPolicy::kNice}}))
       ->default_str("nice");
-  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->min_carried_recall);
   AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
   AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options);
   cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });

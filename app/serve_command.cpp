@@ -36,6 +36,7 @@ struct ServeFlags {
   int hnsw_ef = 100;
   int index_threads = 1;
   double index_rebuild_s = 30;
+  double min_carried_recall = 0.95;
   size_t history = 4;
   size_t pinned_snapshots = 2;
   std::string web_root = api::DefaultWebRoot();
@@ -54,6 +55,7 @@ int RunServe(const ServeFlags& flags) {
   options.hnsw_ef_search = flags.hnsw_ef;
   options.index_threads = flags.index_threads;
   options.index_rebuild_interval_s = flags.index_rebuild_s;
+  options.min_carried_recall = flags.min_carried_recall;
   options.history_snapshots = flags.history;
   options.pinned_snapshots = flags.pinned_snapshots;
   options.web_root = flags.web_root;
@@ -157,7 +159,7 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--exact-max-words", flags->exact_max_words,
                   "Exact neighbour scan up to this vocabulary size; an HNSW index above")
       ->capture_default_str();
-  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s);
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->min_carried_recall);
   cmd->add_option("--index-threads", flags->index_threads, "Threads building an HNSW index")
       ->capture_default_str();
   cmd->add_option("--history", flags->history, "Older snapshots kept for /v1/words/{w}/history")

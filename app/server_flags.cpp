@@ -12,7 +12,8 @@ void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads) {
       ->check(CLI::Range(0, 1024));  // no default shown: it depends on the machine
 }
 
-void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s) {
+void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s,
+                   double* min_carried_recall) {
   cmd->add_option("--hnsw-ef", *hnsw_ef, "HNSW search candidate list (recall vs speed)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -20,6 +21,12 @@ void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s) {
                   "Seconds at least between HNSW rebuilds while snapshots keep coming (each new "
                   "snapshot carries the last index over meanwhile)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--min-carried-recall", *min_carried_recall,
+                  "A new snapshot whose carried-over index has a lower recall@10 on it (against "
+                  "the exact scan, 50 sampled words) is served by the exact scan until a fresh "
+                  "index is built (0: always carry)")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
 }
 

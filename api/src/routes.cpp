@@ -879,7 +879,7 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       const ServingSnapshot& s = *served->snapshot;
       std::optional<Combined> c = Combine(s, positive, negative, &error);
       if (!c) return error;
-      const bool exact = !served->index || static_cast<size_t>(*restrict_vocab) < s.rows();
+      const bool exact = !served->UsesIndex() || static_cast<size_t>(*restrict_vocab) < s.rows();
       const auto results = served->Nearest(c->query.data(), static_cast<size_t>(*topn), c->exclude,
                                            static_cast<size_t>(*restrict_vocab));
       json out;

@@ -31,6 +31,15 @@ void IndexQuality(Served* served) {
     served->quality["index"] = {{"kind", "exact"}, {"recall_at_10", 1.0}, {"build_seconds", 0.0}};
     return;
   }
+  if (served->exact_until_indexed) {
+    // The carried index fell under ServeOptions::min_carried_recall on this snapshot.
+    served->quality["index"] = {{"kind", "exact"},
+                                {"recall_at_10", 1.0},
+                                {"build_seconds", 0.0},
+                                {"carried_index_below_recall", true},
+                                {"built_on_snapshot", served->index_snapshot->version()}};
+    return;
+  }
   served->quality["index"] = {{"kind", "hnsw"},
                               {"recall_at_10", served->index->recall_at_10()},
                               {"build_seconds", served->index->build_seconds()},
@@ -44,7 +53,7 @@ void IndexQuality(Served* served) {
 std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, size_t k,
                                                        std::span<const size_t> exclude,
                                                        size_t limit_rows) const {
-  if (!index || limit_rows < snapshot->rows()) {
+  if (!UsesIndex() || limit_rows < snapshot->rows()) {
     return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
   }
   if (!IndexCarried()) return index->Search(unit_query, k, exclude);
@@ -125,7 +134,7 @@ double MeasureRecallAt10(const Served& served, size_t queries) {
   const ServingSnapshot& s = *served.snapshot;
   const size_t rows = s.rows();
   queries = std::min(queries, rows);
-  if (!served.index || queries == 0) return 1.0;
+  if (!served.UsesIndex() || queries == 0) return 1.0;
   double hits = 0, wanted = 0;
   std::vector<float> unit(static_cast<size_t>(s.dim()));
   for (size_t q = 0; q < queries; ++q) {
@@ -170,6 +179,7 @@ std::shared_ptr<const Served> WithIndex(const Served& served,
                                         std::shared_ptr<const AnnIndex> index,
                                         std::shared_ptr<const ServingSnapshot> index_snapshot) {
   auto copy = std::make_shared<Served>(served);
+  copy->exact_until_indexed = false;  // a fresh index (built for this snapshot or a near one)
   Served holder;
   holder.index = std::move(index);
   holder.index_snapshot = std::move(index_snapshot);
@@ -187,6 +197,10 @@ std::shared_ptr<const Served> PrepareServed(std::shared_ptr<const ServingSnapsho
 
   if (s.rows() > options.exact_max_words && previous != nullptr) {
     CarryIndex(*previous, served.get());
+    if (served->IndexCarried() && options.min_carried_recall > 0 &&
+        MeasureRecallAt10(*served, options.carried_recall_queries) < options.min_carried_recall) {
+      served->exact_until_indexed = true;
+    }
   }
   IndexQuality(served.get());
 

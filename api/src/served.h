@@ -75,6 +75,11 @@ struct Served {
                                                  size_t limit_rows) const;
   // True when the index was built over an older snapshot (see above).
   bool IndexCarried() const { return index != nullptr && index_snapshot != snapshot; }
+  // The carried index's recall@10 on this snapshot was under ServeOptions::min_carried_recall:
+  // Nearest scans exactly until an index built for a newer snapshot is attached (WithIndex).
+  bool exact_until_indexed = false;
+  // Whether queries over the whole vocabulary use the index (else the exact scan).
+  bool UsesIndex() const { return index != nullptr && !exact_until_indexed; }
 };
 
 // Gives `to` the index of `from` (built over from.index_snapshot), carried over as described at

@@ -145,7 +145,8 @@ void Service::IndexOnce() {
   const auto now = std::chrono::steady_clock::now();
   // Carried over until the next build is due; sooner when many words are new since the last
   // build (each query scans them exactly).
-  const bool churned = served->unindexed_rows.size() > served->snapshot->rows() / 50;
+  const bool churned =
+      served->unindexed_rows.size() > served->snapshot->rows() / 50 || served->exact_until_indexed;
   if (served->index && now < (churned ? next_early_build_ : next_build_)) return;
   // While the trainer is saturated the build waits (bounded), the queries scan what no index
   // holds.
@@ -316,13 +317,14 @@ std::string Service::Metrics() const {
     }
     const json& q = s->quality;
     AppendMetric(&out, "streamvec_index_hnsw", "gauge",
-                 "1 when neighbour queries use an HNSW index, 0 for the exact scan.",
-                 s->index ? 1 : 0);
+                 "1 when neighbour queries use an HNSW index, 0 for the exact scan (also while "
+                 "a carried-over index is under --min-carried-recall on the served snapshot).",
+                 s->UsesIndex() ? 1 : 0);
     AppendMetric(&out, "streamvec_index_recall_at_10", "gauge",
                  "Recall@10 of neighbour queries against the exact scan on sampled words, last "
                  "measured (when an index is built, and when a carried-over index is about to be "
                  "replaced; 1 for the exact scan).",
-                 s->index ? index_recall_.load() : 1.0);
+                 s->UsesIndex() ? index_recall_.load() : 1.0);
     AppendMetric(&out, "streamvec_index_build_seconds", "gauge",
                  "Seconds building the index that serves neighbour queries.",
                  s->index ? s->index->build_seconds() : 0.0);

@@ -400,6 +400,48 @@ TEST_F(OperationsTest, CarriedOverIndexAnswersWithTheNewSnapshotsWordsAndCosines
   EXPECT_NE(snaps.body.dump().find("\"carried\":true"), std::string::npos) << snaps.body;
 }
 
+// A snapshot whose vectors all moved (the same words, new clusters): v1's carried index would
+// find few of v2's neighbours, so v2 is served by the exact scan until a fresh index is built
+// (held back here, as `run` defers builds while its trainer is saturated).
+TEST_F(OperationsTest, CarriedIndexUnderTheRecallBarGivesWayToTheExactScan) {
+  const Embeddings v1 = Clustered(3000, 16, 31, 0.5f);
+  source_->Publish(v1, 1);
+  std::atomic<bool> hold_builds{false};
+  ServeOptions options;
+  options.exact_max_words = 1000;
+  options.index_rebuild_interval_s = 1e6;
+  options.defer_index_builds = [&hold_builds] { return hold_builds.load(); };
+  options.index_max_defer_s = 1e6;
+  StartServer(options);
+  ASSERT_TRUE(WaitFor([&] { return ParseMetrics(Text("/metrics")).at("streamvec_index_hnsw"); }));
+  hold_builds = true;
+  const Embeddings v2 = Clustered(3000, 16, 77, 0.5f);
+  source_->Publish(v2, 2);
+  ASSERT_TRUE(WaitFor([&] { return server_->snapshot_version() == 2; }));
+  const std::map<std::string, double> m = ParseMetrics(Text("/metrics"));
+  EXPECT_EQ(m.at("streamvec_index_hnsw"), 0);
+  EXPECT_EQ(m.at("streamvec_index_recall_at_10"), 1);
+  const std::vector<float> unit = eval::NormalizeRows(v2.vectors.data(), v2.rows(), v2.dim);
+  for (size_t row = 5; row < v2.rows(); row += 211) {
+    const Reply r = client_->Get("/v1/neighbors?word=" + v2.words[row] + "&k=10");
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::set<std::string> got;
+    for (const json& n : r.body["neighbors"]) got.insert(n["word"]);
+    const size_t self[] = {row};
+    for (const eval::Neighbor& n :
+         eval::TopKByDot(unit.data(), v2.rows(), v2.dim, unit.data() + row * v2.dim, 10, self)) {
+      EXPECT_TRUE(got.count(v2.words[n.row])) << v2.words[n.row] << " missing for row " << row;
+    }
+  }
+  EXPECT_EQ(client_->Get("/v1/most_similar?positive=w1").body["search"], "exact");
+  const Reply snaps = client_->Get("/v1/snapshots");
+  EXPECT_NE(snaps.body.dump().find("\"carried_index_below_recall\":true"), std::string::npos)
+      << snaps.body;
+  hold_builds = false;  // the fresh index comes back as soon as builds may run
+  ASSERT_TRUE(WaitFor([&] { return ParseMetrics(Text("/metrics")).at("streamvec_index_hnsw"); }));
+  EXPECT_EQ(ParseMetrics(Text("/metrics")).at("streamvec_index_snapshot_version"), 2);
+}
+
 std::string WritePairs(const std::string& name, const std::string& text) {
   const std::string path =
       (std::filesystem::temp_directory_path() / (name + std::to_string(::getpid()) + ".txt"))

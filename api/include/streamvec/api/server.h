@@ -67,6 +67,12 @@ struct ServeOptions {
   int hnsw_ef_search = 100;        // HNSW candidate list while searching (>= k is used)
   int index_threads = 1;           // threads building the index (the trainer shares the cores)
   size_t recall_queries = 200;     // sampled rows for streamvec_index_recall_at_10
+  // A new snapshot served with the index of an older one (carried over) has that index's recall
+  // measured first (carried_recall_queries sampled rows, against the exact scan); under
+  // min_carried_recall the snapshot is served by the exact scan instead, and a fresh index is
+  // built as soon as the index thread may (as when many words are new). 0: always carry.
+  double min_carried_recall = 0.95;
+  size_t carried_recall_queries = 50;
   // Seconds at least between two index builds while snapshots keep coming (also at least the
   // last build's duration; only the latter once more than 2% of the served words are newer than
   // the index); meanwhile the newest index is carried over to each new snapshot.
