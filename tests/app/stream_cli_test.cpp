@@ -1,20 +1,21 @@
 // Runs the built `streamvec train --stream` and `streamvec export` on real files and bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include "streamvec/store/word2vec_format.h"
 #include "cli_util.h"
+#include "streamvec/store/word2vec_format.h"
 
 namespace streamvec {
 namespace {
@@ -126,16 +127,24 @@ TEST_F(StreamCliTest, ForeignStateDirectoryIsRefusedAndLeftAlone) {
             2);
 }
 
-TEST_F(StreamCliTest, CorruptStateGivesAClearErrorAndIsNotOverwritten) {
+// An overwritten CURRENT file: the live database is refused with RocksDB's reason, and the
+// state resumes from its newest intact snapshot (the last one written: nothing is lost), the
+// damaged file kept aside.
+TEST_F(StreamCliTest, CorruptStateResumesFromTheNewestIntactSnapshotAndKeepsTheDamage) {
   ASSERT_EQ(Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + a_)
                 .exit_code,
             0);
   Write("s/CURRENT", "not a manifest\n");
   const CliRun run =
       Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + b_);
-  EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("--state"));
-  EXPECT_EQ(ReadAll(Path("s/CURRENT")), "not a manifest\n");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("the live database was damaged"));
+  EXPECT_THAT(run.output, HasSubstr("resumed from snapshot"));
+  ASSERT_TRUE(fs::is_directory(Path("s/damaged")));
+  std::vector<fs::path> aside;
+  for (const auto& e : fs::directory_iterator(Path("s/damaged"))) aside.push_back(e.path());
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(ReadAll((aside[0] / "CURRENT").string()), "not a manifest\n");
 }
 
 TEST_F(StreamCliTest, StreamNeedsStateAndRejectsBadSnapshotEvery) {
