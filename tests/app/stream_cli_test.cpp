@@ -147,6 +147,39 @@ TEST_F(StreamCliTest, CorruptStateResumesFromTheNewestIntactSnapshotAndKeepsTheD
   EXPECT_EQ(ReadAll((aside[0] / "CURRENT").string()), "not a manifest\n");
 }
 
+// `state verify` says which snapshots are intact (exit 1 when one is not); `state repair` moves
+// the damaged one aside and publishes the snapshot again; a directory with no state is exit 2.
+TEST_F(StreamCliTest, StateVerifyAndRepairFindAndMendADamagedSnapshot) {
+  ASSERT_EQ(
+      Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + a_).exit_code, 0);
+  CliRun run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("intact"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("DAMAGED")));
+  // The newest checkpoint's metadata, garbled.
+  std::vector<fs::path> checkpoints;
+  for (const auto& e : fs::directory_iterator(Path("s/checkpoints"))) {
+    checkpoints.push_back(e.path());
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  ASSERT_FALSE(checkpoints.empty());
+  std::ofstream(checkpoints.back() / "metadata.json", std::ios::trunc) << "{bad";
+  run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("DAMAGED"));
+  EXPECT_THAT(run.output, HasSubstr("state repair"));
+  run = Shell("SV state repair --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("moved to"));
+  EXPECT_THAT(run.output, HasSubstr("published snapshot"));
+  run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  fs::create_directories(Path("empty"));
+  EXPECT_EQ(Shell("SV state verify --state " + Path("empty")).exit_code, 2);
+  EXPECT_EQ(Shell("SV state repair --state " + Path("empty")).exit_code, 2);
+  EXPECT_EQ(Shell("SV state verify").exit_code, 2);
+}
+
 TEST_F(StreamCliTest, StreamNeedsStateAndRejectsBadSnapshotEvery) {
   CliRun run = Shell("SV train --input - --stream < " + a_);
   EXPECT_EQ(run.exit_code, 2);
