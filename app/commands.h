@@ -21,6 +21,7 @@ void RegisterCrawlCommand(CLI::App& root, int* exit_code);
 void RegisterExtractCommand(CLI::App& root, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& root, int* exit_code);
 void RegisterParamNodeCommand(CLI::App& root, int* exit_code);
+void RegisterStateCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

@@ -95,10 +95,13 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     }
   }
 
+  StateStoreOptions store_options;
+  store_options.restore_damaged = true;  // from the newest intact checkpoint
   StatusOr<std::unique_ptr<StateStore>> store_or =
-      StateStore::Open(f.state, StateStore::Mode::kCreateOrOpen);
+      StateStore::Open(f.state, StateStore::Mode::kCreateOrOpen, store_options);
   if (!store_or.ok()) return Fail(Status::InvalidArgument("--state: " + store_or.status().message()), 2);
   StateStore& store = **store_or;
+  if (store.restore().restored) spdlog::warn("state {}: {}", f.state, store.restore().Describe());
   std::unique_ptr<StreamingLearner> learner;
   std::unique_ptr<CharDistiller> distiller;
   if (store.version() > 0) {

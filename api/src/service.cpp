@@ -289,7 +289,8 @@ std::string Service::Metrics() const {
                "Version of the snapshot being served (0: none yet).",
                s ? static_cast<double>(s->snapshot->version()) : 0);
   AppendMetric(&out, "streamvec_snapshots_damaged", "gauge",
-               "Published snapshots skipped at the last listing because they are damaged.",
+               "Published snapshots skipped because they are damaged (metadata, or a database "
+               "that does not open or read back).",
                static_cast<double>(source_->damaged()));
   if (s) {
     const ServingSnapshot& snap = *s->snapshot;

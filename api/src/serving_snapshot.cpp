@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "streamvec/charmodel/char_model.h"
 #include "streamvec/kernels/dot.h"
@@ -175,6 +177,15 @@ class StateDirSnapshotSource : public SnapshotSource {
     StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(state_dir_, &damaged);
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // Checkpoints whose database was found damaged by a load stay out of the list too.
+      if (list.ok()) {
+        std::erase_if(*list, [&](const SnapshotInfo& i) {
+          const auto b = broken_.find({i.version, i.created_at});
+          if (b == broken_.end()) return false;
+          damaged.push_back(b->second);
+          return true;
+        });
+      }
       damaged_ = damaged.size();
       for (const std::string& d : damaged) {
         if (logged_.insert(d).second) spdlog::warn("serve: skipping a damaged snapshot: {}", d);
@@ -195,18 +206,35 @@ class StateDirSnapshotSource : public SnapshotSource {
     // List first: it is cheap, and opening a checkpoint on every poll is not.
     StatusOr<std::vector<SnapshotInfo>> list = List();
     if (!list.ok()) return list.status();
-    if (list->empty() || list->back().version <= version) {
-      return std::shared_ptr<const ServingSnapshot>();
-    }
-    StatusOr<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::OpenNewest(state_dir_);
-    if (!reader.ok()) {
-      if (reader.status().code() == StatusCode::kNotFound) {
-        return std::shared_ptr<const ServingSnapshot>();
+    // Newest first. A checkpoint whose database does not open or read back (a truncated or
+    // missing table file, a bad block checksum) is damaged: remembered (so later polls do not
+    // open it again), logged, counted in damaged(), and the next older one is tried. One retired
+    // by the writer meanwhile (NotFound) or failing otherwise (IoError) is passed over this time.
+    Status failed;
+    bool marked = false;
+    for (auto it = list->rbegin(); it != list->rend() && it->version > version; ++it) {
+      StatusOr<std::unique_ptr<SnapshotReader>> reader =
+          SnapshotReader::Open(state_dir_, it->version);
+      StatusOr<std::shared_ptr<const ServingSnapshot>> snapshot =
+          reader.ok() ? Read(**reader)
+                      : StatusOr<std::shared_ptr<const ServingSnapshot>>(reader.status());
+      if (snapshot.ok()) {
+        if (marked) (void)List();  // logs and counts what was skipped
+        return snapshot;
       }
-      return reader.status();
+      if (snapshot.status().code() == StatusCode::kCorruption) {
+        marked = true;
+        std::lock_guard<std::mutex> lock(mu_);
+        broken_.emplace(std::make_pair(it->version, it->created_at),
+                        "snapshot " + std::to_string(it->version) + " in " + state_dir_ + ": " +
+                            snapshot.status().message());
+      } else if (snapshot.status().code() != StatusCode::kNotFound && failed.ok()) {
+        failed = snapshot.status();
+      }
     }
-    if ((*reader)->version() <= version) return std::shared_ptr<const ServingSnapshot>();
-    return Read(**reader);
+    if (marked) (void)List();
+    if (!failed.ok()) return failed;
+    return std::shared_ptr<const ServingSnapshot>();
   }
 
   StatusOr<std::shared_ptr<const ServingSnapshot>> Load(uint64_t version) override {
@@ -252,6 +280,9 @@ class StateDirSnapshotSource : public SnapshotSource {
   mutable std::mutex mu_;
   size_t damaged_ = 0;
   std::set<std::string> logged_;  // damaged checkpoints already logged
+  // Checkpoints whose database was found damaged, by (version, created_at): a state rebuilt
+  // from an older checkpoint writes that version again, with another time.
+  std::map<std::pair<uint64_t, double>, std::string> broken_;
 };
 
 class ShardedStateDirSnapshotSource : public SnapshotSource {

@@ -798,10 +798,17 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
     SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
   }
 
+  // A damaged live database is rebuilt from the newest intact checkpoint (its rows, counts and
+  // .updates offset).
+  StateStoreOptions store_options;
+  store_options.restore_damaged = true;
   StatusOr<std::unique_ptr<StateStore>> store =
-      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen);
+      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen, store_options);
   if (!store.ok()) return store.status();
   m.store = std::move(store).value();
+  if (m.store->restore().restored) {
+    spdlog::warn("param-node: state {}: {}", o.state_dir, m.store->restore().Describe());
+  }
   if (m.store->version() > 0) {
     SV_RETURN_IF_ERROR(m.Restore());
   } else {

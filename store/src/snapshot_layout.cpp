@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace streamvec::internal {
 namespace {
@@ -155,6 +156,21 @@ bool ParseCheckpointName(const std::string& name, uint64_t* version) {
   }
   *version = v;
   return true;
+}
+
+StatusOr<SnapshotInfo> ParseSnapshotInfo(const std::string& json, const std::string& path) {
+  nlohmann::json meta = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("version") ||
+      !meta["version"].is_number_unsigned() || !meta.contains("created_at") ||
+      !meta["created_at"].is_number()) {
+    return Status::Corruption("snapshot metadata " + path +
+                              " is not a JSON object with version and created_at");
+  }
+  SnapshotInfo info;
+  info.version = meta["version"].get<uint64_t>();
+  info.created_at = meta["created_at"].get<double>();
+  info.metadata_json = json;
+  return info;
 }
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {

@@ -21,13 +21,16 @@
 #define STREAMVEC_STORE_SRC_SNAPSHOT_LAYOUT_H_
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/status.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <map>
 #include <string>
 
 #include "streamvec/base/status.h"
+#include "streamvec/store/snapshot_reader.h"
 
 namespace streamvec::internal {
 
@@ -82,6 +85,17 @@ std::string SnapshotPrefix(uint64_t version);
 std::string CheckpointName(uint64_t version);
 // True (and *version set) if `name` is exactly a CheckpointName.
 bool ParseCheckpointName(const std::string& name, uint64_t* version);
+
+// A reader must not write into a published checkpoint (RocksDB would put its LOG there).
+class NullLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+// A checkpoint's metadata.json (read from `path`): Corruption naming the path unless it is a
+// JSON object with an unsigned "version" and a numeric "created_at".
+StatusOr<SnapshotInfo> ParseSnapshotInfo(const std::string& json, const std::string& path);
 
 // A RocksDB status as ours, prefixed with `what`.
 Status FromRocks(const rocksdb::Status& s, const std::string& what);

@@ -22,28 +22,6 @@ namespace fs = std::filesystem;
 // writer while it opened them (each round already falls back to older ones).
 constexpr int kOpenRounds = 3;
 
-// A reader must not write into a published checkpoint (RocksDB would put its LOG there).
-class NullLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char* /*format*/, va_list /*ap*/) override {}
-};
-
-StatusOr<SnapshotInfo> ParseInfo(const std::string& json, const std::string& path) {
-  nlohmann::json meta = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded() || !meta.is_object() || !meta.contains("version") ||
-      !meta["version"].is_number_unsigned() || !meta.contains("created_at") ||
-      !meta["created_at"].is_number()) {
-    return Status::Corruption("snapshot metadata " + path +
-                              " is not a JSON object with version and created_at");
-  }
-  SnapshotInfo info;
-  info.version = meta["version"].get<uint64_t>();
-  info.created_at = meta["created_at"].get<double>();
-  info.metadata_json = json;
-  return info;
-}
-
 }  // namespace
 
 struct SnapshotReader::Impl {
@@ -74,7 +52,7 @@ StatusOr<std::vector<SnapshotInfo>> SnapshotReader::List(const std::string& stat
     // NotFound: retired by the writer since the directory was listed.
     if (!json.ok() && json.status().code() == StatusCode::kNotFound) continue;
     if (!json.ok()) return json.status();
-    StatusOr<SnapshotInfo> info = ParseInfo(*json, meta_path);
+    StatusOr<SnapshotInfo> info = internal::ParseSnapshotInfo(*json, meta_path);
     // A damaged checkpoint is left out: readers go on with the intact ones.
     if (!info.ok()) {
       if (damaged != nullptr) damaged->push_back(info.status().message());
@@ -112,7 +90,7 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenListed(const std::
   // Every table file is opened now: the writer may retire this checkpoint at any time
   // after, and open files stay readable (POSIX unlink semantics).
   options.max_open_files = -1;
-  options.info_log = std::make_shared<NullLogger>();
+  options.info_log = std::make_shared<internal::NullLogger>();
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, impl->path, &raw);
   impl->db.reset(raw);
@@ -152,20 +130,27 @@ StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenListed(const std::
   return st;
 }
 
-StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(const std::string& state_dir) {
+StatusOr<std::unique_ptr<SnapshotReader>> SnapshotReader::OpenNewest(
+    const std::string& state_dir, std::vector<std::string>* skipped) {
   Status last = Status::NotFound("no published snapshot in " + state_dir);
   for (int round = 0; round < kOpenRounds; ++round) {
-    StatusOr<std::vector<SnapshotInfo>> list = List(state_dir);
+    StatusOr<std::vector<SnapshotInfo>> list = List(state_dir, skipped);
     if (!list.ok()) return list.status();
     if (list->empty()) return Status::NotFound("no published snapshot in " + state_dir);
+    bool damaged = false;
     for (auto it = list->rbegin(); it != list->rend(); ++it) {
       bool retired = false;
       StatusOr<std::unique_ptr<SnapshotReader>> reader = OpenListed(state_dir, *it, &retired);
       if (reader.ok()) return reader;
-      // Retired by the writer while we opened it: try the next newest. Otherwise it is broken.
-      if (!retired) return reader.status();
       last = reader.status();
+      // Retired by the writer while we opened it: try the next newest. Otherwise it is damaged
+      // (a truncated or missing table file, a bad checksum): skip it, and serve an older one.
+      if (!retired) {
+        damaged = true;
+        if (skipped != nullptr) skipped->push_back(reader.status().message());
+      }
     }
+    if (damaged) return last;  // none of the listed ones opens: listing again would not help
   }
   return last;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "snapshot_layout.h"
+#include "state_restore.h"
 #include "version_writer.h"
 
 namespace streamvec {
@@ -175,6 +176,7 @@ struct StateStore::Impl {
   bool has_manifest = false;  // false: no version yet, or one of the first layout (snap/<v>/)
   internal::Manifest manifest;  // of `version`
   SnapshotWriteStats last_stats;
+  StateRestore restore;  // what Open rebuilt, if anything
 
   // Drops the bytes of every writer the current manifest does not refer to (data/ table files
   // at once, small/ entries by a range deletion), and anything of the first layout.
@@ -234,6 +236,43 @@ StateStore::~StateStore() = default;
 
 StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& dir, Mode mode,
                                                        const StateStoreOptions& store_options) {
+  namespace fs = std::filesystem;
+  StatusOr<std::unique_ptr<StateStore>> store = OpenOnce(dir, mode, store_options);
+  if (store.ok() || mode != Mode::kCreateOrOpen || !store_options.restore_damaged) return store;
+  // Damaged: RocksDB (or our own meta entries) says corrupt, or CURRENT is gone while
+  // checkpoints remain. Anything else (in use, a foreign directory, permissions) is not.
+  std::error_code ec;
+  const bool has_checkpoints = fs::is_directory(fs::path(dir) / internal::kCheckpointsDir, ec);
+  const bool damaged = store.status().code() == StatusCode::kCorruption ||
+                       (!fs::exists(fs::path(dir) / "CURRENT", ec) && has_checkpoints);
+  if (!damaged || !has_checkpoints) return store;
+  StatusOr<StateRestore> restore = Status::Internal("no restore attempted");
+  {
+    StatusOr<std::unique_ptr<internal::StateLock>> lock = internal::StateLock::Acquire(dir);
+    if (!lock.ok()) return lock.status();
+    restore = internal::RestoreFromNewestIntact(dir, store.status().message());
+  }
+  if (!restore.ok()) {
+    return Status(store.status().code(),
+                  store.status().message() + "; " + restore.status().message());
+  }
+  store = OpenOnce(dir, mode, store_options);
+  if (store.ok()) (*store)->impl_->restore = std::move(restore).value();
+  return store;
+}
+
+std::string StateRestore::Describe() const {
+  if (!restored) return "";
+  std::string out = "the live database was damaged (" + damage + "); resumed from snapshot " +
+                    std::to_string(version) + ", its newest intact checkpoint";
+  for (const std::string& s : skipped) out += "; skipped " + s;
+  return out + "; the damaged files are kept in " + moved_to;
+}
+
+const StateRestore& StateStore::restore() const { return impl_->restore; }
+
+StatusOr<std::unique_ptr<StateStore>> StateStore::OpenOnce(const std::string& dir, Mode mode,
+                                                           const StateStoreOptions& store_options) {
   namespace fs = std::filesystem;
   if (store_options.retain < 1) {
     return Status::InvalidArgument("StateStoreOptions::retain must be >= 1, got " +

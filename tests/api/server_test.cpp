@@ -16,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "streamvec/store/embedding_entries.h"
@@ -401,6 +403,47 @@ TEST_F(StateDirServerTest, DamagedSnapshotMetadataIsSkippedAndTheNewestIntactOne
   // A newer intact snapshot is served as usual.
   Write(Toy(4), 400);
   WaitForVersion(4);
+}
+
+// A checkpoint whose database is damaged (a table file truncated, as by a bad disk) is skipped
+// the same way: logged, counted, left out of /v1/snapshots; the newest intact one is served
+// instead of nothing.
+TEST_F(StateDirServerTest, TruncatedTableFileOfTheNewestSnapshotServesTheNewestIntactOne) {
+  Write(Toy(1), 100);
+  Write(Toy(2), 200);
+  Write(Toy(3), 300);
+  store_.reset();  // the writer is gone: its live database shares the damaged file
+  namespace fs = std::filesystem;
+  const auto tables = [&](const char* name) {
+    std::set<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_ / "checkpoints" / name / "db")) {
+      if (e.path().extension() == ".sst") out.insert(e.path().filename().string());
+    }
+    return out;
+  };
+  const std::set<std::string> older = tables("00000000000000000002");
+  bool truncated = false;
+  for (const std::string& t : tables("00000000000000000003")) {
+    if (older.count(t)) continue;
+    const fs::path p = dir_ / "checkpoints" / "00000000000000000003" / "db" / t;
+    fs::resize_file(p, fs::file_size(p) / 2);
+    truncated = true;
+    break;
+  }
+  ASSERT_TRUE(truncated);
+  StartServer();
+  ASSERT_FALSE(HasFatalFailure());
+  WaitForVersion(2);
+  Client client(server_->port());
+  Reply r = client.Get("/v1/vectors/king");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["vector"][0], 2.0);
+  r = client.Get("/v1/snapshots");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.body["snapshots"].size(), 2u) << r.body;
+  EXPECT_EQ(r.body["snapshots"][1]["version"], 2);
+  http::http_response m = client.Raw(http::methods::GET, "/metrics");
+  EXPECT_NE(m.extract_string().get().find("streamvec_snapshots_damaged 1"), std::string::npos);
 }
 
 TEST_F(StateDirServerTest, FollowsPublishedSnapshotsWhileServing) {

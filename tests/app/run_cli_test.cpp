@@ -3,8 +3,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -16,9 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -296,6 +297,59 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   }
 }
 
+// A bad disk truncates a table file of the newest checkpoint (and so of the live database, which
+// shares it by a hard link): the restart resumes from the newest intact snapshot, with its
+// source positions, says which snapshot it skipped and why, and every line is still trained.
+TEST_F(RunCliTest, RestartAfterATruncatedTableFileResumesFromTheNewestIntactSnapshot) {
+  // Enough text for a few snapshots 0.3 s apart.
+  const int docs = WriteData("a.txt", 30000);
+  const std::vector<std::string> args = NoCrawl(
+      Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0", "--snapshot-every",
+            "0.3", "--checkpoint-every", "0.3", "--no-follow", "--max-idle", "3"}));
+  {
+    RunProcess run(args);
+    ASSERT_GT(run.port(), 0);
+    ASSERT_EQ(run.Wait(), 0) << run.Output();
+  }
+  StatusOr<std::vector<SnapshotInfo>> list = SnapshotReader::List(State());
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_GE(list->size(), 2u);
+  const uint64_t newest = list->back().version;
+  const auto tables = [&](uint64_t v) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%020llu", static_cast<unsigned long long>(v));
+    std::set<fs::path> out;
+    for (const auto& e : fs::directory_iterator(fs::path(State()) / "checkpoints" / name / "db")) {
+      if (e.path().extension() == ".sst") out.insert(e.path());
+    }
+    return out;
+  };
+  std::set<std::string> older;
+  for (const fs::path& p : tables(newest - 1)) older.insert(p.filename().string());
+  bool truncated = false;
+  for (const fs::path& p : tables(newest)) {
+    if (older.count(p.filename().string())) continue;
+    fs::resize_file(p, fs::file_size(p) / 2);
+    truncated = true;
+    break;
+  }
+  ASSERT_TRUE(truncated) << "the newest checkpoint has no table file of its own";
+
+  RunProcess again(args);
+  ASSERT_GT(again.port(), 0) << again.Output();
+  EXPECT_EQ(again.Wait(), 0) << again.Output();
+  const std::string& out = again.Output();
+  EXPECT_NE(out.find("resumed from snapshot " + std::to_string(newest - 1)), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("skipped snapshot " + std::to_string(newest) + ": "), std::string::npos)
+      << out;
+  EXPECT_GE(Entry("trainer/counters").value("documents", 0), docs);
+  const nlohmann::json positions = Entry("ingest/positions");
+  const std::string file = fs::absolute(dir_ / "data" / "a.txt").string();
+  ASSERT_TRUE(positions.contains(file)) << positions.dump();
+  EXPECT_EQ(positions[file].get<int64_t>(), static_cast<int64_t>(fs::file_size(file)));
+  EXPECT_TRUE(fs::is_directory(fs::path(State()) / "damaged"));
+}
 
 TEST_F(RunCliTest, CrawlsTheBundledFeedsPublishesMetricsAndObeysAdminRoutes) {
   WriteData("a.txt", 200);

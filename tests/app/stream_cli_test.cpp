@@ -1,20 +1,21 @@
 // Runs the built `streamvec train --stream` and `streamvec export` on real files and bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include "streamvec/store/word2vec_format.h"
 #include "cli_util.h"
+#include "streamvec/store/word2vec_format.h"
 
 namespace streamvec {
 namespace {
@@ -126,16 +127,57 @@ TEST_F(StreamCliTest, ForeignStateDirectoryIsRefusedAndLeftAlone) {
             2);
 }
 
-TEST_F(StreamCliTest, CorruptStateGivesAClearErrorAndIsNotOverwritten) {
+// An overwritten CURRENT file: the live database is refused with RocksDB's reason, and the
+// state resumes from its newest intact snapshot (the last one written: nothing is lost), the
+// damaged file kept aside.
+TEST_F(StreamCliTest, CorruptStateResumesFromTheNewestIntactSnapshotAndKeepsTheDamage) {
   ASSERT_EQ(Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + a_)
                 .exit_code,
             0);
   Write("s/CURRENT", "not a manifest\n");
   const CliRun run =
       Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + b_);
-  EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("--state"));
-  EXPECT_EQ(ReadAll(Path("s/CURRENT")), "not a manifest\n");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("the live database was damaged"));
+  EXPECT_THAT(run.output, HasSubstr("resumed from snapshot"));
+  ASSERT_TRUE(fs::is_directory(Path("s/damaged")));
+  std::vector<fs::path> aside;
+  for (const auto& e : fs::directory_iterator(Path("s/damaged"))) aside.push_back(e.path());
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(ReadAll((aside[0] / "CURRENT").string()), "not a manifest\n");
+}
+
+// `state verify` says which snapshots are intact (exit 1 when one is not); `state repair` moves
+// the damaged one aside and publishes the snapshot again; a directory with no state is exit 2.
+TEST_F(StreamCliTest, StateVerifyAndRepairFindAndMendADamagedSnapshot) {
+  ASSERT_EQ(
+      Shell("SV train --input - --stream --state " + Path("s") + kSmall + " < " + a_).exit_code, 0);
+  CliRun run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("intact"));
+  EXPECT_THAT(run.output, ::testing::Not(HasSubstr("DAMAGED")));
+  // The newest checkpoint's metadata, garbled.
+  std::vector<fs::path> checkpoints;
+  for (const auto& e : fs::directory_iterator(Path("s/checkpoints"))) {
+    checkpoints.push_back(e.path());
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  ASSERT_FALSE(checkpoints.empty());
+  std::ofstream(checkpoints.back() / "metadata.json", std::ios::trunc) << "{bad";
+  run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("DAMAGED"));
+  EXPECT_THAT(run.output, HasSubstr("state repair"));
+  run = Shell("SV state repair --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("moved to"));
+  EXPECT_THAT(run.output, HasSubstr("published snapshot"));
+  run = Shell("SV state verify --state " + Path("s"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  fs::create_directories(Path("empty"));
+  EXPECT_EQ(Shell("SV state verify --state " + Path("empty")).exit_code, 2);
+  EXPECT_EQ(Shell("SV state repair --state " + Path("empty")).exit_code, 2);
+  EXPECT_EQ(Shell("SV state verify").exit_code, 2);
 }
 
 TEST_F(StreamCliTest, StreamNeedsStateAndRejectsBadSnapshotEvery) {

@@ -849,10 +849,17 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   }
 
   // The state: an existing one is resumed with its own options.
+  // A damaged live database is rebuilt from the newest intact checkpoint, whose offsets and
+  // source positions the resume below reads.
+  StateStoreOptions store_options;
+  store_options.restore_damaged = true;
   StatusOr<std::unique_ptr<StateStore>> store =
-      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen);
+      StateStore::Open(o.state_dir, StateStore::Mode::kCreateOrOpen, store_options);
   if (!store.ok()) return store.status();
   m.store = std::move(store).value();
+  if (m.store->restore().restored) {
+    spdlog::warn("trainer: state {}: {}", o.state_dir, m.store->restore().Describe());
+  }
   // A state of serving publications only (a crash before the first checkpoint) holds no learner:
   // start afresh, from the beginning of the stream.
   const bool has_checkpoint =

@@ -158,6 +158,9 @@ class SnapshotSource {
 // LoadNewerThan opens the newest checkpoint and copies its embedding entries, word counts and
 // character model (kCharModelEntry), if any (store/embedding_entries.h), into a
 // ServingSnapshot; Load does the same for a retained older checkpoint (SnapshotReader::Open).
+// A checkpoint whose database does not open or read back (Corruption: a truncated table file, a
+// bad checksum) is damaged too: LoadNewerThan logs it once, leaves it out of List from then on,
+// counts it in damaged() and loads the next older one instead.
 // A missing or empty directory is "nothing published yet", not an error, so a server can start
 // before its trainer.
 std::shared_ptr<SnapshotSource> NewStateDirSnapshotSource(std::string state_dir);

@@ -44,12 +44,16 @@ class SnapshotReader {
   static StatusOr<std::vector<SnapshotInfo>> List(const std::string& state_dir,
                                                   std::vector<std::string>* damaged = nullptr);
 
-  // Opens the newest published snapshot (of those List gives: damaged metadata is skipped). If
-  // the writer retires it while it is being opened, falls back to the next newest (listing again
-  // up to three times). Errors: NotFound if none
-  // is published yet (or no state directory), Corruption / IoError from RocksDB with the
-  // checkpoint's path (a checkpoint that is still listed but does not open).
-  static StatusOr<std::unique_ptr<SnapshotReader>> OpenNewest(const std::string& state_dir);
+  // Opens the newest published snapshot that opens: of those List gives (damaged metadata is
+  // skipped), a checkpoint whose database does not open (a missing or truncated table file, a
+  // damaged RocksDB MANIFEST, another version or format inside) is skipped too, and the next
+  // newest tried; each skipped one is described in `skipped` ("<path>: <reason>") when given. A
+  // checkpoint the writer retires while it is being opened is passed over the same way (listing
+  // again up to three times), but not described. Errors: NotFound if none is published yet (or no
+  // state directory), Corruption / IoError from RocksDB with the checkpoint's path when no listed
+  // checkpoint opens.
+  static StatusOr<std::unique_ptr<SnapshotReader>> OpenNewest(
+      const std::string& state_dir, std::vector<std::string>* skipped = nullptr);
 
   // Opens published snapshot `version` (an older one a reader wants again). Errors: NotFound
   // naming the version when it is not published (never written, retired by the writer's

@@ -41,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "streamvec/base/status.h"
 
@@ -58,6 +59,12 @@ using SnapshotSink = std::function<Status(const std::string& key, std::string_vi
 struct StateStoreOptions {
   // Published checkpoints kept for readers (the newest `retain`); >= 1. See SnapshotReader.
   int retain = 3;
+  // kCreateOrOpen: when the live database is damaged (RocksDB refuses it as corrupt: a truncated
+  // or missing table file, a damaged CURRENT or MANIFEST; or its CURRENT file is missing while
+  // checkpoints exist), rebuild it from the newest intact published checkpoint, as RepairState
+  // (state_check.h) does, and open that; restore() says what happened. false: such a directory
+  // is refused (Corruption) and left as it is.
+  bool restore_damaged = false;
   // For tests: once this many bytes have been appended to files of the store (since Open), every
   // further append fails as on a full disk (ENOSPC), inside RocksDB. 0: no limit.
   uint64_t fail_after_bytes = 0;
@@ -80,6 +87,18 @@ struct SnapshotWriteStats {
   bool full_rewrite = false;   // every entry was written (asked, or a first-layout store)
 };
 
+// What StateStore::Open did when it found the live database damaged
+// (StateStoreOptions::restore_damaged).
+struct StateRestore {
+  bool restored = false;             // the live database was rebuilt from a checkpoint
+  std::string damage;                // why the live database was refused
+  uint64_t version = 0;              // the snapshot it was rebuilt from (the newest intact)
+  std::vector<std::string> skipped;  // newer checkpoints passed over: "snapshot <v>: <why>"
+  std::string moved_to;              // where the damaged files and checkpoints were moved
+  // One line for a log: what was damaged, the snapshot resumed from, what was skipped and why.
+  std::string Describe() const;
+};
+
 class StateStore {
  public:
   enum class Mode {
@@ -93,6 +112,8 @@ class StateStore {
   // process has it open for writing (RocksDB's LOCK; kReadOnly never conflicts), Corruption /
   // IoError from RocksDB with its message. A kCreateOrOpen open whose current snapshot has no
   // published checkpoint (a crash or a failed publish) publishes it (see last_publish_error()).
+  // With StateStoreOptions::restore_damaged, a damaged live database is rebuilt from the newest
+  // intact checkpoint (restore()); when none is intact, the Corruption says so.
   static StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir, Mode mode,
                                                     const StateStoreOptions& options = {});
   ~StateStore();
@@ -131,12 +152,18 @@ class StateStore {
   // successful publish clears it.
   Status last_publish_error() const;
 
+  // What Open restored (restored == false when the live database opened as it was).
+  const StateRestore& restore() const;
+
   // An entry of the current snapshot. NotFound if there is no snapshot or no such key.
   StatusOr<std::string> Get(const std::string& key) const;
 
  private:
   struct Impl;
   explicit StateStore(std::unique_ptr<Impl> impl);
+  // Open without restore_damaged's rebuild.
+  static StatusOr<std::unique_ptr<StateStore>> OpenOnce(const std::string& dir, Mode mode,
+                                                        const StateStoreOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 
