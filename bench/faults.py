@@ -13,6 +13,9 @@ be trained at least once (final >= produced: none lost); duplicates are final - 
   run      `streamvec run --data DIR --no-crawl --no-follow` (killed, restarted on its --state)
   serve    broker, trainer, ingest and `serve --state` (killed, restarted): the restarted server
            must serve the trainer's newest snapshot once the trainer is done
+  crawl    broker, trainer, `crawl --once --state S` over --feeds local RSS files of
+           --feed-items items each (made from the corpus' first lines), killed and restarted on
+           S; the documents are the feeds' items
 
 A trainer's micro-batch is about 700k words (16 documents of the 100M corpus); the issue's bar
 is at most one micro-batch of duplicates per crash. Uses pipeline_bench.py's process helpers.
@@ -35,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline_bench as pb  # noqa: E402
 
-KINDS = ("ingest", "train", "run", "serve")
+KINDS = ("ingest", "train", "run", "serve", "crawl")
 DOCS_PER_MICRO_BATCH = 16  # the 100M corpus: 382 documents of 44k words, micro-batch ~700k words
 
 
@@ -133,6 +136,76 @@ def round_kafka(kind, sv, work, r, a, at) -> dict:
     return row
 
 
+def make_feeds(corpus: Path, folder: Path, feeds: int, items: int) -> Path:
+    """`feeds` RSS files of `items` items each, their descriptions taken from the corpus' lines
+    (cut to about 2 KB at a space), and a feeds file listing them. Returns the feeds file."""
+    from xml.sax.saxutils import escape
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = []
+    with open(corpus, "rb") as f:
+        while len(texts) < feeds * items:
+            line = f.readline()
+            if not line:
+                f.seek(0)
+                continue
+            text = line.decode("utf-8", "replace").strip()
+            while len(text) > 200 and len(texts) < feeds * items:
+                cut = text.rfind(" ", 0, 2000) if len(text) > 2000 else len(text)
+                texts.append(text[:cut])
+                text = text[cut:].strip()
+    names = []
+    for i in range(feeds):
+        body = "".join(
+            f"<item><title>item {i}-{j}</title><link>https://example.org/{i}/{j}</link>"
+            f"<guid>urn:streamvec-faults:{i}:{j}</guid>"
+            f"<description>{escape(texts[i * items + j])}</description></item>\n"
+            for j in range(items))
+        name = f"feed-{i}.rss"
+        (folder / name).write_text(
+            '<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+            f"<title>feed {i}</title><link>https://example.org/{i}</link>"
+            f"<description>fault campaign feed</description>\n{body}</channel></rss>\n")
+        names.append(name)
+    listing = folder / "feeds.txt"
+    listing.write_text("\n".join(names) + "\n")
+    return listing
+
+
+def round_crawl(sv, work, r, a, at, feeds_file: Path) -> dict:
+    tag = f"crawl-{r}"
+    state = work / f"{tag}.state"
+    crawl_state = work / f"{tag}.crawler"
+    for d in (state, crawl_state):
+        shutil.rmtree(d, ignore_errors=True)
+    row = {"kind": "crawl", "round": r, "kill_at_s": round(at, 2)}
+    b, bs = broker(sv, work, tag, a)
+    try:
+        t = trainer(sv, work, f"{tag}-train", bs, state, a)
+        cmd = [str(sv), "crawl", "--feeds", str(feeds_file), "--once", "--state",
+               str(crawl_state), "--allow-file-dir", str(feeds_file.parent), "--host-delay",
+               "0", "--bootstrap-file", str(bs)]
+        c = pb.Proc(f"{tag}-crawl", cmd, work)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < at and c.poll() is None:
+            time.sleep(0.01)
+        row["victim_running_at_kill"] = c.poll() is None
+        c.signal(signal.SIGKILL)
+        c.wait(10)
+        c2 = pb.Proc(f"{tag}-crawl2", cmd, work)
+        if not wait_all([t, c2], a.timeout):
+            row["error"] = f"not done within {a.timeout:.0f} s"
+        row["crawl2_rc"] = c2.poll()
+    finally:
+        b.stop(10)
+        pb.stop_all()
+    info = pb.state_info(sv, state, work, f"{tag}-read")
+    row["final_documents"] = info.get("documents")
+    if not a.keep_state:
+        for d in (state, crawl_state):
+            shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
 def round_run(sv, work, r, a, at) -> dict:
     tag = f"run-{r}"
     state = work / f"{tag}.state"
@@ -176,6 +249,10 @@ def main():
     p.add_argument("--vocab-capacity", type=int, default=50000)
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--feeds", type=int, default=100, help="crawl: local RSS files")
+    p.add_argument("--feed-items", type=int, default=30, help="crawl: items per file")
+    p.add_argument("--crawl-max-at", type=float, default=1.5,
+                   help="crawl: kill moments uniform in [0.1, this] s")
     p.add_argument("--streamvec", type=Path, default=pb.REPO / "build" / "app" / "streamvec")
     p.add_argument("--results", type=Path, default=pb.BENCH_DIR / "results")
     p.add_argument("--keep-state", action="store_true")
@@ -194,20 +271,30 @@ def main():
     if "run" in kinds:
         (work / "run-data").mkdir(exist_ok=True)
         (work / "run-data" / a.corpus.name).symlink_to(a.corpus.resolve())
+    feeds_file = None
+    if "crawl" in kinds:
+        feeds_file = make_feeds(a.corpus, work / "feeds", a.feeds, a.feed_items)
     pb.log(f"kinds {','.join(kinds)}, {a.kills} kills each, seed {seed}; runs in {work}")
     rows = []
     for kind in kinds:
         for r in range(1, a.kills + 1):
-            at = rng.uniform(a.min_at, a.max_at)
+            at = rng.uniform(0.1, a.crawl_max_at) if kind == "crawl" else \
+                rng.uniform(a.min_at, a.max_at)
+            expected = a.feeds * a.feed_items if kind == "crawl" else a.documents
             try:
-                row = round_run(sv, work, r, a, at) if kind == "run" else \
-                    round_kafka(kind, sv, work, r, a, at)
+                if kind == "run":
+                    row = round_run(sv, work, r, a, at)
+                elif kind == "crawl":
+                    row = round_crawl(sv, work, r, a, at, feeds_file)
+                else:
+                    row = round_kafka(kind, sv, work, r, a, at)
             except RuntimeError as e:
                 row = {"kind": kind, "round": r, "error": str(e)}
             final = row.get("final_documents")
+            row["expected_documents"] = expected
             if final is not None:
-                row["lost"] = max(0, a.documents - final)
-                row["duplicates"] = max(0, final - a.documents)
+                row["lost"] = max(0, expected - final)
+                row["duplicates"] = max(0, final - expected)
             pb.log(f"{kind} {r}: killed at {row.get('kill_at_s')} s "
                    f"(running: {row.get('victim_running_at_kill')}), final documents {final}, "
                    f"duplicates {row.get('duplicates')}, lost {row.get('lost')}"
