@@ -256,14 +256,20 @@ Guess GuessFormat(std::string_view data, const Header& h) {
     if (!IsTextNumberByte(c)) return Guess::kBinary;
     digit = digit || (c >= '0' && c <= '9');
   }
-  if (!digit) return Guess::kBinary;
   int tokens = 0;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    if (!IsBlank(rest[i]) && rest[i] != '\r' &&
-        (i == 0 || IsBlank(rest[i - 1]) || rest[i - 1] == '\r')) {
-      ++tokens;
-    }
+  bool numbers = true;  // every token reads as a float
+  for (size_t i = 0; i < rest.size();) {
+    while (i < rest.size() && (IsBlank(rest[i]) || rest[i] == '\r')) ++i;
+    if (i == rest.size()) break;
+    const size_t start = i;
+    while (i < rest.size() && !IsBlank(rest[i]) && rest[i] != '\r') ++i;
+    float unused;
+    numbers = numbers && ParseFloat(rest.data() + start, rest.data() + i, &unused);
+    ++tokens;
   }
+  // A row of only nan and inf values has no digit (a diverged model's first row): text when it
+  // holds dim floats. Otherwise bytes without a digit are a binary row's.
+  if (!digit) return tokens == h.dim && numbers ? Guess::kText : Guess::kBinary;
   return tokens == h.dim ? Guess::kText : Guess::kTextLike;
 }
 
@@ -469,7 +475,11 @@ Status CheckWritable(const std::string& path) {
 StatusOr<Embeddings> ReadWord2Vec(const std::string& path, VectorFormat* detected) {
   StatusOr<std::string> file = ReadFile(path);
   if (!file.ok()) return file.status();
-  const std::string_view data = *file;
+  return ParseWord2Vec(*file, path, detected);
+}
+
+StatusOr<Embeddings> ParseWord2Vec(std::string_view data, const std::string& path,
+                                   VectorFormat* detected) {
   StatusOr<Header> header = ParseHeader(data, path);
   if (!header.ok()) return header.status();
   Embeddings out;

@@ -158,6 +158,19 @@ TEST_F(Word2VecFormatTest, ReadsWord2VecCToolTextWithTrailingSpace) {
   EXPECT_EQ(e->vectors, (BigVector<float>{0.1f, -0.2f, 0.3f, 1.0f, 2.0f, 3.0f}));
 }
 
+TEST_F(Word2VecFormatTest, TextWhoseFirstRowIsOnlyNanAndInfIsText) {
+  // No digit in the first row (a diverged model's): still "<word> <dim floats>", so text.
+  const std::string path = WriteRaw("nan.txt", "2 3\nthe nan -inf inf\nof -nan 1 2\n");
+  VectorFormat detected = VectorFormat::kBinary;
+  StatusOr<Embeddings> e = ReadWord2Vec(path, &detected);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(detected, VectorFormat::kText);
+  EXPECT_EQ(e->words, (std::vector<std::string>{"the", "of"}));
+  EXPECT_TRUE(std::isnan(e->vectors[0]));
+  EXPECT_EQ(e->vectors[1], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(e->vectors[5], 2.0f);
+}
+
 TEST_F(Word2VecFormatTest, ReadsCrlfText) {
   const std::string path = WriteRaw("crlf.txt", "2 2\r\na 1 2\r\nb +3 -4e-1\r\n");
   StatusOr<Embeddings> e = ReadWord2Vec(path);

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "streamvec/base/big_array.h"
@@ -53,6 +54,10 @@ Status CheckWritable(const std::string& path);
 // Errors: NotFound (missing file), Corruption naming the line or byte offset (bad header, short
 // row, wrong number of values, truncated binary row).
 StatusOr<Embeddings> ReadWord2Vec(const std::string& path, VectorFormat* detected = nullptr);
+
+// ReadWord2Vec on bytes already in memory: `name` stands for the path in error messages.
+StatusOr<Embeddings> ParseWord2Vec(std::string_view data, const std::string& name,
+                                   VectorFormat* detected = nullptr);
 
 }  // namespace streamvec
 
