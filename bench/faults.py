@@ -63,6 +63,16 @@ def broker(sv, work, tag, a):
     return pb.start_broker(sv, work, tag, ns, hold_group=False)
 
 
+def kill_at(victim, t0: float, at: float) -> bool:
+    """SIGKILLs `victim` `at` s after t0 (at once if it exited); True if it was still running."""
+    while time.monotonic() - t0 < at and victim.poll() is None:
+        time.sleep(0.01)
+    running = victim.poll() is None
+    victim.signal(signal.SIGKILL)
+    victim.wait(10)
+    return running
+
+
 def wait_all(procs, timeout) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -88,13 +98,8 @@ def round_kafka(kind, sv, work, r, a, at) -> dict:
         if kind == "serve":
             s = pb.Proc(f"{tag}-serve", [str(sv), "serve", "--state", str(state), "--http",
                                          "127.0.0.1:0"], work)
-        t0 = time.monotonic()
         victim = {"ingest": i, "train": t, "serve": s}[kind]
-        while time.monotonic() - t0 < at and victim.poll() is None:
-            time.sleep(0.01)
-        row["victim_running_at_kill"] = victim.poll() is None
-        victim.signal(signal.SIGKILL)
-        victim.wait(10)
+        row["victim_running_at_kill"] = kill_at(victim, time.monotonic(), at)
         if kind == "ingest":
             try:
                 row["offsets_at_kill"] = json.loads(offsets.read_text())["positions"]
@@ -185,12 +190,7 @@ def round_crawl(sv, work, r, a, at, feeds_file: Path) -> dict:
                str(crawl_state), "--allow-file-dir", str(feeds_file.parent), "--host-delay",
                "0", "--bootstrap-file", str(bs)]
         c = pb.Proc(f"{tag}-crawl", cmd, work)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < at and c.poll() is None:
-            time.sleep(0.01)
-        row["victim_running_at_kill"] = c.poll() is None
-        c.signal(signal.SIGKILL)
-        c.wait(10)
+        row["victim_running_at_kill"] = kill_at(c, time.monotonic(), at)
         c2 = pb.Proc(f"{tag}-crawl2", cmd, work)
         if not wait_all([t, c2], a.timeout):
             row["error"] = f"not done within {a.timeout:.0f} s"
@@ -216,12 +216,7 @@ def round_run(sv, work, r, a, at) -> dict:
            f"{a.run_max_idle:g}", "--state", str(state), "--http", "127.0.0.1:0",
            "--vocab-capacity", str(a.vocab_capacity), "--threads", "2"]
     p1 = pb.Proc(f"{tag}-1", cmd, work)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < at and p1.poll() is None:
-        time.sleep(0.01)
-    row["victim_running_at_kill"] = p1.poll() is None
-    p1.signal(signal.SIGKILL)
-    p1.wait(10)
+    row["victim_running_at_kill"] = kill_at(p1, time.monotonic(), at)
     p2 = pb.Proc(f"{tag}-2", cmd, work)
     if p2.wait(a.timeout) is None:
         row["error"] = f"not done within {a.timeout:.0f} s"
