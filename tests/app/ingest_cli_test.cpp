@@ -208,7 +208,9 @@ TEST_F(IngestCliTest, KilledIngestResumesFromItsOffsetsFile) {
   for (int i = 0; i < kLines; ++i) {
     const int64_t end = static_cast<int64_t>(line_end[i]);
     ASSERT_GE(seen[end], 1) << "line " << i << " never arrived";
-    if (end <= at_kill) EXPECT_EQ(seen[end], 1) << "line " << i << " recorded yet sent again";
+    if (end <= at_kill) {
+      EXPECT_EQ(seen[end], 1) << "line " << i << " recorded yet sent again";
+    }
     twice += seen[end] > 1;
   }
   EXPECT_LT(twice, kLines / 4);

@@ -232,7 +232,9 @@ TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbed
   for (size_t i = 0; i < embedding->rows(); ++i) {
     EXPECT_EQ((*counts)[i], (*learner)->Count(embedding->words[i])) << embedding->words[i];
     EXPECT_GT((*counts)[i], 0.0);
-    if (i > 0) EXPECT_LE((*counts)[i], (*counts)[i - 1]);
+    if (i > 0) {
+      EXPECT_LE((*counts)[i], (*counts)[i - 1]);
+    }
   }
 }
 
