@@ -300,7 +300,8 @@ def main():
     lines = [f"streamvec fault campaign {stamp}: corpus {a.corpus} ({a.documents} documents), "
              f"seed {seed}, kill moments uniform in [{a.min_at:g}, {a.max_at:g}] s",
              f"command: /usr/bin/python3 bench/faults.py --kinds {','.join(kinds)} "
-             f"--kills {a.kills} --corpus {a.corpus} --seed {seed}"]
+             f"--kills {a.kills} --min-at {a.min_at:g} --max-at {a.max_at:g} "
+             f"--corpus {a.corpus} --seed {seed}"]
     for kind in kinds:
         rs = [r for r in rows if r["kind"] == kind]
         ok = [r for r in rs if r.get("final_documents") is not None and not r.get("error")]
