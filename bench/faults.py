@@ -73,6 +73,17 @@ def kill_at(victim, t0: float, at: float) -> bool:
     return running
 
 
+def final_documents(sv, work, tag, state: Path, a, row: dict, remove: list[Path]) -> dict:
+    """Stops what is left, reads the state's final document count into row (serve --state), and
+    removes the state directories unless --keep-state."""
+    pb.stop_all()
+    row["final_documents"] = pb.state_info(sv, state, work, f"{tag}-read").get("documents")
+    if not a.keep_state:
+        for d in remove:
+            shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
 def wait_all(procs, timeout) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -133,12 +144,7 @@ def round_kafka(kind, sv, work, r, a, at) -> dict:
             s2.stop(10)
     finally:
         b.stop(10)
-        pb.stop_all()
-    info = pb.state_info(sv, state, work, f"{tag}-read")
-    row["final_documents"] = info.get("documents")
-    if not a.keep_state:
-        shutil.rmtree(state, ignore_errors=True)
-    return row
+    return final_documents(sv, work, tag, state, a, row, [state])
 
 
 def make_feeds(corpus: Path, folder: Path, feeds: int, items: int) -> Path:
@@ -197,13 +203,7 @@ def round_crawl(sv, work, r, a, at, feeds_file: Path) -> dict:
         row["crawl2_rc"] = c2.poll()
     finally:
         b.stop(10)
-        pb.stop_all()
-    info = pb.state_info(sv, state, work, f"{tag}-read")
-    row["final_documents"] = info.get("documents")
-    if not a.keep_state:
-        for d in (state, crawl_state):
-            shutil.rmtree(d, ignore_errors=True)
-    return row
+    return final_documents(sv, work, tag, state, a, row, [state, crawl_state])
 
 
 def round_run(sv, work, r, a, at) -> dict:
@@ -221,11 +221,7 @@ def round_run(sv, work, r, a, at) -> dict:
     if p2.wait(a.timeout) is None:
         row["error"] = f"not done within {a.timeout:.0f} s"
         p2.stop(30)
-    info = pb.state_info(sv, state, work, f"{tag}-read")
-    row["final_documents"] = info.get("documents")
-    if not a.keep_state:
-        shutil.rmtree(state, ignore_errors=True)
-    return row
+    return final_documents(sv, work, tag, state, a, row, [state])
 
 
 def main():
