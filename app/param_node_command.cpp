@@ -33,6 +33,7 @@ struct ParamNodeFlags {
   std::string snapshot_every = "5s";
   double publish_every = ParamNodeOptions{}.publish_every_s;
   int64_t publish_max_bytes = static_cast<int64_t>(ParamNodeOptions{}.publish_max_bytes);
+  std::string publish_precision = "fp16";
   double max_idle = 0;
   std::string metrics;
   std::vector<std::string> kafka_config;
@@ -146,6 +147,11 @@ int RunParamNode(const ParamNodeFlags& f) {
   o.publish_every_s = f.publish_every;
   if (f.publish_max_bytes < 1024) return Usage("--publish-max-bytes must be at least 1024");
   o.publish_max_bytes = static_cast<size_t>(f.publish_max_bytes);
+  if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.publish_precision); p.ok()) {
+    o.publish_precision = *p;
+  } else {
+    return Usage("--publish-precision: " + p.status().message());
+  }
   if (!(f.max_idle >= 0)) return Usage("--max-idle must not be negative");
   o.max_idle_s = f.max_idle;
   std::string metrics_host;
@@ -237,6 +243,10 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--publish-max-bytes", flags->publish_max_bytes,
                   "Row bytes published per turn at most (the rest waits for the next turn)")
+      ->capture_default_str();
+  cmd->add_option("--publish-precision", flags->publish_precision,
+                  "fp16 or fp32: the published rows' precision (fp16: half the bytes every "
+                  "trainer reads; the node keeps fp32)")
       ->capture_default_str();
   cmd->add_option("--max-idle", flags->max_idle,
                   "Stop (after the final snapshot) once the partition was read to its end and "

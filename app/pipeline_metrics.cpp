@@ -101,6 +101,9 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rows_pushed_total", "counter",
                     "Word records pushed (row deltas and counts).",
                     static_cast<double>(ps.rows_pushed));
+  api::AppendMetric(out, "streamvec_train_param_rows_deferred_total", "counter",
+                    "Moved rows a push round left for a later one (the push schedule).",
+                    static_cast<double>(ps.rows_deferred));
   api::AppendMetric(out, "streamvec_train_param_pull_bytes_total", "counter",
                     "Bytes of the node's publications consumed (<prefix>.params).",
                     static_cast<double>(ps.pull_bytes));

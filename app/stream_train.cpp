@@ -345,11 +345,13 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok()) return Fail(s, 2);
   }
   o.push_every_words = f.push_every;
+  o.push_hot_rows = f.push_hot_rows;
+  o.push_max_period = f.push_max_period;
   o.trainer_id = f.trainer_id;
   if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision); p.ok()) {
     o.delta_precision = *p;
   } else {
-    return Fail(p.status(), 2);
+    return Fail(Status::InvalidArgument("--delta-precision: " + p.status().message()), 2);
   }
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer_or = KafkaTrainer::Create(o);
   if (!trainer_or.ok()) {
@@ -419,12 +421,14 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   if (st.param.pushes > 0 || st.param.pull_messages > 0) {
     const ParamClientStats& ps = st.param;
     std::fprintf(stderr,
-                 "streamvec train: parameter shards: %llu pushes (%llu rows, %.1f MB), %llu "
-                 "publications read (%.1f MB), %llu rows applied (%llu with our unmerged deltas), "
+                 "streamvec train: parameter shards: %llu pushes (%llu rows, %.1f MB; %llu rows "
+                 "deferred by the schedule), %llu publications read (%.1f MB), %llu rows applied "
+                 "(%llu with our unmerged deltas), "
                  "%llu stale rows skipped, %llu words started from the node's row, "
                  "%.2f s waiting for the shards\n",
                  static_cast<unsigned long long>(ps.pushes),
                  static_cast<unsigned long long>(ps.rows_pushed), ps.push_bytes / 1e6,
+                 static_cast<unsigned long long>(ps.rows_deferred),
                  static_cast<unsigned long long>(ps.pull_messages), ps.pull_bytes / 1e6,
                  static_cast<unsigned long long>(ps.rows_applied),
                  static_cast<unsigned long long>(ps.rows_corrected),

@@ -50,6 +50,8 @@ struct KafkaTrainFlags {
   std::string metrics;          // --metrics HOST:PORT: GET /metrics (Prometheus); "" = none
   uint32_t param_shards = 0;    // --param-shards: push to / pull from the parameter node
   uint64_t push_every = uint64_t{1} << 18;  // --push-every: trained words between pushes
+  uint32_t push_hot_rows = 4096;            // --push-hot-rows (ParamClientOptions)
+  uint32_t push_max_period = 8;             // --push-max-period, rounds
   std::string delta_precision = "fp32";     // --delta-precision fp32|fp16
   uint32_t trainer_id = 0;                  // --trainer-id (0: random)
   StreamingOptions options;

@@ -64,6 +64,8 @@ struct TrainFlags {
   std::string metrics;              // --metrics HOST:PORT (Kafka only)
   uint32_t param_shards = 0;        // parameter node (Kafka only)
   uint64_t push_every = uint64_t{1} << 18;
+  uint32_t push_hot_rows = 4096;
+  uint32_t push_max_period = 8;
   std::string delta_precision = "fp32";
   uint32_t trainer_id = 0;
 };
@@ -188,6 +190,8 @@ int RunKafka(TrainFlags& f) {
   k.metrics = f.metrics;
   k.param_shards = f.param_shards;
   k.push_every = f.push_every;
+  k.push_hot_rows = f.push_hot_rows;
+  k.push_max_period = f.push_max_period;
   k.delta_precision = f.delta_precision;
   k.trainer_id = f.trainer_id;
   k.explicit_flags = f.explicit_flags;
@@ -472,6 +476,15 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "docs/distributed.md (default 0: train alone)");
   cmd->add_option("--push-every", flags->push_every,
                   "Kafka, with --param-shards: trained words between pushes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--push-hot-rows", flags->push_hot_rows,
+                  "Kafka, with --param-shards: the rows of this many most frequent words go out "
+                  "every push, rarer rows every 2, 4, ... pushes (0: every moved row every push)")
+      ->capture_default_str();
+  cmd->add_option("--push-max-period", flags->push_max_period,
+                  "Kafka, with --param-shards: pushes between two of a rare row at most "
+                  "(rounded down to a power of two)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--delta-precision", flags->delta_precision,

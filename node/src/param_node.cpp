@@ -471,7 +471,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   const int dim = rows.dim;
   ParamMessageHeader header;
   header.model = ParamModelKind::kSgns;
-  header.precision = ParamPrecision::kFp32;
+  header.precision = options.publish_precision;
   header.dim = options.dim;
   header.sender = options.shard;
   header.sender_clock = clock;

@@ -206,8 +206,8 @@ std::string ParamPrecisionName(ParamPrecision precision) {
 StatusOr<ParamPrecision> ParseParamPrecision(std::string_view name) {
   if (name == "fp32") return ParamPrecision::kFp32;
   if (name == "fp16") return ParamPrecision::kFp16;
-  return Status::InvalidArgument("--delta-precision must be fp32 or fp16, not '" +
-                                 std::string(name) + "'");
+  return Status::InvalidArgument("a precision must be fp32 or fp16, not '" + std::string(name) +
+                                 "'");
 }
 
 uint32_t ParamMessageRecordCount(std::string_view message) {

@@ -206,6 +206,7 @@ class ParamNodeMergeTest : public ParamNodeTest,
 TEST_P(ParamNodeMergeTest, PublishedRowsEqualTheHandComputedMerge) {
   ParamNodeOptions o = Options();
   o.merge.rule = GetParam();
+  o.publish_precision = ParamPrecision::kFp32;  // the merge's exact floats (fp16 by default)
   StartNode(o);
   // Round 1: "cat" is new (sender 1 alone: its whole row); "dog" is new at both senders.
   Send({PushMessage(1, 0, {Push("cat", 3, {1.0f, 2.0f}, {0.5f, -0.5f}),

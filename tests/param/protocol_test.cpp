@@ -407,7 +407,7 @@ TEST(ParamProtocolTest, NamesRoundTripAndTopicsFollowThePrefix) {
   }
   StatusOr<ParamPrecision> bad = ParseParamPrecision("bf16");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.status().message(), HasSubstr("--delta-precision must be fp32 or fp16"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("precision must be fp32 or fp16"));
 }
 
 TEST(ParamProtocolTest, ShardOfIsStableAndInRange) {

@@ -31,6 +31,58 @@ std::vector<std::string_view> Text(const std::vector<std::string>& lines) {
   return {lines.begin(), lines.end()};
 }
 
+struct PushedSums {
+  std::map<std::string, std::vector<float>> input, output;  // word -> sum of its pushed deltas
+  std::map<std::string, int> pushes;                        // word -> push messages carrying it
+};
+
+// Reads every push message of `client` from <prefix>.updates and sums each word's deltas.
+void SumPushes(const std::string& bootstrap, const ParamClient& client, uint32_t shards,
+               PushedSums* sums) {
+  testing::TestConsumer consumer(bootstrap, "pc.updates");
+  const std::vector<testing::Record> got = consumer.Read(client.stats().push_messages, 5000);
+  ASSERT_EQ(got.size(), client.stats().push_messages);
+  for (const testing::Record& r : got) {
+    StatusOr<ParamMessage> m = DecodeParamMessage(r.value, {.dim = 8});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->header.kind, ParamMessageKind::kPush);
+    EXPECT_EQ(m->header.sender, 7u);
+    for (const ParamRecord& rec : m->records) {
+      EXPECT_EQ(static_cast<int32_t>(ShardOf(rec.word, shards)), r.partition) << rec.word;
+      if (rec.input.empty()) continue;
+      sums->pushes[rec.word] += 1;
+      auto& in = sums->input[rec.word];
+      auto& out = sums->output[rec.word];
+      in.resize(8, 0.0f);
+      out.resize(8, 0.0f);
+      for (int j = 0; j < 8; ++j) {
+        in[j] += rec.input[j];
+        out[j] += rec.output[j];
+      }
+    }
+  }
+}
+
+// Every admitted word's pushed deltas sum to its rows in the learner.
+void ExpectSumsAreTheRows(StreamingLearner& learner, PushedSums& sums) {
+  std::vector<std::string> words;
+  std::vector<uint32_t> slots;
+  std::vector<double> counts;
+  learner.AdmittedSlots(&words, &slots, &counts);
+  ASSERT_GE(words.size(), 6u);
+  const StreamingLearner::RowTables t = learner.MutableRowTables();
+  for (size_t i = 0; i < words.size(); ++i) {
+    ASSERT_TRUE(sums.input.count(words[i])) << words[i];
+    for (int j = 0; j < 8; ++j) {
+      // Within float rounding: a push rebases by the rounded delta, so the receiver's sum is the
+      // tracker's base and the last rounding residual waits for the next push.
+      // (summing many pushes' deltas in float: a few ulps of the largest partial sum).
+      EXPECT_NEAR(sums.input[words[i]][j], t.input[slots[i] * t.stride + j], 1e-6) << words[i];
+      EXPECT_NEAR(sums.output[words[i]][j], t.output[slots[i] * t.stride + j], 1e-6) << words[i];
+    }
+  }
+}
+
 // Every pushed delta of a word, summed in push order, is its row (to float rounding): the node
 // starts a word from zero and the first push carries the whole row. Each word goes to its
 // ShardOf partition.
@@ -56,47 +108,53 @@ TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
   }
   ASSERT_TRUE((*client)->Flush(10000).ok());
   EXPECT_EQ((*client)->stats().pushes, 3u);
+  EXPECT_EQ((*client)->stats().rows_deferred, 0u);  // fewer words than push_hot_rows
+  PushedSums sums;
+  SumPushes((*broker)->bootstrap(), **client, 2, &sums);
+  ExpectSumsAreTheRows(learner, sums);
+}
 
-  testing::TestConsumer consumer((*broker)->bootstrap(), "pc.updates");
-  const std::vector<testing::Record> got = consumer.Read((*client)->stats().push_messages, 5000);
-  ASSERT_EQ(got.size(), (*client)->stats().push_messages);
-  std::map<std::string, std::vector<float>> input_sum, output_sum;
-  uint64_t last_sequence = 0;
-  for (const testing::Record& r : got) {
-    StatusOr<ParamMessage> m = DecodeParamMessage(r.value, {.dim = 8});
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    EXPECT_EQ(m->header.kind, ParamMessageKind::kPush);
-    EXPECT_EQ(m->header.sender, 7u);
-    last_sequence = std::max(last_sequence, m->header.sequence);
-    for (const ParamRecord& rec : m->records) {
-      EXPECT_EQ(static_cast<int32_t>(ShardOf(rec.word, 2)), r.partition) << rec.word;
-      if (rec.input.empty()) continue;
-      auto& in = input_sum[rec.word];
-      auto& out = output_sum[rec.word];
-      in.resize(8, 0.0f);
-      out.resize(8, 0.0f);
-      for (int j = 0; j < 8; ++j) {
-        in[j] += rec.input[j];
-        out[j] += rec.output[j];
-      }
-    }
+// The push schedule: with push_hot_rows 1 the most frequent word goes out every round and rarer
+// ones in fewer rounds; what a round defers is not lost (the final, forced push carries it),
+// so the pushed deltas still sum to the rows.
+TEST(ParamClientTest, ThePushScheduleDefersRareRowsAndLosesNothing) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 1).ok());
+  StreamingLearner learner(Small());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pc";
+  po.sender = 7;
+  po.push_every_words = 1;
+  po.push_hot_rows = 1;
+  po.push_max_period = 4;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  const std::vector<std::string> lines = {"the the the cat sat on the mat",
+                                          "the the dog sat on the log",
+                                          "a cat and a dog and the mat the"};
+  const int rounds = 9;
+  for (int round = 0; round < rounds; ++round) {
+    ASSERT_TRUE(learner.TrainMicroBatch(Text(lines)).ok());
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
   }
-  std::vector<std::string> words;
-  std::vector<uint32_t> slots;
-  std::vector<double> counts;
-  learner.AdmittedSlots(&words, &slots, &counts);
-  ASSERT_GE(words.size(), 6u);
-  const StreamingLearner::RowTables t = learner.MutableRowTables();
-  for (size_t i = 0; i < words.size(); ++i) {
-    ASSERT_TRUE(input_sum.count(words[i])) << words[i];
-    for (int j = 0; j < 8; ++j) {
-      // Within float rounding: a push rebases by the rounded delta, so the receiver's sum is the
-      // tracker's base and the last rounding residual waits for the next push.
-      // (summing many pushes' deltas in float: a few ulps of the largest partial sum).
-      EXPECT_NEAR(input_sum[words[i]][j], t.input[slots[i] * t.stride + j], 1e-6) << words[i];
-      EXPECT_NEAR(output_sum[words[i]][j], t.output[slots[i] * t.stride + j], 1e-6) << words[i];
-    }
-  }
+  EXPECT_GT((*client)->stats().rows_deferred, 0u);
+  PushedSums before;
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  SumPushes((*broker)->bootstrap(), **client, 1, &before);
+  // "the" (most frequent, level 0) in every round after its first, whole-row push.
+  EXPECT_EQ(before.pushes["the"], rounds);
+  // "log" (rarest) at most every 4 rounds, after its first push.
+  EXPECT_LE(before.pushes["log"], 1 + rounds / 4);
+  EXPECT_GE(before.pushes["log"], 1);
+
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  PushedSums sums;
+  SumPushes((*broker)->bootstrap(), **client, 1, &sums);
+  ExpectSumsAreTheRows(learner, sums);
 }
 
 // A published row replaces the trainer's copy, keeping what the trainer learned since its last

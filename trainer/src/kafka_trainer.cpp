@@ -951,6 +951,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     po.kafka = o.kafka;
     po.shards = o.param_shards;
     po.push_every_words = o.push_every_words;
+    po.push_hot_rows = o.push_hot_rows;
+    po.push_max_period = o.push_max_period;
     po.precision = o.delta_precision;
     po.sender = o.trainer_id != 0 ? o.trainer_id : static_cast<uint32_t>(std::random_device{}());
     StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, m.learner.get());

@@ -51,6 +51,7 @@ struct ParamClient::Impl {
   std::vector<bool> initial;            // slot -> its rows were not pushed since MarkFresh
   uint64_t last_push_words = 0;
   uint64_t sequence = 0;
+  PushSchedule schedule;
   // Acknowledgements: a push round's messages to a shard, their delivered offsets, and the
   // newest round each shard's merged watermark has passed. A published row is taken only when
   // its shard acknowledged the round that last pushed that row: an older publication lacks
@@ -257,7 +258,7 @@ struct ParamClient::Impl {
     return Status::Ok();
   }
 
-  Status Push(uint64_t words_trained) {
+  Status Push(uint64_t words_trained, bool everything) {
     EnsureTrackers();
     std::vector<std::string> words;
     std::vector<uint32_t> slots;
@@ -273,12 +274,31 @@ struct ParamClient::Impl {
         initial[s] = true;
       }
     }
+    const uint64_t round = ++push_round;
+    if (!everything && options.push_hot_rows > 0) {
+      // The push schedule: rows not due this round keep their deltas (their base stays) for a
+      // later round; a word's first, whole-row push is always due.
+      schedule.SetReference(counts);
+      size_t kept_slots = 0;
+      for (size_t i = 0; i < slots.size(); ++i) {
+        if (!initial[slots[i]] && !schedule.Due(round, slots[i], counts[i])) continue;
+        if (kept_slots != i) {  // (a self-move would empty the word)
+          words[kept_slots] = std::move(words[i]);
+          slots[kept_slots] = slots[i];
+          counts[kept_slots] = counts[i];
+        }
+        ++kept_slots;
+      }
+      stats.rows_deferred += slots.size() - kept_slots;
+      words.resize(kept_slots);
+      slots.resize(kept_slots);
+      counts.resize(kept_slots);
+    }
     std::vector<float> in(slots.size() * static_cast<size_t>(dim));
     std::vector<float> out(in.size());
     input_deltas->Export(slots, in.data(), options.precision);
     output_deltas->Export(slots, out.data(), options.precision);
     std::vector<std::vector<ParamRecord>> by_shard(options.shards);
-    const uint64_t round = ++push_round;
     RoundDeltas kept_round;
     kept_round.round = round;
     kept_round.message_of.assign(slots.size(), 0);
@@ -476,6 +496,9 @@ ParamClient::~ParamClient() { impl_->learner->SetRowInitializer({}); }
 StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOptions& options,
                                                            StreamingLearner* learner) {
   if (options.shards < 1) return Status::InvalidArgument("--param-shards must be at least 1");
+  if (options.push_hot_rows > 0 && options.push_max_period < 1) {
+    return Status::InvalidArgument("--push-max-period must be at least 1 round");
+  }
   if (options.push_every_words < 1) {
     return Status::InvalidArgument("--push-every must be at least 1 word");
   }
@@ -488,6 +511,11 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->learner = learner;
+  if (options.push_hot_rows > 0) {
+    int max_level = 0;
+    while (max_level < 30 && (uint64_t{2} << max_level) <= options.push_max_period) ++max_level;
+    impl->schedule = PushSchedule({.top_rows = options.push_hot_rows, .max_level = max_level});
+  }
   impl->dim = learner->options().dim;
   impl->updates_topic = UpdatesTopic(options.kafka.topic_prefix);
   impl->params_topic = ParamsTopic(options.kafka.topic_prefix);
@@ -542,7 +570,7 @@ Status ParamClient::Sync(bool force) {
   Impl& m = *impl_;
   const uint64_t trained = m.learner->stats().words_trained;
   if (force || trained - m.last_push_words >= m.options.push_every_words) {
-    SV_RETURN_IF_ERROR(m.Push(trained));
+    SV_RETURN_IF_ERROR(m.Push(trained, /*everything=*/force));
   }
   if (m.input_deltas) m.Pull();
   rd_kafka_poll(m.producer, 0);

@@ -100,6 +100,10 @@ struct ParamNodeOptions {
   // publish_every_s, at most 2.5 MiB/s on the partition by default, half the embedded broker's
   // ring a second, so a trainer that reads `.params` within about 2 s loses nothing there.
   size_t publish_max_bytes = size_t{2} << 20;
+  // Of the published rows (--publish-precision). fp16 halves what every trainer reads; the
+  // node's rows stay fp32, and a trainer's row is the published one plus its own unpushed delta,
+  // so the rounding (relative 2^-11) does not accumulate.
+  ParamPrecision publish_precision = ParamPrecision::kFp16;
   size_t max_message_bytes = size_t{512} << 10;  // bytes per `.params` message (under Kafka's
                                                  // 1 MB message.max.bytes), at most
   size_t max_batch_messages = 256;  // `.updates` messages merged as one batch, at most

@@ -94,7 +94,7 @@ enum class ParamPrecision : uint8_t {
 std::string ParamMessageKindName(ParamMessageKind kind);
 std::string ParamModelKindName(ParamModelKind model);
 std::string ParamPrecisionName(ParamPrecision precision);
-// The inverse of ParamPrecisionName; InvalidArgument names the flag value.
+// The inverse of ParamPrecisionName; InvalidArgument names the value (callers prefix the flag).
 StatusOr<ParamPrecision> ParseParamPrecision(std::string_view name);
 
 struct ParamMessageHeader {

@@ -121,6 +121,8 @@ struct KafkaTrainerOptions {
   // <prefix>.params, between micro-batches. 0: alone, as before.
   uint32_t param_shards = 0;
   uint64_t push_every_words = uint64_t{1} << 18;  // trained words between pushes
+  uint32_t push_hot_rows = 4096;  // the push schedule (ParamClientOptions::push_hot_rows)
+  uint32_t push_max_period = 8;   // rounds (ParamClientOptions::push_max_period)
   ParamPrecision delta_precision = ParamPrecision::kFp32;
   uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
   // MIMICK beside the learner (CharDistiller, docs/char-model.md): a character model learns the

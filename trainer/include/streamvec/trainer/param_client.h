@@ -11,9 +11,10 @@
 // row plus the local delta not yet pushed), for the words it holds; others are skipped. A word
 // the node reports removed (evicted from its shard) is pushed whole again next time.
 //
-// Not yet: the pWord2Vec push schedule (every admitted row that moved goes out each round),
-// the vocabulary and noise distribution from the node's counts, a staleness bound, and a late
-// trainer's start from the node's newest rows beyond what .params still holds.
+// Rarer rows go out less often than frequent ones (PushSchedule,
+// ParamClientOptions::push_hot_rows). Not yet: the vocabulary and noise distribution from the
+// node's counts, a staleness bound, and a late trainer's start from the node's newest rows beyond
+// what .params still holds.
 //
 // Thread safety: one thread (the Kafka trainer's) drives it, between micro-batches.
 #ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
@@ -37,6 +38,14 @@ struct ParamClientOptions {
   uint32_t sender = 0;       // this trainer's id in the messages' header
   ParamPrecision precision = ParamPrecision::kFp32;  // of the pushed deltas (--delta-precision)
   uint64_t push_every_words = uint64_t{1} << 18;     // trained words between pushes (--push-every)
+  // Which moved rows a push round carries (PushSchedule, after pWord2Vec): the rows of the
+  // push_hot_rows most frequent words every round, rarer rows every 2, 4, ... rounds, each row
+  // at least every push_max_period rounds (rounded down to a power of two). A row not due
+  // keeps accumulating its delta; a word's first (whole-row) push and the final push at stop
+  // carry every moved row. push_hot_rows 0: every moved row every round (--push-hot-rows,
+  // --push-max-period).
+  uint32_t push_hot_rows = 4096;
+  uint32_t push_max_period = 8;
   // Flow control: before each push message to a shard, wait while that `.updates` partition
   // holds more than this many bytes the shard has not committed (ParamNodesGroup: a node
   // commits once a snapshot covers what it merged), so the embedded broker's ~5 MiB ring never
@@ -51,6 +60,7 @@ struct ParamClientStats {
   uint64_t push_messages = 0;    // messages produced to .updates
   uint64_t push_bytes = 0;       // their bytes
   uint64_t rows_pushed = 0;      // records pushed (a word's deltas and count)
+  uint64_t rows_deferred = 0;    // moved rows a round left for a later one (the push schedule)
   uint64_t pull_messages = 0;    // publications consumed from .params
   uint64_t pull_bytes = 0;       // their bytes
   uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
