@@ -227,8 +227,11 @@ KafkaTrainerStats TotalStats(const std::vector<std::unique_ptr<KafkaTrainer>>& t
 }
 
 // After the trainers stopped (each pushed what was left and flushed it): waits, at most
-// `limit_s`, until every shard merged its `.updates` partition up to the high watermark, so the
-// trainers' last pushes are in the shards' final snapshots. False (logged) when it gave up.
+// `limit_s`, until every shard consumed and merged every message of its `.updates` partition, so
+// the trainers' last pushes are in the shards' final snapshots. The broker is this process's own
+// and new, so a shard consumes its partition from the beginning (a resumed snapshot's offset names
+// another cluster): its message count in this process reaches the partition's size. False (logged)
+// when it gave up.
 bool DrainShards(const KafkaOptions& kafka, const std::vector<std::unique_ptr<ParamNode>>& nodes,
                  double limit_s) {
   using Clock = std::chrono::steady_clock;
@@ -246,10 +249,13 @@ bool DrainShards(const KafkaOptions& kafka, const std::vector<std::unique_ptr<Pa
   for (const PartitionLag& p : lag->partitions) {
     if (p.partition < 0 || static_cast<size_t>(p.partition) >= nodes.size()) continue;
     const ParamNode& node = *nodes[p.partition];
-    while (p.high > 0 && node.stats().next_offset < p.high) {
+    const uint64_t size = static_cast<uint64_t>(std::max<int64_t>(0, p.high - p.low));
+    while (node.stats().messages < size) {
       if (Clock::now() >= deadline) {
-        spdlog::warn("run: shard {} merged up to offset {} of {} in {:.0f} s; stopping it anyway",
-                     p.partition, node.stats().next_offset, p.high, limit_s);
+        spdlog::warn(
+            "run: shard {} merged {} of the {} messages of its partition in {:.0f} s; "
+            "stopping it anyway",
+            p.partition, node.stats().messages, size, limit_s);
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
