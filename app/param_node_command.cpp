@@ -10,8 +10,8 @@
 
 #include "commands.h"
 #include "host_port.h"
+#include "pipeline_metrics.h"
 #include "stop_signal.h"
-#include "streamvec/api/prometheus.h"
 #include "streamvec/api/metrics_endpoint.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/node/param_node.h"
@@ -53,52 +53,6 @@ bool ParseSeconds(std::string text, double* seconds) {
   if (end != text.c_str() + text.size() || !(v > 0) || v > 1e9) return false;
   *seconds = v;
   return true;
-}
-
-std::string RenderMetrics(const ParamNodeStats& s, uint32_t shard) {
-  using api::AppendMetric;
-  const std::string labels = "shard=\"" + std::to_string(shard) + "\"";
-  std::string out;
-  auto counter = [&](const char* name, const char* help, double v) {
-    AppendMetric(&out, name, "counter", help, v, labels);
-  };
-  auto gauge = [&](const char* name, const char* help, double v) {
-    AppendMetric(&out, name, "gauge", help, v, labels);
-  };
-  counter("streamvec_param_node_messages_total", "Messages consumed from <prefix>.updates.",
-          static_cast<double>(s.messages));
-  counter("streamvec_param_node_received_bytes_total", "Bytes consumed from <prefix>.updates.",
-          static_cast<double>(s.bytes_in));
-  counter("streamvec_param_node_merges_total", "Push messages merged.",
-          static_cast<double>(s.merges));
-  counter("streamvec_param_node_merge_rounds_total",
-          "Row rounds applied (one per row and consumed batch).", static_cast<double>(s.rounds));
-  counter("streamvec_param_node_rows_dropped_total",
-          "Pushed rows of words the shard does not hold.", static_cast<double>(s.rows_dropped));
-  counter("streamvec_param_node_rejected_total", "Messages sent to <prefix>.rejected.",
-          static_cast<double>(s.rejected));
-  counter("streamvec_param_node_published_messages_total", "Messages produced to <prefix>.params.",
-          static_cast<double>(s.published_messages));
-  counter("streamvec_param_node_published_bytes_total", "Bytes produced to <prefix>.params.",
-          static_cast<double>(s.bytes_out));
-  counter("streamvec_param_node_published_rows_total", "Row records published.",
-          static_cast<double>(s.published_rows));
-  counter("streamvec_param_node_evictions_total", "Words that left the shard's vocabulary.",
-          static_cast<double>(s.evictions));
-  counter("streamvec_param_node_snapshots_total", "Snapshots written.",
-          static_cast<double>(s.snapshots));
-  counter("streamvec_param_node_merge_seconds_total", "Seconds spent decoding and merging.",
-          s.merge_seconds);
-  gauge("streamvec_param_node_clock", "Node clock: push messages merged over the state's life.",
-        static_cast<double>(s.clock));
-  gauge("streamvec_param_node_rows", "Words held, each with an input and an output row.",
-        static_cast<double>(s.rows));
-  gauge("streamvec_param_node_updates_lag_messages",
-        "Messages of the shard's <prefix>.updates partition not merged yet (-1: unknown).",
-        static_cast<double>(s.lag));
-  gauge("streamvec_param_node_snapshot_version", "Version of the last snapshot.",
-        static_cast<double>(s.snapshot_version));
-  return out;
 }
 
 int RunParamNode(const ParamNodeFlags& f) {
@@ -172,8 +126,12 @@ int RunParamNode(const ParamNodeFlags& f) {
   std::unique_ptr<api::MetricsEndpoint> metrics;
   if (!f.metrics.empty()) {
     const uint32_t shard = o.shard;
-    StatusOr<std::unique_ptr<api::MetricsEndpoint>> m = api::MetricsEndpoint::Start(
-        metrics_host, metrics_port, [raw, shard] { return RenderMetrics(raw->stats(), shard); });
+    StatusOr<std::unique_ptr<api::MetricsEndpoint>> m =
+        api::MetricsEndpoint::Start(metrics_host, metrics_port, [raw, shard] {
+          std::string out;
+          AppendParamNodeMetrics(&out, {raw->stats()}, shard);
+          return out;
+        });
     if (!m.ok()) {
       std::fprintf(stderr, "streamvec param-node: --metrics: %s\n", m.status().message().c_str());
       return m.status().code() == StatusCode::kInvalidArgument ? 2 : 1;

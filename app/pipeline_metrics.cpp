@@ -129,6 +129,97 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
                     static_cast<double>(ps.node_clock));
 }
 
+namespace {
+
+// One family with one sample per item, labelled `label`="<first + index>".
+template <typename T, typename F>
+void AppendLabelledFamily(std::string* out, const char* name, const char* type, const char* help,
+                          const char* label, const std::vector<T>& items, uint32_t first, F value) {
+  api::AppendMetricHeader(out, name, type, help);
+  for (size_t k = 0; k < items.size(); ++k) {
+    *out += std::string(name) + "{" + label + "=\"" + std::to_string(first + k) + "\"} " +
+            api::PromNumber(static_cast<double>(value(items[k]))) + "\n";
+  }
+}
+
+}  // namespace
+
+void AppendParamNodeMetrics(std::string* out, const std::vector<ParamNodeStats>& shards,
+                            uint32_t first_shard) {
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    AppendLabelledFamily(out, name, type, help, "shard", shards, first_shard, value);
+  };
+  using S = ParamNodeStats;
+  family("streamvec_param_node_messages_total", "counter",
+         "Messages consumed from <prefix>.updates.", [](const S& s) { return s.messages; });
+  family("streamvec_param_node_received_bytes_total", "counter",
+         "Bytes consumed from <prefix>.updates.", [](const S& s) { return s.bytes_in; });
+  family("streamvec_param_node_merges_total", "counter", "Push messages merged.",
+         [](const S& s) { return s.merges; });
+  family("streamvec_param_node_merge_rounds_total", "counter",
+         "Row rounds applied (one per row and consumed batch).",
+         [](const S& s) { return s.rounds; });
+  family("streamvec_param_node_rows_dropped_total", "counter",
+         "Pushed rows of words the shard does not hold.",
+         [](const S& s) { return s.rows_dropped; });
+  family("streamvec_param_node_rejected_total", "counter", "Messages sent to <prefix>.rejected.",
+         [](const S& s) { return s.rejected; });
+  family("streamvec_param_node_published_messages_total", "counter",
+         "Messages produced to <prefix>.params.", [](const S& s) { return s.published_messages; });
+  family("streamvec_param_node_published_bytes_total", "counter",
+         "Bytes produced to <prefix>.params.", [](const S& s) { return s.bytes_out; });
+  family("streamvec_param_node_published_rows_total", "counter", "Row records published.",
+         [](const S& s) { return s.published_rows; });
+  family("streamvec_param_node_evictions_total", "counter",
+         "Words that left the shard's vocabulary.", [](const S& s) { return s.evictions; });
+  family("streamvec_param_node_snapshots_total", "counter", "Snapshots written.",
+         [](const S& s) { return s.snapshots; });
+  family("streamvec_param_node_merge_seconds_total", "counter",
+         "Seconds spent decoding and merging.", [](const S& s) { return s.merge_seconds; });
+  family("streamvec_param_node_clock", "gauge",
+         "Node clock: push messages merged over the state's life.",
+         [](const S& s) { return s.clock; });
+  family("streamvec_param_node_rows", "gauge", "Words held, each with an input and an output row.",
+         [](const S& s) { return s.rows; });
+  family("streamvec_param_node_updates_lag_messages", "gauge",
+         "Messages of the shard's <prefix>.updates partition not merged yet (-1: unknown).",
+         [](const S& s) { return s.lag; });
+  family("streamvec_param_node_snapshot_version", "gauge", "Version of the last snapshot.",
+         [](const S& s) { return s.snapshot_version; });
+}
+
+void AppendLabelledTrainerMetrics(std::string* out,
+                                  const std::vector<KafkaTrainerStats>& trainers) {
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    AppendLabelledFamily(out, name, type, help, "trainer", trainers, 0, value);
+  };
+  using T = KafkaTrainerStats;
+  family("streamvec_run_trainer_documents_total", "counter", "Documents trained by the trainer.",
+         [](const T& t) { return t.documents; });
+  family("streamvec_run_trainer_words_total", "counter", "Words counted by the trainer's learner.",
+         [](const T& t) { return t.words; });
+  family("streamvec_run_trainer_lag_messages", "gauge",
+         "Messages behind the high watermarks of the trainer's partitions (-1: unknown).",
+         [](const T& t) { return t.lag; });
+  family("streamvec_train_param_pushes_total", "counter",
+         "Push rounds to the parameter node (<prefix>.updates).",
+         [](const T& t) { return t.param.pushes; });
+  family("streamvec_train_param_push_bytes_total", "counter", "Bytes of the pushed messages.",
+         [](const T& t) { return t.param.push_bytes; });
+  family("streamvec_train_param_rows_pushed_total", "counter",
+         "Word records pushed (row deltas and counts).",
+         [](const T& t) { return t.param.rows_pushed; });
+  family("streamvec_train_param_pull_bytes_total", "counter",
+         "Bytes of the node's publications consumed (<prefix>.params).",
+         [](const T& t) { return t.param.pull_bytes; });
+  family("streamvec_train_param_rows_applied_total", "counter",
+         "Published rows applied to words this trainer holds.",
+         [](const T& t) { return t.param.rows_applied; });
+  family("streamvec_train_param_node_clock", "gauge",
+         "Newest node clock applied (push messages the node had merged).",
+         [](const T& t) { return t.param.node_clock; });
+}
+
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {
   api::AppendMetric(out, "streamvec_crawl_feeds_fetched_total", "counter",
                     "Feed responses with a body.", static_cast<double>(cs.feeds_fetched));

@@ -7,10 +7,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "streamvec/api/metrics_endpoint.h"
 #include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/ingestor.h"
+#include "streamvec/node/param_node.h"
 #include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec::app {
@@ -24,6 +26,15 @@ void AppendIngestMetrics(std::string* out, const IngestStats& is, int64_t traine
 void AppendTrainerMetrics(std::string* out, const KafkaTrainerStats& ts, double words_per_second);
 // A trainer's pushes to and pulls from the parameter node (streamvec_train_param_*).
 void AppendParamMetrics(std::string* out, const ParamClientStats& ps);
+// Parameter-node shards' counters and gauges (streamvec_param_node_*), one sample per shard
+// labelled shard="I": shards[k] is shard first_shard + k (`param-node` serves its own shard,
+// `run --param-shards S` all of them).
+void AppendParamNodeMetrics(std::string* out, const std::vector<ParamNodeStats>& shards,
+                            uint32_t first_shard = 0);
+// Per trainer of `run --trainers N --param-shards S`, labelled trainer="J" (J from 0): documents
+// and words trained (streamvec_run_trainer_*) and the pushes and pulls
+// (streamvec_train_param_*), one family header each.
+void AppendLabelledTrainerMetrics(std::string* out, const std::vector<KafkaTrainerStats>& trainers);
 // The feed crawler's counters (streamvec_crawl_*).
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs);
 // streamvec_process_write_bytes_total (/proc/self/io).

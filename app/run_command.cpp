@@ -5,7 +5,13 @@
 // learner's state, and the connector's positions of the documents that snapshot covers (the
 // embedded broker keeps nothing across restarts, so the trainer starts the new broker's topic from
 // the beginning and the connector re-sends what the snapshot did not cover: at least once).
+//
+// With --param-shards S (and --trainers N), the same on the topology of a cluster
+// (docs/distributed.md): S parameter-node shards on threads of the process (states
+// <state>/shard-<i>), N trainers pushing to them (states <state>/trainer-<j>, each assigned every
+// N-th partition of <prefix>.docs), and the REST API over the union of the shards' snapshots.
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "char_flags.h"
 #include "commands.h"
 #include "host_port.h"
@@ -33,11 +37,15 @@
 #include "streamvec/api/server.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/base/thread_priority.h"
-#include "streamvec/kernels/cuda.h"
 #include "streamvec/ingest/crawler/crawler.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/broker.h"
+#include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/kernels/cuda.h"
+#include "streamvec/node/param_node.h"
+#include "streamvec/param/protocol.h"
+#include "streamvec/store/state_store.h"
 #include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec::app {
@@ -68,7 +76,9 @@ struct RunFlags {
   std::string admin_token_file;
   std::vector<std::string> similarity;
   std::string analogy;
-  int threads = 1;
+  int threads = 1;       // per trainer
+  int trainers = 1;      // --trainers: Kafka trainers (more than one needs param_shards)
+  int param_shards = 0;  // --param-shards: parameter-node shards in the process (0: none)
   // Priority of the pipeline's threads (broker, connector, crawler, trainer) and of the REST
   // server's index and polling threads: on shared cores requests come first, and the pipeline
   // takes every cycle they leave (sched(7)). Under BackgroundPolicy::kNice (the default) the nice
@@ -140,6 +150,120 @@ int Usage(const std::string& message) {
   return 2;
 }
 
+// The states of a run with --param-shards, under its --state.
+std::string ShardState(const std::string& state, int shard) {
+  return (std::filesystem::path(state) / ("shard-" + std::to_string(shard))).string();
+}
+std::string TrainerState(const std::string& state, int trainer) {
+  return (std::filesystem::path(state) / ("trainer-" + std::to_string(trainer))).string();
+}
+
+// Where the connector resumes when several trainers shared the stream: per source, the minimum
+// over the trainers' snapshots of the shared prefix each recorded (SharedSourcePositions: below
+// it every document is in some trainer's checkpoint), and a source missing from any of them starts
+// at 0. Documents past it are sent again (at least once).
+StatusOr<std::map<std::string, int64_t>> ReadSharedSourcePositions(const std::string& state,
+                                                                   int trainers) {
+  std::map<std::string, int64_t> out;
+  for (int j = 0; j < trainers; ++j) {
+    StatusOr<std::map<std::string, int64_t>> p =
+        KafkaTrainer::ReadSourcePositions(TrainerState(state, j));
+    if (!p.ok()) {
+      return Status(p.status().code(), TrainerState(state, j) + ": " + p.status().message());
+    }
+    if (j == 0) {
+      out = std::move(p).value();
+      continue;
+    }
+    for (auto it = out.begin(); it != out.end();) {
+      const auto found = p->find(it->first);
+      if (found == p->end()) {
+        it = out.erase(it);
+      } else {
+        it->second = std::min(it->second, found->second);
+        ++it;
+      }
+    }
+  }
+  return out;
+}
+
+// The trainers' counters together, as one trainer's: what /metrics and the report lines show.
+// The one trainer's own with a single trainer.
+KafkaTrainerStats TotalStats(const std::vector<std::unique_ptr<KafkaTrainer>>& trainers) {
+  KafkaTrainerStats total = trainers.front()->stats();
+  for (size_t j = 1; j < trainers.size(); ++j) {
+    const KafkaTrainerStats s = trainers[j]->stats();
+    total.documents += s.documents;
+    total.bytes += s.bytes;
+    total.words += s.words;
+    total.state_documents += s.state_documents;
+    total.state_words += s.state_words;
+    total.words_trained += s.words_trained;
+    total.rejected += s.rejected;
+    total.skipped_language += s.skipped_language;
+    for (const auto& [lang, n] : s.documents_by_language) total.documents_by_language[lang] += n;
+    total.micro_batches += s.micro_batches;
+    total.snapshots += s.snapshots;
+    total.checkpoints += s.checkpoints;
+    total.lag = total.lag < 0 || s.lag < 0 ? -1 : total.lag + s.lag;
+    total.seconds = std::max(total.seconds, s.seconds);
+    total.active_seconds = std::max(total.active_seconds, s.active_seconds);
+    total.trained_until_seconds = std::max(total.trained_until_seconds, s.trained_until_seconds);
+    total.vocab_size = std::max(total.vocab_size, s.vocab_size);
+    total.evictions += s.evictions;
+    total.snapshot_bytes += s.snapshot_bytes;
+    total.snapshot_bytes_total += s.snapshot_bytes_total;
+    total.snapshot_written_bytes += s.snapshot_written_bytes;
+    total.snapshot_written_bytes_total += s.snapshot_written_bytes_total;
+    total.state_disk_bytes += s.state_disk_bytes;
+    total.consume_seconds += s.consume_seconds;
+    total.parse_seconds += s.parse_seconds;
+    total.feed_seconds += s.feed_seconds;
+    total.snapshot_seconds += s.snapshot_seconds;
+    total.commit_seconds += s.commit_seconds;
+  }
+  return total;
+}
+
+// After the trainers stopped (each pushed what was left and flushed it): waits, at most
+// `limit_s`, until every shard consumed and merged every message of its `.updates` partition, so
+// the trainers' last pushes are in the shards' final snapshots. The broker is this process's own
+// and new, so a shard consumes its partition from the beginning (a resumed snapshot's offset names
+// another cluster): its message count in this process reaches the partition's size. False (logged)
+// when it gave up.
+bool DrainShards(const KafkaOptions& kafka, const std::vector<std::unique_ptr<ParamNode>>& nodes,
+                 double limit_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(limit_s);
+  StatusOr<GroupLag> lag = Status::NotFound("not asked");
+  while (!lag.ok() && Clock::now() < deadline) {
+    lag = ConsumerGroupLag(kafka, kafka.topic_prefix + ".param-nodes",
+                           UpdatesTopic(kafka.topic_prefix), 2000);
+  }
+  if (!lag.ok()) {
+    spdlog::warn("run: the shards' partitions are unknown ({}); stopping them without waiting",
+                 lag.status().message());
+    return false;
+  }
+  for (const PartitionLag& p : lag->partitions) {
+    if (p.partition < 0 || static_cast<size_t>(p.partition) >= nodes.size()) continue;
+    const ParamNode& node = *nodes[p.partition];
+    const uint64_t size = static_cast<uint64_t>(std::max<int64_t>(0, p.high - p.low));
+    while (node.stats().messages < size) {
+      if (Clock::now() >= deadline) {
+        spdlog::warn(
+            "run: shard {} merged {} of the {} messages of its partition in {:.0f} s; "
+            "stopping it anyway",
+            p.partition, node.stats().messages, size, limit_s);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return true;
+}
+
 int RunPipeline(RunFlags f) {
   using Clock = std::chrono::steady_clock;
   std::string host;
@@ -162,6 +286,38 @@ int RunPipeline(RunFlags f) {
   if (!(f.snapshot_every_s > 0)) return Usage("--snapshot-every must be > 0 seconds");
   if (!(f.checkpoint_every_s >= 0)) return Usage("--checkpoint-every must be >= 0 seconds");
   if (!(f.snapshot_write_rate_mb >= 0)) return Usage("--snapshot-write-rate must be >= 0 MB/s");
+  if (f.trainers < 1) return Usage("--trainers must be at least 1");
+  if (f.param_shards < 0 || f.param_shards > 4096) {
+    return Usage("--param-shards must be in [0, 4096]");
+  }
+  if (f.trainers > 1 && f.param_shards == 0) {
+    return Usage("--trainers " + std::to_string(f.trainers) +
+                 " needs --param-shards S >= 1: trainers without a parameter node learn "
+                 "unrelated embeddings");
+  }
+  if (f.trainers > f.partitions) {
+    return Usage("--trainers " + std::to_string(f.trainers) + " is more than --partitions " +
+                 std::to_string(f.partitions) + ": each trainer takes some of the partitions");
+  }
+  const bool distributed = f.param_shards > 0;
+  {
+    // A state of one layout is never resumed as the other.
+    std::error_code ec;
+    if (!distributed && std::filesystem::exists(ShardState(f.state, 0), ec)) {
+      return Usage("--state " + f.state +
+                   " holds the shards and trainers of a run with --param-shards: give "
+                   "--param-shards and --trainers as then, or another --state");
+    }
+    if (distributed) {
+      if (StateStore::Open(f.state, StateStore::Mode::kReadOnly).ok()) {
+        return Usage("--param-shards: --state " + f.state +
+                     " holds one trainer's state (a run without --param-shards): give another "
+                     "--state");
+      }
+      std::filesystem::create_directories(f.state, ec);
+      if (ec) return Usage("--state " + f.state + ": cannot create it: " + ec.message());
+    }
+  }
   f.learner.threads = f.threads;
   f.learner.isa = DetectBestIsa();
   {
@@ -184,9 +340,10 @@ int RunPipeline(RunFlags f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // Where the last snapshot left the connector (read before the trainer locks the state).
+  // Where the last snapshot left the connector (read before the trainers lock their states).
   StatusOr<std::map<std::string, int64_t>> positions =
-      KafkaTrainer::ReadSourcePositions(f.state);
+      distributed ? ReadSharedSourcePositions(f.state, f.trainers)
+                  : KafkaTrainer::ReadSourcePositions(f.state);
   if (!positions.ok()) return Usage("--state " + f.state + ": " + positions.status().message());
 
   EmbeddedBrokerOptions broker_options;
@@ -202,15 +359,45 @@ int RunPipeline(RunFlags f) {
   for (const std::string& topic : {DocsTopic(f.prefix), RejectedTopic(f.prefix)}) {
     if (Status s = (*broker)->CreateTopic(topic); !s.ok()) return Usage(s.message());
   }
+  if (distributed) {
+    for (const std::string& topic : {UpdatesTopic(f.prefix), ParamsTopic(f.prefix)}) {
+      if (Status s = (*broker)->CreateTopic(topic, f.param_shards); !s.ok()) {
+        return Usage("--param-shards: " + s.message());
+      }
+    }
+  }
   KafkaOptions kafka;
   kafka.brokers = (*broker)->bootstrap();
   kafka.topic_prefix = f.prefix;
 
+  // The parameter-node shards, each resumed from its state.
+  std::vector<std::unique_ptr<ParamNode>> nodes;
+  for (int i = 0; i < f.param_shards; ++i) {
+    ParamNodeOptions no;
+    no.kafka = kafka;
+    no.shard = static_cast<uint32_t>(i);
+    no.shards = static_cast<uint32_t>(f.param_shards);
+    no.state_dir = ShardState(f.state, i);
+    no.vocab_capacity = static_cast<size_t>(f.learner.vocab_capacity);
+    no.dim = static_cast<uint32_t>(f.learner.dim);
+    no.snapshot_every_s = f.snapshot_every_s;
+    StatusOr<std::unique_ptr<ParamNode>> node =
+        OnBackgroundThread(background, [&] { return ParamNode::Create(no); });
+    if (!node.ok()) {
+      std::fprintf(stderr, "streamvec run: --param-shards: --state %s: %s\n", no.state_dir.c_str(),
+                   node.status().message().c_str());
+      const StatusCode code = node.status().code();
+      return code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition ? 2
+                                                                                             : 1;
+    }
+    nodes.push_back(std::move(node).value());
+  }
+
   KafkaTrainerOptions to;
   to.kafka = kafka;
-  // The one trainer of this process takes every partition of its own broker (not reachable by
-  // other processes) by manual assignment: it consumes at once, without the 3 s first join of a
-  // group on the embedded broker.
+  // The trainers of this process take the partitions of their own broker (not reachable by other
+  // processes) by manual assignment: they consume at once, without the 3 s first join of a group
+  // on the embedded broker. One trainer takes them all; N take every N-th each.
   to.assign = true;
   // Its broker dies with this process, so its offsets are never read back after a crash (the
   // connectors resend from the snapshot's source positions): commit them as soon as trained, and
@@ -233,12 +420,30 @@ int RunPipeline(RunFlags f) {
       return Usage(s.message());
     }
   }
-  StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
-      OnBackgroundThread(background, [&] { return KafkaTrainer::Create(to); });
-  if (!trainer.ok()) {
-    std::fprintf(stderr, "streamvec run: --state %s: %s\n", f.state.c_str(),
-                 trainer.status().message().c_str());
-    return trainer.status().code() == StatusCode::kInternal ? 1 : 2;
+  std::shared_ptr<SharedSourcePositions> shared_positions;
+  if (distributed) {
+    shared_positions = std::make_shared<SharedSourcePositions>(*positions);
+    to.param_shards = static_cast<uint32_t>(f.param_shards);
+    to.shared_positions = shared_positions;
+  }
+  std::vector<std::unique_ptr<KafkaTrainer>> trainers;
+  for (int j = 0; j < f.trainers; ++j) {
+    KafkaTrainerOptions tj = to;
+    if (distributed) {
+      tj.state_dir = TrainerState(f.state, j);
+      tj.trainer_id = static_cast<uint32_t>(j + 1);
+      if (f.trainers > 1) {
+        for (int p = j; p < f.partitions; p += f.trainers) tj.assign_partitions.push_back(p);
+      }
+    }
+    StatusOr<std::unique_ptr<KafkaTrainer>> trainer =
+        OnBackgroundThread(background, [&] { return KafkaTrainer::Create(tj); });
+    if (!trainer.ok()) {
+      std::fprintf(stderr, "streamvec run: --state %s: %s\n", tj.state_dir.c_str(),
+                   trainer.status().message().c_str());
+      return trainer.status().code() == StatusCode::kInternal ? 1 : 2;
+    }
+    trainers.push_back(std::move(trainer).value());
   }
 
   IngestOptions io;
@@ -247,7 +452,7 @@ int RunPipeline(RunFlags f) {
   io.follow = !f.no_follow;
   io.doc_per_file = f.doc_per_file;
   io.detect_language = !f.no_detect_lang;
-  io.group = (*trainer)->group();
+  io.group = trainers.front()->group();
   io.start_positions = *positions;
   StatusOr<std::unique_ptr<Ingestor>> ingestor =
       OnBackgroundThread(background, [&] { return Ingestor::Create(io); });
@@ -281,7 +486,7 @@ int RunPipeline(RunFlags f) {
 
   // Figures for GET /metrics, refreshed by the report loop below (words/s over its interval).
   std::atomic<double> words_per_second{0};
-  KafkaTrainer* trainer_ptr = trainer->get();
+  const std::vector<std::unique_ptr<KafkaTrainer>>* trainers_ptr = &trainers;
   Ingestor* ingestor_ptr = ingestor->get();
   crawler::Crawler* crawl_ptr = crawl.get();
 
@@ -312,8 +517,9 @@ int RunPipeline(RunFlags f) {
     Clock::time_point at;
   };
   auto saturation = std::make_shared<Saturation>();
-  so.defer_index_builds = [trainer_ptr, saturation] {
-    const KafkaTrainerStats st = trainer_ptr->stats();
+  so.defer_index_builds = [trainers_ptr, saturation] {
+    const KafkaTrainerStats st = TotalStats(*trainers_ptr);
+    const double n = static_cast<double>(trainers_ptr->size());
     Saturation& s = *saturation;
     std::lock_guard<std::mutex> lock(s.mu);
     const auto now = Clock::now();
@@ -325,14 +531,14 @@ int RunPipeline(RunFlags f) {
     }
     const double wall = std::chrono::duration<double>(now - s.at).count();
     if (wall >= 0.5) {
-      s.saturated = st.consume_seconds - s.consume_s < 0.2 * wall;
+      s.saturated = st.consume_seconds - s.consume_s < 0.2 * wall * n;
       s.consume_s = st.consume_seconds;
       s.at = now;
     }
     return s.saturated || st.lag > 0;
   };
-  so.on_snapshot = [trainer_ptr]() {
-    trainer_ptr->RequestSnapshot();
+  so.on_snapshot = [trainers_ptr]() {
+    for (const auto& t : *trainers_ptr) t->RequestSnapshot();
     return Status::Ok();
   };
   so.on_pause_ingest = [ingestor_ptr]() {
@@ -343,11 +549,21 @@ int RunPipeline(RunFlags f) {
     ingestor_ptr->Pause(false);
     return Status::Ok();
   };
-  so.extra_metrics = [trainer_ptr, ingestor_ptr, crawl_ptr, &words_per_second]() {
+  const std::vector<std::unique_ptr<ParamNode>>* nodes_ptr = &nodes;
+  so.extra_metrics = [trainers_ptr, nodes_ptr, ingestor_ptr, crawl_ptr, &words_per_second]() {
     std::optional<crawler::CrawlStats> cs;
     if (crawl_ptr != nullptr) cs = crawl_ptr->stats();
-    return PipelineMetrics(ingestor_ptr->stats(), trainer_ptr->stats(),
-                           cs ? &*cs : nullptr, words_per_second.load());
+    std::string out = PipelineMetrics(ingestor_ptr->stats(), TotalStats(*trainers_ptr),
+                                      cs ? &*cs : nullptr, words_per_second.load());
+    if (!nodes_ptr->empty()) {
+      std::vector<KafkaTrainerStats> ts;
+      for (const auto& t : *trainers_ptr) ts.push_back(t->stats());
+      std::vector<ParamNodeStats> ns;
+      for (const auto& n : *nodes_ptr) ns.push_back(n->stats());
+      AppendLabelledTrainerMetrics(&out, ts);
+      AppendParamNodeMetrics(&out, ns);
+    }
+    return out;
   };
   if (f.http_threads > 0) {
     if (Status s = api::InitializeHttpThreads(f.http_threads); !s.ok()) {
@@ -355,7 +571,11 @@ int RunPipeline(RunFlags f) {
       return 2;
     }
   }
-  StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(so);
+  std::vector<std::string> shard_states;
+  for (int i = 0; i < f.param_shards; ++i) shard_states.push_back(ShardState(f.state, i));
+  StatusOr<std::unique_ptr<api::Server>> server =
+      distributed ? api::Server::Start(so, api::NewShardedStateDirSnapshotSource(shard_states))
+                  : api::Server::Start(so);
   if (!server.ok()) {
     std::fprintf(stderr, "streamvec run: --http %s: %s\n", f.http.c_str(),
                  server.status().message().c_str());
@@ -378,6 +598,10 @@ int RunPipeline(RunFlags f) {
       crawl ? f.feeds.c_str() : "none", f.state.c_str(),
       url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(), url.c_str(),
       url.c_str(), url.c_str());
+  if (distributed) {
+    std::printf("%d trainer(s) and %d parameter-node shard(s): states %s/trainer-*, %s/shard-*\n",
+                f.trainers, f.param_shards, f.state.c_str(), f.state.c_str());
+  }
   if (!positions->empty()) {
     std::printf("resuming: %zu source position(s) from the last snapshot\n", positions->size());
   }
@@ -392,26 +616,38 @@ int RunPipeline(RunFlags f) {
       crawl_status = crawl->Run(stop_ingest);
     });
   }
+  std::atomic<bool> stop_nodes{false};
+  std::vector<Status> node_status(nodes.size());
+  std::vector<std::thread> node_threads;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    node_threads.emplace_back([&, i] {
+      LowerPriority(background);
+      node_status[i] = nodes[i]->Run(stop_nodes);
+    });
+  }
   std::atomic<bool> stop_trainer{false};
-  std::atomic<bool> trainer_done{false};
+  std::atomic<size_t> trainers_done{0};
   Status ingest_status;
-  Status trainer_status;
+  std::vector<Status> trainer_status(trainers.size());
   std::thread ingest_thread([&] {
     LowerPriority(background);
     ingest_status = (*ingestor)->Run(stop_ingest);
   });
-  std::thread trainer_thread([&] {
-    LowerPriority(background);
-    trainer_status = (*trainer)->Run(stop_trainer);
-    trainer_done = true;
-  });
+  std::vector<std::thread> trainer_threads;
+  for (size_t j = 0; j < trainers.size(); ++j) {
+    trainer_threads.emplace_back([&, j] {
+      LowerPriority(background);
+      trainer_status[j] = trainers[j]->Run(stop_trainer);
+      ++trainers_done;
+    });
+  }
 
   const auto t0 = Clock::now();
   auto last_report = t0;
   uint64_t last_words = 0;
   uint64_t reports = 0;
   bool by_signal = false;
-  while (!trainer_done) {
+  while (trainers_done < trainers.size()) {
     timespec wait{0, 200 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
     if (sig == SIGINT || sig == SIGTERM) {
@@ -421,7 +657,7 @@ int RunPipeline(RunFlags f) {
     if (Clock::now() - last_report >= std::chrono::seconds(2)) {
       const double dt = std::chrono::duration<double>(Clock::now() - last_report).count();
       last_report = Clock::now();
-      const KafkaTrainerStats ts = (*trainer)->stats();
+      const KafkaTrainerStats ts = TotalStats(trainers);
       const IngestStats is = (*ingestor)->stats();
       words_per_second = (ts.words - last_words) / dt;
       if (++reports % 5 == 0) spdlog::info("ingested {} docs ({} rejected), trained {} docs, {} words ({:.0f} words/s), "
@@ -436,9 +672,16 @@ int RunPipeline(RunFlags f) {
   ingest_thread.join();
   if (crawl_thread.joinable()) crawl_thread.join();
   stop_trainer = true;
-  trainer_thread.join();
+  for (std::thread& t : trainer_threads) t.join();
+  if (!nodes.empty()) {
+    // The trainers' final pushes are on .updates: the shards merge them before their final
+    // snapshots.
+    DrainShards(kafka, nodes, 60);
+    stop_nodes = true;
+    for (std::thread& t : node_threads) t.join();
+  }
   (*server)->Stop();
-  const KafkaTrainerStats ts = (*trainer)->stats();
+  const KafkaTrainerStats ts = TotalStats(trainers);
   const IngestStats is = (*ingestor)->stats();
   std::fprintf(stderr,
                "streamvec run: %llu documents ingested (%llu rejected), %llu trained, %llu words "
@@ -453,11 +696,31 @@ int RunPipeline(RunFlags f) {
                std::chrono::duration<double>(Clock::now() - t0).count(),
                static_cast<unsigned long long>(ts.state_documents),
                static_cast<unsigned long long>(ts.state_words));
-  if (!trainer_status.ok()) {
-    std::fprintf(stderr, "streamvec run: trainer: %s\n", trainer_status.message().c_str());
-    return 1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ParamNodeStats s = nodes[i]->stats();
+    std::fprintf(stderr,
+                 "streamvec run: shard %zu: %llu push messages merged (%llu rejected), %llu rows "
+                 "held, clock %llu, snapshot %llu in %s\n",
+                 i, static_cast<unsigned long long>(s.merges),
+                 static_cast<unsigned long long>(s.rejected),
+                 static_cast<unsigned long long>(s.rows), static_cast<unsigned long long>(s.clock),
+                 static_cast<unsigned long long>(s.snapshot_version),
+                 ShardState(f.state, static_cast<int>(i)).c_str());
   }
-  return 0;
+  int exit_code = 0;
+  for (size_t j = 0; j < trainer_status.size(); ++j) {
+    if (trainer_status[j].ok()) continue;
+    std::fprintf(stderr, "streamvec run: trainer%s: %s\n",
+                 distributed ? (" " + std::to_string(j)).c_str() : "",
+                 trainer_status[j].message().c_str());
+    exit_code = 1;
+  }
+  for (size_t i = 0; i < node_status.size(); ++i) {
+    if (node_status[i].ok()) continue;
+    std::fprintf(stderr, "streamvec run: shard %zu: %s\n", i, node_status[i].message().c_str());
+    exit_code = 1;
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -528,7 +791,17 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--vocab-capacity", o.vocab_capacity, "Words held at most (space-saving)")
       ->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "Training threads (Hogwild)")->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "Training threads of each trainer (Hogwild)")
+      ->capture_default_str();
+  cmd->add_option("--trainers", flags->trainers,
+                  "Kafka trainers, each taking every N-th partition of <prefix>.docs (more than "
+                  "one needs --param-shards; states <state>/trainer-<j>)")
+      ->capture_default_str();
+  cmd->add_option("--param-shards", flags->param_shards,
+                  "Parameter-node shards run in the process, merging the trainers' pushes "
+                  "(states <state>/shard-<i>, served as their union; docs/distributed.md); 0: "
+                  "one trainer alone")
+      ->capture_default_str();
   cmd->add_option("--device", flags->device,
                   "Where the learner's rows live and train: cpu, or cuda[:N] (docs/gpu.md)")
       ->capture_default_str();

@@ -33,10 +33,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// A `streamvec run` child process; its stdout is read until it names its URL.
+// A `streamvec run` (or `serve`) child process; its stdout is read until it names its URL.
 class RunProcess {
  public:
-  explicit RunProcess(const std::vector<std::string>& args) {
+  explicit RunProcess(const std::vector<std::string>& args, const char* command = "run") {
     int out[2];
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -47,7 +47,7 @@ class RunProcess {
       ::close(out[1]);
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(STREAMVEC_BINARY));
-      argv.push_back(const_cast<char*>("run"));
+      argv.push_back(const_cast<char*>(command));
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       ::execv(STREAMVEC_BINARY, argv.data());
@@ -472,6 +472,115 @@ TEST_F(RunCliTest, PipelineThreadsYieldToRequestsUnderEitherPolicy) {
   }
 }
 
+// The newest snapshot's metadata of a state directory (null if none).
+nlohmann::json SnapshotMetadata(const std::string& dir) {
+  auto reader = SnapshotReader::OpenNewest(dir);
+  if (!reader.ok()) return nullptr;
+  return nlohmann::json::parse((*reader)->info().metadata_json, nullptr, false);
+}
+
+// Words counted in the newest snapshots of `dirs` together (metadata "words_seen").
+int64_t WordsSeen(const std::vector<std::string>& dirs) {
+  int64_t words = 0;
+  for (const std::string& dir : dirs) {
+    const nlohmann::json m = SnapshotMetadata(dir);
+    if (!m.is_object()) return -1;
+    words += m.value("words_seen", int64_t{0});
+  }
+  return words;
+}
+
+// `run --trainers 2 --param-shards 2`: two trainers push to two shards in the process; the
+// shards' snapshots count every word the trainers trained (their final pushes merged before the
+// shards stopped), `serve` over the shards' states answers a word of the data, and a restart
+// resumes shards, trainers and the connector: a file added meanwhile is trained, the first one
+// is not sent again from its start, and nothing is lost.
+TEST_F(RunCliTest, TrainersAndParamShardsLearnOneEmbeddingServedAsTheShardsUnionAndResume) {
+  const int docs_a = WriteData("a.txt", 30);
+  const std::vector<std::string> args = {
+      "--data",           Data(),  "--state",        State(), "--http",      "127.0.0.1:0",
+      "--trainers",       "2",     "--param-shards", "2",     "--no-crawl",  "--no-follow",
+      "--max-idle",       "2",     "--dim",          "16",    "--min-count", "1",
+      "--vocab-capacity", "20000", "--threads",      "1"};
+  const std::string shard0 = (dir_ / "state" / "shard-0").string();
+  const std::string shard1 = (dir_ / "state" / "shard-1").string();
+  const std::vector<std::string> trainer_states = {(dir_ / "state" / "trainer-0").string(),
+                                                   (dir_ / "state" / "trainer-1").string()};
+  {
+    RunProcess run(args);
+    ASSERT_GT(run.port(), 0) << run.Output();
+    EXPECT_EQ(run.Wait(), 0) << run.Output();
+  }
+  // Both trainers trained, and the shards counted every word they counted: the words of the data.
+  int64_t trained_words = 0;
+  for (const std::string& t : trainer_states) {
+    const nlohmann::json m = SnapshotMetadata(t);
+    ASSERT_TRUE(m.is_object()) << t;
+    EXPECT_GT(m.value("words_seen", int64_t{0}), 0) << t << ": this trainer trained nothing";
+    trained_words += m.value("words_seen", int64_t{0});
+  }
+  const CliRun tokens =
+      Shell("SV tokenize --normalize < '" + (dir_ / "data" / "a.txt").string() + "' | wc -w");
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.output;
+  const int64_t data_words = std::stoll(tokens.output);
+  EXPECT_EQ(trained_words, data_words);
+  EXPECT_EQ(WordsSeen({shard0, shard1}), data_words);
+
+  // The union of the shards, served by `serve`, answers a word of the data with a vector.
+  {
+    RunProcess serve({"--state", shard0, "--state", shard1, "--http", "127.0.0.1:0"}, "serve");
+    ASSERT_GT(serve.port(), 0) << serve.Output();
+    const auto [status, body] = HttpGet(serve.port(), "/v1/vectors/anarchism");
+    EXPECT_EQ(status, 200) << body;
+    const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << body;
+    EXPECT_EQ(j["vector"].size(), 16u) << body;
+    serve.Signal(SIGTERM);
+    EXPECT_EQ(serve.Wait(), 0);
+  }
+
+  // A restart on the same state with one more file, stopped by SIGINT once it trained what it
+  // sent: the shards resume their counts and add the new file's words; a.txt is not sent again
+  // from its start (the trainers' shared positions). Its /metrics labels the pieces.
+  const int docs_b = WriteData("b.txt", 10);
+  std::vector<std::string> follow_args = args;
+  follow_args.erase(std::find(follow_args.begin(), follow_args.end(), "--max-idle"),
+                    std::find(follow_args.begin(), follow_args.end(), "--max-idle") + 2);
+  RunProcess again(follow_args);
+  ASSERT_GT(again.port(), 0) << again.Output();
+  std::string metrics;
+  EXPECT_TRUE(WaitFor([&] {
+    metrics = HttpGet(again.port(), "/metrics").second;
+    const double sent = Metric(metrics, "streamvec_ingest_documents_total");
+    return sent >= docs_b && Metric(metrics, "streamvec_train_documents_total") >= sent;
+  })) << metrics;
+  for (const std::string sample : {"streamvec_param_node_rows{shard=\"1\"}",
+                                   "streamvec_run_trainer_documents_total{trainer=\"1\"}",
+                                   "streamvec_train_param_pushes_total{trainer=\"0\"}"}) {
+    EXPECT_GE(Metric(metrics, sample), 0) << sample << "\n" << metrics;
+  }
+  EXPECT_EQ(Metric(metrics, "streamvec_param_node_snapshot_version{shard=\"0\"}") > 0, true);
+  again.Signal(SIGINT);
+  EXPECT_EQ(again.Wait(), 0) << again.Output();
+  EXPECT_NE(again.Output().find("resuming: 1 source position(s)"), std::string::npos)
+      << again.Output();
+  int ingested = -1;
+  const size_t at = again.Output().find("streamvec run: ");
+  ASSERT_NE(at, std::string::npos);
+  for (size_t p = at; p != std::string::npos; p = again.Output().find("streamvec run: ", p + 1)) {
+    if (std::sscanf(again.Output().c_str() + p, "streamvec run: %d documents ingested",
+                    &ingested) == 1) {
+      break;
+    }
+  }
+  EXPECT_GE(ingested, docs_b) << again.Output();
+  EXPECT_LT(ingested, docs_a + docs_b) << "a.txt was sent again from its start";
+  const CliRun tokens_b =
+      Shell("SV tokenize --normalize < '" + (dir_ / "data" / "b.txt").string() + "' | wc -w");
+  ASSERT_EQ(tokens_b.exit_code, 0) << tokens_b.output;
+  EXPECT_GE(WordsSeen({shard0, shard1}), data_words + std::stoll(tokens_b.output));
+}
+
 TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
   const std::string state = " --state '" + State() + "'";
   for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
@@ -485,7 +594,12 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--index-rebuild-interval -1 --http 127.0.0.1:0 --no-crawl" + state,
             "--index-rebuild-interval"},
            {"--admin-token-file /nonexistent/token --http 127.0.0.1:0 --no-crawl" + state,
-            "--admin-token-file"}}) {
+            "--admin-token-file"},
+           {"--trainers 2 --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
+           {"--trainers 0 --http 127.0.0.1:0 --no-crawl" + state, "--trainers"},
+           {"--trainers 3 --partitions 2 --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
+            "--partitions"},
+           {"--param-shards -1 --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"}}) {
     const CliRun run = Shell("SV run " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;

@@ -244,6 +244,9 @@ struct KafkaTrainer::Impl {
   KafkaTrainerStats stats;                   // GUARDED_BY(mu)
   // Per source, the end of its contiguous trained prefix. GUARDED_BY(mu)
   SourcePositions positions;
+  // With options.shared_positions: what the last checkpoint recorded of them (the final
+  // snapshot is taken when they moved since, though this trainer trained nothing more).
+  std::map<std::string, int64_t> recorded_positions;
 
   Status TrainPending();
   void AdvancePosition(const Document& doc);
@@ -418,6 +421,7 @@ void KafkaTrainer::Impl::Reject(const RdKafka::Message& m, const std::string& re
 // document's [start, offset) range). Called with mu held.
 void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
   positions.Cover(doc.source, doc.start, doc.offset);
+  if (options.shared_positions) options.shared_positions->Cover(doc.source, doc.start, doc.offset);
 }
 
 Status KafkaTrainer::Impl::TrainPending() {
@@ -540,7 +544,8 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
   std::map<std::string, int64_t> positions_copy;
   {
     std::lock_guard<std::mutex> lock(mu);
-    positions_copy = positions.positions();
+    positions_copy =
+        options.shared_positions ? options.shared_positions->positions() : positions.positions();
   }
   json meta = json::parse(LearnerMetadataJson(*learner));
   meta["documents"] = total_documents;
@@ -566,6 +571,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     if (distiller) SV_RETURN_IF_ERROR(distiller->Save(capture, /*checkpoint=*/true));
     SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
     SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
+    recorded_positions = positions_copy;
     SV_RETURN_IF_ERROR(capture(kTrainerCountersEntry, json{{"documents", total_documents},
                                                            {"bytes", total_bytes},
                                                            {"rejected", total_rejected}}
@@ -1181,7 +1187,10 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     m.stats.param = m.param->stats();
   }
   if (m.options.final_snapshot && fatal.ok()) {
-    if (m.dirty || m.since_checkpoint || !m.batch.empty() || m.store->version() == 0) {
+    const bool shared_moved = m.options.shared_positions &&
+                              m.options.shared_positions->positions() != m.recorded_positions;
+    if (m.dirty || m.since_checkpoint || !m.batch.empty() || m.store->version() == 0 ||
+        shared_moved) {
       if (Status s = m.Snapshot("final"); !s.ok()) {
         result =
             Status(s.code(), "final snapshot failed (the previous one is kept): " + s.message());
@@ -1205,6 +1214,7 @@ KafkaTrainerStats KafkaTrainer::stats() const {
 }
 
 std::map<std::string, int64_t> KafkaTrainer::source_positions() const {
+  if (impl_->options.shared_positions) return impl_->options.shared_positions->positions();
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->positions.positions();
 }

@@ -30,11 +30,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
+#include "streamvec/kafka/document.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/param_client.h"
@@ -51,6 +53,32 @@ namespace streamvec {
 inline constexpr char kKafkaOffsetsEntry[] = "kafka/offsets";
 inline constexpr char kSourcePositionsEntry[] = "ingest/positions";
 inline constexpr char kTrainerCountersEntry[] = "trainer/counters";
+
+// The source positions of several trainers in one process (`streamvec run --trainers N`), which
+// share one stream: each covers the [start, offset) ranges of the documents it trained, so a
+// source's prefix spans the documents of all of them (one trainer alone sees only some of each
+// source's documents, and its own prefix stops at the first document another trained).
+// Thread-safe.
+class SharedSourcePositions {
+ public:
+  // Starts from known prefixes, source id -> byte offset (where the connector resumes).
+  explicit SharedSourcePositions(std::map<std::string, int64_t> start = {})
+      : positions_(std::move(start)) {}
+  // As SourcePositions::Cover.
+  void Cover(const std::string& source, int64_t start, int64_t end) {
+    std::lock_guard<std::mutex> lock(mu_);
+    positions_.Cover(source, start, end);
+  }
+  // Source id -> end of its contiguous prefix trained by any of the trainers.
+  std::map<std::string, int64_t> positions() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return positions_.positions();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  SourcePositions positions_;  // GUARDED_BY(mu_)
+};
 
 struct KafkaTrainerOptions {
   KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
@@ -131,6 +159,12 @@ struct KafkaTrainerOptions {
   // its options) and gets none it lacks. char_distill_options.model.dim is set to the learner's.
   bool char_distill = false;
   CharDistillOptions char_distill_options;
+  // Trainers of one process sharing a stream: this trainer covers its documents in
+  // `shared_positions` too, and its checkpoints record the shared prefixes (kSourcePositionsEntry)
+  // instead of its own. Everything below the shared prefix a checkpoint records at time t was
+  // trained by some trainer before t, so it is in that trainer's next checkpoint: the minimum
+  // over the trainers' newest checkpoints is a position that loses nothing. nullptr: its own.
+  std::shared_ptr<SharedSourcePositions> shared_positions;
 };
 
 struct KafkaTrainerStats {
@@ -204,7 +238,8 @@ class KafkaTrainer {
   // 100 ms), if anything was consumed since the last one. Thread-safe; returns at once.
   void RequestSnapshot();
 
-  // Per document source, the largest "offset" trained so far (resumed from the snapshot).
+  // Per document source, the end of its contiguous trained prefix (resumed from the snapshot;
+  // with shared_positions, the shared one).
   std::map<std::string, int64_t> source_positions() const;
 
   // The positions recorded in the newest snapshot of `state_dir`, without taking the writer's
