@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -189,6 +190,32 @@ struct ParamNode::Impl {
                const std::string& key);
   void TakeVocabularyChanges();
   Status Publish(bool everything);
+
+  // Snapshots are written by a thread of their own, so that merging goes on while RocksDB
+  // writes and syncs (most of a snapshot's time is spent waiting on the disk): StartSnapshot
+  // copies the state (serialised entries, ~1 KB a row) on the node's thread, the writer
+  // thread writes them, and FinishSnapshot (on the node's thread, once it is done) commits the
+  // `.updates` offset the snapshot covers. At most one is in flight; the store is touched only
+  // by the writer while one is.
+  struct SnapshotJob {
+    std::string why;
+    int64_t covered = -1;
+    uint64_t clock = 0;
+    Clock::time_point start;
+    std::string metadata;
+    std::vector<std::pair<std::string, std::string>> entries;  // besides the embedding's
+    std::vector<std::string> serving_words;                    // most frequent first
+    std::vector<float> serving_rows;                           // their input rows, dense
+    Status result;
+    std::atomic<bool> done{false};
+    std::thread writer;
+  };
+  std::unique_ptr<SnapshotJob> snapshot_job;
+  void StartSnapshot(const char* why);
+  // Waits for the snapshot in flight (if any) when `wait`, else returns at once unless it is
+  // done; handles a finished one. Its status (OK when none finished).
+  Status FinishSnapshot(bool wait);
+  // StartSnapshot + FinishSnapshot(wait): a synchronous snapshot (the final one).
   Status Snapshot(const char* why);
   std::string OffsetsJson() const;
   bool Assign(const std::atomic<bool>& stop);
@@ -552,15 +579,18 @@ std::string ParamNode::Impl::OffsetsJson() const {
   return j.dump();
 }
 
-Status ParamNode::Impl::Snapshot(const char* why) {
-  const auto t0 = Clock::now();
+void ParamNode::Impl::StartSnapshot(const char* why) {
+  auto job = std::make_unique<SnapshotJob>();
+  job->why = why;
+  job->start = Clock::now();
   // Rejections and publications are acknowledged before the offsets that pass them are recorded.
   if (producer->flush(10000) != RdKafka::ERR_NO_ERROR) {
     spdlog::warn("param-node: messages not yet acknowledged by the broker at snapshot time");
   }
   const int dim = rows.dim;
   const std::string offsets = OffsetsJson();
-  const int64_t covered = next_offset;
+  job->covered = next_offset;
+  job->clock = clock;
   json meta_entry = {{"shard", options.shard},
                      {"shards", options.shards},
                      {"dim", options.dim},
@@ -585,56 +615,78 @@ Status ParamNode::Impl::Snapshot(const char* why) {
                    {"messages", total_messages},
                    {"rejected", total_rejected},
                    {"offsets", json::parse(offsets)}};
+  job->metadata = metadata.dump();
   const std::vector<CountEntry> entries = counts->Entries();
-  Status s = store->WriteSnapshot(
-      [&](const SnapshotSink& sink) -> Status {
-        if (dim > 0) {
-          // The serving embedding: held words with rows, most frequent first.
-          std::vector<std::string> words;
-          std::vector<const float*> vectors;
-          for (const CountEntry& e : entries) {
-            const int64_t slot = rows.Find(e.word);
-            if (slot < 0) continue;
-            words.push_back(e.word);
-            vectors.push_back(rows.Row(static_cast<uint32_t>(slot), 0));
-          }
-          SV_RETURN_IF_ERROR(WriteEmbeddingEntries(words, vectors, dim, sink));
-        }
-        SV_RETURN_IF_ERROR(sink(kNodeMetaEntry, meta_entry.dump()));
-        for (size_t chunk = 0; chunk * kNodeRowsPerChunk < rows.slots(); ++chunk) {
-          std::string b;
-          const size_t end = std::min(rows.slots(), (chunk + 1) * kNodeRowsPerChunk);
-          for (size_t slot = chunk * kNodeRowsPerChunk; slot < end; ++slot) {
-            const std::string& w = rows.words[slot];
-            const uint32_t len = static_cast<uint32_t>(w.size());
-            b.append(reinterpret_cast<const char*>(&len), 4);
-            b.append(w);
-            const uint32_t s32 = static_cast<uint32_t>(slot);
-            b.append(reinterpret_cast<const char*>(rows.Row(s32, 0)), dim * sizeof(float));
-            b.append(reinterpret_cast<const char*>(rows.Row(s32, 1)), dim * sizeof(float));
-            b.append(reinterpret_cast<const char*>(&rows.accumulators[2 * slot]),
-                     2 * sizeof(float));
-          }
-          SV_RETURN_IF_ERROR(sink(ChunkKey(chunk), b));
-        }
-        json list = json::array();
-        for (const CountEntry& e : entries) list.push_back({e.word, e.count, e.error});
-        SV_RETURN_IF_ERROR(sink(kNodeCountsEntry, json{{"capacity", counts->capacity()},
-                                                       {"total", counts->total()},
-                                                       {"floor", counts->floor()},
-                                                       {"entries", list}}
-                                                      .dump()));
-        return sink(kNodeOffsetsEntry, offsets);
-      },
-      metadata.dump());
-  if (!s.ok()) return s;
+  if (dim > 0) {
+    // The serving embedding: held words with rows, most frequent first.
+    for (const CountEntry& e : entries) {
+      const int64_t slot = rows.Find(e.word);
+      if (slot < 0) continue;
+      job->serving_words.push_back(e.word);
+      const float* row = rows.Row(static_cast<uint32_t>(slot), 0);
+      job->serving_rows.insert(job->serving_rows.end(), row, row + dim);
+    }
+  }
+  job->entries.emplace_back(kNodeMetaEntry, meta_entry.dump());
+  for (size_t chunk = 0; chunk * kNodeRowsPerChunk < rows.slots(); ++chunk) {
+    std::string b;
+    const size_t end = std::min(rows.slots(), (chunk + 1) * kNodeRowsPerChunk);
+    for (size_t slot = chunk * kNodeRowsPerChunk; slot < end; ++slot) {
+      const std::string& w = rows.words[slot];
+      const uint32_t len = static_cast<uint32_t>(w.size());
+      b.append(reinterpret_cast<const char*>(&len), 4);
+      b.append(w);
+      const uint32_t s32 = static_cast<uint32_t>(slot);
+      b.append(reinterpret_cast<const char*>(rows.Row(s32, 0)), dim * sizeof(float));
+      b.append(reinterpret_cast<const char*>(rows.Row(s32, 1)), dim * sizeof(float));
+      b.append(reinterpret_cast<const char*>(&rows.accumulators[2 * slot]), 2 * sizeof(float));
+    }
+    job->entries.emplace_back(ChunkKey(chunk), std::move(b));
+  }
+  json list = json::array();
+  for (const CountEntry& e : entries) list.push_back({e.word, e.count, e.error});
+  job->entries.emplace_back(kNodeCountsEntry, json{{"capacity", counts->capacity()},
+                                                   {"total", counts->total()},
+                                                   {"floor", counts->floor()},
+                                                   {"entries", list}}
+                                                  .dump());
+  job->entries.emplace_back(kNodeOffsetsEntry, offsets);
   changed = false;
   bytes_since_snapshot = 0;
+  SnapshotJob* raw = job.get();
+  StateStore* st = store.get();
+  job->writer = std::thread([raw, st, dim] {
+    raw->result = st->WriteSnapshot(
+        [&](const SnapshotSink& sink) -> Status {
+          if (dim > 0) {
+            std::vector<const float*> vectors(raw->serving_words.size());
+            for (size_t i = 0; i < vectors.size(); ++i) {
+              vectors[i] = raw->serving_rows.data() + i * static_cast<size_t>(dim);
+            }
+            SV_RETURN_IF_ERROR(WriteEmbeddingEntries(raw->serving_words, vectors, dim, sink));
+          }
+          for (const auto& [key, value] : raw->entries) SV_RETURN_IF_ERROR(sink(key, value));
+          return Status::Ok();
+        },
+        raw->metadata);
+    raw->done.store(true);
+  });
+  snapshot_job = std::move(job);
+}
+
+Status ParamNode::Impl::FinishSnapshot(bool wait) {
+  if (!snapshot_job || (!wait && !snapshot_job->done.load())) return Status::Ok();
+  snapshot_job->writer.join();
+  std::unique_ptr<SnapshotJob> job = std::move(snapshot_job);
+  if (!job->result.ok()) {
+    changed = true;  // what it held is still to be written
+    return job->result;
+  }
   // Durable: the group's offset may now pass what the snapshot covers.
-  if (covered >= 0 && consumer) {
+  if (job->covered >= 0 && consumer) {
     std::vector<RdKafka::TopicPartition*> list{
         RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
-    list[0]->set_offset(covered);
+    list[0]->set_offset(job->covered);
     const RdKafka::ErrorCode e = consumer->commitSync(list);
     RdKafka::TopicPartition::destroy(list);
     if (e != RdKafka::ERR_NO_ERROR) {
@@ -643,11 +695,18 @@ Status ParamNode::Impl::Snapshot(const char* why) {
     }
   }
   spdlog::info("param-node: snapshot {} ({}): {} words, clock {}, offset {}, {:.3f} s",
-               store->version(), why, rows.held(), clock, covered, SecondsSince(t0));
+               store->version(), job->why, job->serving_words.size(), job->clock, job->covered,
+               SecondsSince(job->start));
   std::lock_guard<std::mutex> lock(mu);
   ++stats.snapshots;
   stats.snapshot_version = store->version();
   return Status::Ok();
+}
+
+Status ParamNode::Impl::Snapshot(const char* why) {
+  SV_RETURN_IF_ERROR(FinishSnapshot(/*wait=*/true));
+  StartSnapshot(why);
+  return FinishSnapshot(/*wait=*/true);
 }
 
 bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
@@ -732,6 +791,7 @@ void ParamNode::Impl::UpdateLag() {
 ParamNode::ParamNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ParamNode::~ParamNode() {
+  if (impl_->snapshot_job) impl_->snapshot_job->writer.join();
   if (impl_->consumer) impl_->consumer->close();
   if (impl_->producer) impl_->producer->flush(2000);
 }
@@ -893,10 +953,12 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
     }
     const bool bytes_due =
         m.options.snapshot_bytes > 0 && m.bytes_since_snapshot >= m.options.snapshot_bytes;
-    if (m.changed && (bytes_due || SecondsSince(last_snapshot) >= m.options.snapshot_every_s)) {
-      if (Status s = m.Snapshot(bytes_due ? "bytes" : "periodic"); !s.ok()) {
-        spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
-      }
+    if (Status s = m.FinishSnapshot(/*wait=*/false); !s.ok()) {
+      spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
+    }
+    if (m.changed && !m.snapshot_job &&
+        (bytes_due || SecondsSince(last_snapshot) >= m.options.snapshot_every_s)) {
+      m.StartSnapshot(bytes_due ? "bytes" : "periodic");
       last_snapshot = Clock::now();
     }
     if (SecondsSince(last_lag) >= 0.5) {
@@ -912,6 +974,9 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
   Status final_status = fatal;
   if (Status s = m.Publish(/*everything=*/true); !s.ok()) {
     spdlog::error("param-node: final publication failed: {}", s.message());
+  }
+  if (Status s = m.FinishSnapshot(/*wait=*/true); !s.ok()) {
+    spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
   }
   if (m.changed || m.store->version() == 0) {
     if (Status s = m.Snapshot("final"); !s.ok() && final_status.ok()) final_status = s;
