@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Distributed training: N trainers and S parameter-node shards against one trainer (issue 20).
+
+One pass of a corpus through the embedded broker as separate processes: `streamvec broker
+--param-shards S`, S `param-node` shards, `ingest`, N `train --param-shards S` trainers (one
+training thread each, partitions of <prefix>.docs assigned round robin: trainer j reads
+partitions j, j+N, ...). The baseline is one trainer without a node on the same path
+(`train --assign all`). Configurations are written TRAINERSxSHARDS[:MERGE] ("1x0" is the
+baseline) and run alternately, rep by rep.
+
+Reported per run: wall (the ingest's start to the last trainer's exit, less --max-idle), words/s
+(the corpus's words over that wall), the ratio to the baseline of the same rep, WS-353, MEN and
+Google analogy (3CosAdd, --restrict 30000) of the shards' union (`export --state` per shard) or of
+the baseline trainer, pushed and pulled bytes per trained word (the trainers' summary lines), the
+node's push messages merged per CPU-second and its CPU seconds (wait4), and messages lost
+(merged < the partition's end: pushes dropped by the broker's ring). Then a scaling model from
+the measured figures (docs/distributed.md, "Scaling").
+
+  /usr/bin/python3 bench/distributed_bench.py                       # cost: 1x0 vs 2x1, 3 reps
+  /usr/bin/python3 bench/distributed_bench.py --configs 1x0,4x2:scaled,4x2:average,4x2:sum \
+      --reps 1                                                      # quality of the merge rules
+
+Work files and a JSON of every run: bench/results/distributed_bench/.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def log(msg: str):
+    print(f"[{dt.datetime.now():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
+
+
+class Child:
+    """A process in its own session, reaped by a thread with wait4 (its CPU seconds)."""
+
+    live: list["Child"] = []
+
+    def __init__(self, name: str, cmd: list[str], work: Path):
+        self.name = name
+        self.log = work / f"{name}.log"
+        with open(self.log, "wb") as out:
+            self.p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+        self.rc = None
+        self.cpu = None
+        self.t_exit = None
+        self.done = threading.Event()
+        threading.Thread(target=self._reap, daemon=True).start()
+        Child.live.append(self)
+
+    def _reap(self):
+        _, status, ru = os.wait4(self.p.pid, 0)
+        self.t_exit = time.monotonic()
+        self.rc = os.waitstatus_to_exitcode(status)
+        self.cpu = ru.ru_utime + ru.ru_stime
+        self.done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self.done.wait(timeout)
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 30.0):
+        if not self.done.is_set():
+            try:
+                os.kill(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
+            if not self.wait(timeout):
+                os.kill(self.p.pid, signal.SIGKILL)
+                self.wait(10)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def stop_all():
+    for c in reversed(Child.live):
+        if not c.done.is_set():
+            log(f"stopping {c.name} (pid {c.p.pid})")
+            c.stop(timeout=10)
+
+
+def parse_config(text: str) -> tuple[int, int, str]:
+    m = re.fullmatch(r"(\d+)x(\d+)(?::(\w+))?", text)
+    if not m:
+        raise SystemExit(f"--configs: '{text}' is not TRAINERSxSHARDS[:MERGE]")
+    n, s = int(m.group(1)), int(m.group(2))
+    if n < 1 or (s == 0 and n != 1):
+        raise SystemExit(f"--configs: '{text}': several trainers need shards")
+    return n, s, m.group(3) or ("scaled" if s else "-")
+
+
+TRAIN_RE = re.compile(r"streamvec train: kafka .*?(\d+) documents \((\d+) rejected\), (\d+) words "
+                      r"\((\d+) trained\)")
+PUSH_RE = re.compile(r"parameter shards: (\d+) pushes \((\d+) rows, ([0-9.]+) MB.*?"
+                     r"(\d+) publications read \(([0-9.]+) MB\)")
+NODE_RE = re.compile(r"param-node shard \d+ of \d+: (\d+) messages \((\d+) rejected\), (\d+) merged"
+                     r".*?offset (\d+)")
+
+
+def scores(sv: Path, vec: Path, a) -> dict:
+    ev = subprocess.run([str(sv), "eval", "--json", "--vectors", str(vec), "--similarity",
+                         str(a.data / "eval/wordsim/EN-WS-353-ALL.txt"), "--similarity",
+                         str(a.data / "eval/wordsim/EN-MEN-TR-3k.txt"), "--analogy",
+                         str(a.data / "eval/analogy/questions-words.txt")],
+                        capture_output=True, text=True)
+    out = {}
+    try:
+        j = json.loads(ev.stdout)
+        for s in j.get("similarity", []):
+            out["ws353" if "WS-353" in s.get("name", s.get("file", "")) else "men"] = s["spearman"]
+        out["analogy"] = j["analogy"]["accuracy"]
+    except (ValueError, KeyError, TypeError):
+        out["error"] = (ev.stdout + ev.stderr)[-300:]
+    return out
+
+
+def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a) -> dict:
+    w = work / tag
+    shutil.rmtree(w, ignore_errors=True)
+    w.mkdir(parents=True)
+    row = {"config": tag.rsplit("-", 1)[0], "trainers": n, "shards": shards, "merge": merge}
+    bs = w / "bs.txt"
+    broker = Child("broker", [str(sv), "broker", "--bootstrap-file", str(bs), "--partitions",
+                              str(a.partitions)] + (["--param-shards", str(shards)] if shards else []),
+                   w)
+    try:
+        end = time.monotonic() + 30
+        while not (bs.exists() and bs.read_text().strip()):
+            if time.monotonic() > end or broker.done.is_set():
+                raise RuntimeError("broker wrote no bootstrap file: " + broker.text()[-300:])
+            time.sleep(0.05)
+        nodes = [Child(f"node{i}", [str(sv), "param-node", "--shard", str(i), "--shards",
+                                    str(shards), "--state", str(w / f"n{i}"), "--bootstrap-file",
+                                    str(bs), "--merge", merge, "--max-idle", "3"] + a.node_arg, w)
+                 for i in range(shards)]
+        t0 = time.monotonic()
+        ingest = Child("ingest", [str(sv), "ingest", "--from", str(a.corpus), "--bootstrap-file",
+                                  str(bs)], w)
+        trainers = []
+        for j in range(n):
+            parts = ",".join(str(p) for p in range(j, a.partitions, n))
+            cmd = [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(w / f"t{j}"),
+                   "--assign", "all" if n == 1 else parts, "--vocab-capacity",
+                   str(a.vocab_capacity), "--threads", "1", "--max-idle", f"{a.max_idle:g}"]
+            if shards:
+                cmd += ["--param-shards", str(shards), "--trainer-id", str(j + 1),
+                        "--delta-precision", a.delta_precision] + a.train_arg
+            trainers.append(Child(f"train{j}", cmd, w))
+        for t in trainers:
+            if not t.wait(a.timeout):
+                raise RuntimeError(f"{t.name} did not finish in {a.timeout} s")
+        row["wall_s"] = max(t.t_exit for t in trainers) - t0 - a.max_idle
+        ingest.wait(30)
+        for nd in nodes:
+            if not nd.wait(120):
+                nd.stop(signal.SIGINT, 60)
+        broker_cpu = None
+        try:
+            st = (Path("/proc") / str(broker.p.pid) / "stat").read_text().rsplit(")", 1)[1].split()
+            broker_cpu = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+        broker.stop()
+        words = trained = push_mb = pull_mb = 0.0
+        for t in trainers:
+            text = t.text()
+            m = TRAIN_RE.search(text)
+            if t.rc != 0 or not m:
+                raise RuntimeError(f"{t.name} rc {t.rc}: {text[-400:]}")
+            words += int(m.group(3))
+            trained += int(m.group(4))
+            p = PUSH_RE.search(text)
+            if p:
+                push_mb += float(p.group(3))
+                pull_mb += float(p.group(5))
+        row.update(words=int(words), trained=int(trained), words_per_s=words / row["wall_s"],
+                   trainer_cpu_s=sum(t.cpu for t in trainers), ingest_cpu_s=ingest.cpu,
+                   broker_cpu_s=broker_cpu)
+        if shards:
+            merged = messages = lost = 0
+            for nd in nodes:
+                m = NODE_RE.search(nd.text())
+                if not m:
+                    raise RuntimeError(f"{nd.name} rc {nd.rc}: {nd.text()[-400:]}")
+                messages += int(m.group(1))
+                merged += int(m.group(3))
+                lost += int(m.group(4)) - int(m.group(1))
+            node_cpu = sum(nd.cpu for nd in nodes)
+            row.update(push_bytes_per_word=push_mb * 1e6 / trained,
+                       pull_bytes_per_word=pull_mb * 1e6 / trained, push_mb=push_mb,
+                       node_messages=messages, node_merged=merged, lost_messages=lost,
+                       node_cpu_s=node_cpu, merges_per_core_s=merged / max(node_cpu, 1e-9),
+                       push_mb_per_node_core_s=push_mb / max(node_cpu, 1e-9))
+            ex = subprocess.run([str(sv), "export"] + sum(
+                (["--state", str(w / f"n{i}")] for i in range(shards)), []) +
+                ["--output", str(w / "vectors.txt")], capture_output=True, text=True)
+        else:
+            ex = subprocess.run([str(sv), "export", "--state", str(w / "t0"), "--output",
+                                 str(w / "vectors.txt")], capture_output=True, text=True)
+        if ex.returncode != 0:
+            raise RuntimeError("export: " + ex.stderr[-300:])
+        row.update(scores(sv, w / "vectors.txt", a))
+        if not a.keep:
+            for d in w.iterdir():
+                if d.is_dir():
+                    shutil.rmtree(d, ignore_errors=True)
+            (w / "vectors.txt").unlink(missing_ok=True)
+        return row
+    finally:
+        stop_all()
+        Child.live.clear()
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", type=Path,
+                    default=ROOT.parent / "shared/data/corpus/enwiki-text8style-100m.txt")
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data",
+                    help="shared data folder (eval sets)")
+    ap.add_argument("--configs", default="1x0,2x1:scaled",
+                    help="comma-separated TRAINERSxSHARDS[:MERGE]; 1x0 is the baseline")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--partitions", type=int, default=8, help="partitions of <prefix>.docs")
+    ap.add_argument("--vocab-capacity", type=int, default=50000)
+    ap.add_argument("--delta-precision", default="fp16")
+    ap.add_argument("--max-idle", type=float, default=3.0)
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--train-arg", action="append", default=[],
+                    help="extra argument for the pushing trainers (repeat; --train-arg=--x=y)")
+    ap.add_argument("--node-arg", action="append", default=[],
+                    help="extra argument for param-node (repeat)")
+    ap.add_argument("--keep", action="store_true", help="keep states and vectors")
+    ap.add_argument("--sv", type=Path, default=ROOT / "build/app/streamvec")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/distributed_bench")
+    a = ap.parse_args()
+    configs = [parse_config(c) for c in a.configs.split(",")]
+    a.out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: (stop_all(), sys.exit(1)))
+    rows = []
+    load0 = os.getloadavg()[0]
+    try:
+        for rep in range(a.reps):
+            for n, s, merge in configs:
+                tag = f"{n}x{s}{'-' + merge if s else ''}-{rep}"
+                log(f"rep {rep}: {n} trainer(s), {s} shard(s), merge {merge}")
+                try:
+                    row = one_pass(a.sv, a.out, tag, n, s, merge, a)
+                except RuntimeError as e:
+                    row = {"config": tag.rsplit("-", 1)[0], "failed": str(e)}
+                    log(f"FAILED: {e}")
+                row["rep"] = rep
+                rows.append(row)
+                log(json.dumps({k: v for k, v in row.items() if not isinstance(v, float)
+                                or k in ("wall_s", "ws353")}))
+    finally:
+        stop_all()
+    (a.out / "results.json").write_text(json.dumps(rows, indent=1))
+    base = {r["rep"]: r for r in rows if r.get("trainers") == 1 and r.get("shards") == 0}
+    print(f"# distributed_bench: {a.corpus.name}, configs {a.configs}, {a.reps} rep(s), "
+          f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"# command: /usr/bin/python3 bench/distributed_bench.py --configs {a.configs} "
+          f"--reps {a.reps}" + "".join(f" --train-arg={x}" for x in a.train_arg)
+          + "".join(f" --node-arg={x}" for x in a.node_arg))
+    print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
+          "| pull B/word | node CPU s | merges/core-s | lost |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "failed" in r:
+            print(f"| {r['config']} | {r['rep']} | FAILED: {r['failed'][:80]} |")
+            continue
+        b = base.get(r["rep"])
+        ratio = r["words_per_s"] / b["words_per_s"] if b else None
+        print(f"| {r['config']} | {r['rep']} | {r['wall_s']:.1f} | {r['words_per_s'] / 1e6:.2f}M "
+              f"| {fmt(ratio, '.3f')} | {fmt(r.get('ws353'), '.3f')} | {fmt(r.get('men'), '.3f')} "
+              f"| {fmt(r.get('analogy'), '.3f')} | {fmt(r.get('push_bytes_per_word'), '.1f')} "
+              f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
+              f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} |")
+    # The scaling model (docs/distributed.md): a shard core merges C push bytes a second; a
+    # trainer training w words/s pushes b bytes a trained word; a shard serves C / (b w)
+    # trainers before it saturates.
+    dist = [r for r in rows if r.get("shards") and "failed" not in r]
+    if dist and base:
+        C = statistics.median(r["push_mb_per_node_core_s"] for r in dist) * 1e6
+        b = statistics.median(r["push_bytes_per_word"] for r in dist)
+        wb = statistics.median(r["words_per_s"] for r in base.values())
+        per_shard = C / (b * wb)
+        print(f"\nscaling model: a node core merges {C / 1e6:.1f} MB of pushes a CPU-second; a "
+              f"trainer at the baseline's {wb / 1e6:.2f}M words/s pushes {b:.1f} B a trained "
+              f"word = {b * wb / 1e6:.1f} MB/s; one shard core keeps up with {per_shard:.2f} "
+              "trainer(s)")
+        for n in (8, 16, 64):
+            print(f"  {n} trainers: {math.ceil(n / per_shard)} shard cores, "
+                  f"{n * b * wb / 1e6:.0f} MB/s of pushes on .updates")
+    return 0 if any("failed" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
