@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -202,6 +203,157 @@ TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
   EXPECT_EQ((*node)->stats().rows, 12000u);
   EXPECT_EQ((*node)->stats().rows_dropped, 0u);
   fs::remove_all(dir);
+}
+
+// One parameter-node shard of prefix `prefix` running on a thread (publishing every 50 ms), its
+// state in a temporary directory removed once it stopped.
+class RunningShard {
+ public:
+  void Start(EmbeddedBroker* broker, const std::string& prefix) {
+    dir_ =
+        fs::temp_directory_path() / ("streamvec_dist_" + prefix + "_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    ParamNodeOptions o;
+    o.kafka.brokers = broker->bootstrap();
+    o.kafka.topic_prefix = prefix;
+    o.state_dir = (dir_ / "node").string();
+    o.create_topics_on = broker;
+    o.publish_every_s = 0.05;
+    StatusOr<std::unique_ptr<ParamNode>> n = ParamNode::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    node_ = std::move(n).value();
+    thread_ = std::thread([this] { status_ = node_->Run(stop_); });
+  }
+  ~RunningShard() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    EXPECT_TRUE(status_.ok()) << status_.ToString();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<ParamNode> node_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  Status status_;
+};
+
+StreamingOptions SmallLearner() {
+  StreamingOptions o;
+  o.dim = 8;
+  o.vocab_capacity = 64;
+  o.min_count = 2;
+  o.noise_table_size = 4096;
+  o.sample = 0;
+  o.negative_pool = 0;
+  return o;
+}
+
+const std::vector<std::string> kLines = {"the cat sat on the mat", "the dog sat on the log",
+                                         "a cat and a dog and the mat"};
+
+// --max-staleness 0 against a running shard: each push round waits until the shard merged the
+// previous one, so after every Sync only the round just pushed can be unacknowledged.
+TEST(DistributedTest, MaxStalenessZeroHasEveryPushMergedBeforeTheNext) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  RunningShard shard;
+  ASSERT_NO_FATAL_FAILURE(shard.Start(broker->get(), "st0"));
+  StreamingLearner learner(SmallLearner());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "st0";
+  po.sender = 1;
+  po.push_every_words = 1;
+  po.max_staleness = 0;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const int rounds = 12;
+  for (int i = 0; i < rounds; ++i) {
+    ASSERT_TRUE(learner.TrainMicroBatch({kLines.begin(), kLines.end()}).ok());
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    // The bound is checked before a push (at most max_staleness unmerged rounds); the round
+    // just pushed adds one.
+    EXPECT_LE((*client)->stats().unacked_rounds, 1u) << "after round " << i + 1;
+  }
+  EXPECT_EQ((*client)->stats().pushes, static_cast<uint64_t>(rounds));
+  EXPECT_GT((*client)->stats().pull_messages, 0u);
+}
+
+// With no shard running nothing is acknowledged: the second push round waits (consuming
+// .params) until the stop flag is raised, then goes out.
+TEST(DistributedTest, MaxStalenessWaitsForAShardThatIsDownUntilStop) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic(UpdatesTopic("down"), 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic(ParamsTopic("down"), 1).ok());
+  StreamingLearner learner(SmallLearner());
+  std::atomic<bool> stop{false};
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "down";
+  po.sender = 1;
+  po.push_every_words = 1;
+  po.max_staleness = 0;
+  po.max_lag_bytes = 0;  // no flow control: only the staleness bound can hold a push back
+  po.stop = &stop;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_TRUE(learner.TrainMicroBatch({kLines.begin(), kLines.end()}).ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());  // round 1: nothing to wait for
+  ASSERT_TRUE(learner.TrainMicroBatch({kLines.begin(), kLines.end()}).ok());
+  std::atomic<bool> returned{false};
+  Status synced;
+  std::thread sync([&] {
+    synced = (*client)->Sync(/*force=*/false);  // round 2 waits for round 1
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(returned.load());  // still waiting: no shard will ever acknowledge round 1
+  stop = true;
+  sync.join();
+  EXPECT_TRUE(synced.ok()) << synced.ToString();
+  const ParamClientStats ps = (*client)->stats();
+  EXPECT_EQ(ps.pushes, 2u);  // at stop the round goes out
+  EXPECT_EQ(ps.unacked_rounds, 2u);
+  EXPECT_GT(ps.staleness_wait_seconds, 0.0);
+}
+
+// --pull-every larger than what is trained: publications are consumed (and wait, one row per
+// word) but applied only by a forced Sync.
+TEST(DistributedTest, PullEveryKeepsPublishedRowsUntilTheyAreDue) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  RunningShard shard;
+  ASSERT_NO_FATAL_FAILURE(shard.Start(broker->get(), "pull"));
+  StreamingLearner learner(SmallLearner());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pull";
+  po.sender = 1;
+  po.push_every_words = 1;
+  po.pull_every_words = uint64_t{1} << 40;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(learner.TrainMicroBatch({kLines.begin(), kLines.end()}).ok());
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+  }
+  // Nothing trained from here on: no more pushes, the shard's publications catch up with them.
+  for (int i = 0; i < 500 && (*client)->stats().rows_pending == 0; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ParamClientStats ps = (*client)->stats();
+  EXPECT_GT(ps.pull_messages, 0u);
+  EXPECT_GT(ps.rows_pending, 0u);
+  EXPECT_EQ(ps.rows_applied, 0u);
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
+  ps = (*client)->stats();
+  EXPECT_GT(ps.rows_applied, 0u);
+  EXPECT_EQ(ps.rows_pending, 0u);
 }
 
 }  // namespace

@@ -959,6 +959,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     po.push_every_words = o.push_every_words;
     po.push_hot_rows = o.push_hot_rows;
     po.push_max_period = o.push_max_period;
+    po.pull_every_words = o.pull_every_words;
+    po.max_staleness = o.max_staleness;
     po.precision = o.delta_precision;
     po.sender = o.trainer_id != 0 ? o.trainer_id : static_cast<uint32_t>(std::random_device{}());
     StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, m.learner.get());

@@ -61,11 +61,32 @@ struct ParamClient::Impl {
     uint32_t messages = 0;
     uint32_t delivered = 0;
     int64_t max_offset = -1;
+    bool rows = false;  // carried a row (a count-only round leads to no publication)
   };
   uint64_t push_round = 0;                        // rounds pushed (the first is 1)
   std::vector<uint64_t> last_push_round;          // slot -> round of its last pushed row (0: none)
   std::vector<std::deque<PendingRound>> pending;  // shard -> rounds not acknowledged, in order
   std::vector<uint64_t> acked_round;              // shard -> newest acknowledged round
+  // shard -> the node group's committed offset on .updates (-1: none known), asked for while a
+  // max_staleness wait lasts over a second: below it every push is merged (and snapshotted).
+  // Only the staleness bound uses it, not acked_round: a publication from before that merge may
+  // still be on its way, and must be taken with our deltas added back.
+  std::vector<int64_t> committed;
+  Clock::time_point last_staleness_log{};
+  // Published rows consumed but not applied yet (pull_every_words), slot -> the newest
+  // publication of the slot's word (input then output, dim floats each). The correction for
+  // our unmerged deltas is made when a publication is consumed, against the acknowledgements
+  // of that moment (as an immediate application makes it), and the deltas of every push after
+  // it are added as they go out: the buffer then holds what the node will hold once our pushes
+  // so far are merged, which is the base ApplyRows wants, however many rounds pass before the
+  // application. (Correcting at application time instead would need the deltas of every round
+  // since the publication, and only kKeptRounds rounds are kept.)
+  struct UnappliedRow {
+    std::string word;
+    std::vector<float> rows;
+  };
+  std::unordered_map<uint32_t, UnappliedRow> unapplied;
+  uint64_t last_apply_words = 0;
   // The shards' newest published rows (input then output, dim floats each) of every word seen
   // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
   // from its node row, so its deltas are against what the node holds (a delta against a fresh
@@ -136,6 +157,7 @@ struct ParamClient::Impl {
     std::copy(it->second.begin() + dim, it->second.end(), out);
     input_deltas->Untrack(slot);
     output_deltas->Untrack(slot);
+    unapplied.erase(slot);
     input_deltas->MarkDirty(slot);
     output_deltas->MarkDirty(slot);
     slot_word[slot].assign(word);
@@ -272,6 +294,8 @@ struct ParamClient::Impl {
         slot_word[s] = words[i];
         pushed_count[s] = 0.0;
         initial[s] = true;
+        unapplied.erase(s);  // a publication of the slot's earlier word, or from before the node
+                             // dropped the word: not this row's
       }
     }
     const uint64_t round = ++push_round;
@@ -298,11 +322,23 @@ struct ParamClient::Impl {
     std::vector<float> out(in.size());
     input_deltas->Export(slots, in.data(), options.precision);
     output_deltas->Export(slots, out.data(), options.precision);
+    for (size_t i = 0; i < slots.size() && !unapplied.empty(); ++i) {
+      // What the node will add to the published row once it merges this push (the exported,
+      // rounded delta is also what moved the base).
+      const auto it = unapplied.find(slots[i]);
+      if (it == unapplied.end()) continue;
+      float* row = it->second.rows.data();
+      for (int j = 0; j < dim; ++j) {
+        row[j] += in[i * dim + j];
+        row[dim + j] += out[i * dim + j];
+      }
+    }
     std::vector<std::vector<ParamRecord>> by_shard(options.shards);
     RoundDeltas kept_round;
     kept_round.round = round;
     kept_round.message_of.assign(slots.size(), 0);
     std::vector<std::vector<uint32_t>> positions(options.shards);  // record -> position
+    std::vector<bool> shard_rows(options.shards, false);
     for (size_t i = 0; i < slots.size(); ++i) {
       const float* di = in.data() + i * dim;
       const float* dout = out.data() + i * dim;
@@ -326,6 +362,7 @@ struct ParamClient::Impl {
         kept_round.index.emplace(slots[i], static_cast<uint32_t>(i));
       }
       const uint32_t shard = ShardOf(r.word, options.shards);
+      if (moved) shard_rows[shard] = true;
       by_shard[shard].push_back(std::move(r));
       positions[shard].push_back(static_cast<uint32_t>(i));
     }
@@ -346,8 +383,9 @@ struct ParamClient::Impl {
       if (!messages.ok()) return messages.status();
       sequence += messages->size();
       stats.rows_pushed += by_shard[shard].size();
-      pending[shard].push_back(
-          {.round = round, .messages = static_cast<uint32_t>(messages->size())});
+      pending[shard].push_back({.round = round,
+                                .messages = static_cast<uint32_t>(messages->size()),
+                                .rows = shard_rows[shard]});
       size_t record = 0;
       for (std::string& m : *messages) {
         const uint64_t id = next_message_id++;
@@ -400,13 +438,13 @@ struct ParamClient::Impl {
     rd_kafka_topic_partition_list_destroy(list);
   }
 
-  void Pull() {
+  // Consumes what the shards published since the last call: acknowledgements, the node rows
+  // new words start from, and the newest row of each held word into `unapplied`.
+  void Consume() {
     rd_kafka_poll(producer, 0);  // delivery reports: the offsets of this trainer's pushes
     AssignParams();
     if (!params_assigned) return;
-    std::vector<uint32_t> slots;
-    std::vector<float> in_rows, out_rows;
-    std::vector<uint32_t> in_slots, out_slots;
+    std::vector<float> received(2 * static_cast<size_t>(dim));
     for (int n = 0; n < 10000; ++n) {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 0);
       if (m == nullptr) break;
@@ -425,6 +463,10 @@ struct ParamClient::Impl {
             last_reject_log = Clock::now();
           }
         } else if (msg->header.kind == ParamMessageKind::kVocabulary) {
+          // Its watermark holds as a row publication's does (the same header).
+          if (msg->header.sender < options.shards) {
+            Acknowledge(msg->header.sender, msg->header.base_clock);
+          }
           // A word the node evicted starts from zero there: its next push must carry the whole
           // row again (MarkFresh at the next push, as for a word new to this trainer).
           for (const ParamRecord& r : msg->records) {
@@ -433,6 +475,7 @@ struct ParamClient::Impl {
             const int64_t slot = learner->SlotOf(r.word);
             if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
               slot_word[static_cast<uint32_t>(slot)].clear();
+              unapplied.erase(static_cast<uint32_t>(slot));
             }
           }
         } else if (msg->header.kind == ParamMessageKind::kRows) {
@@ -459,34 +502,121 @@ struct ParamClient::Impl {
                 r.output.size() != static_cast<size_t>(dim)) {
               continue;
             }
-            in_slots.push_back(s);
-            in_rows.insert(in_rows.end(), r.input.begin(), r.input.end());
-            out_slots.push_back(s);
-            out_rows.insert(out_rows.end(), r.output.begin(), r.output.end());
+            std::copy(r.input.begin(), r.input.end(), received.begin());
+            std::copy(r.output.begin(), r.output.end(), received.begin() + dim);
             if (last_push_round[s] > acked_round[shard]) {
               // The shard had not merged our last push of the row when it published it.
-              if (!AddUnacknowledged(s, acked_round[shard], msg->header.base_clock,
-                                     in_rows.data() + in_rows.size() - dim,
-                                     out_rows.data() + out_rows.size() - dim)) {
-                in_slots.pop_back();
-                in_rows.resize(in_rows.size() - dim);
-                out_slots.pop_back();
-                out_rows.resize(out_rows.size() - dim);
-                stats.rows_stale += 1;
+              if (!AddUnacknowledged(s, acked_round[shard], msg->header.base_clock, received.data(),
+                                     received.data() + dim)) {
+                stats.rows_stale += 1;  // an earlier publication waiting stays
                 continue;
               }
               stats.rows_corrected += 1;
             }
-            stats.rows_applied += 1;
+            UnappliedRow& u = unapplied[s];  // the newest publication supersedes a waiting one
+            u.word = r.word;
+            u.rows = received;
           }
         }
       }
       rd_kafka_message_destroy(m);
     }
-    if (in_slots.empty() && out_slots.empty()) return;
+    stats.rows_pending = unapplied.size();
+  }
+
+  // Applies the rows waiting in `unapplied` to the learner (ApplyRows: each keeps the local
+  // delta not yet pushed).
+  void ApplyUnapplied(uint64_t words_trained) {
+    last_apply_words = words_trained;
+    if (unapplied.empty()) return;
+    std::vector<uint32_t> slots;
+    std::vector<float> in_rows, out_rows;
+    slots.reserve(unapplied.size());
+    in_rows.reserve(unapplied.size() * static_cast<size_t>(dim));
+    out_rows.reserve(in_rows.capacity());
+    for (const auto& [slot, u] : unapplied) {
+      if (slot_word[slot] != u.word) continue;  // (erased when the slot changes word; a guard)
+      slots.push_back(slot);
+      in_rows.insert(in_rows.end(), u.rows.begin(), u.rows.begin() + dim);
+      out_rows.insert(out_rows.end(), u.rows.begin() + dim, u.rows.end());
+    }
+    unapplied.clear();
+    stats.rows_pending = 0;
+    if (slots.empty()) return;
     learner->MutableRowTables();  // quiesce: the rows are written below
-    input_deltas->ApplyRows(in_slots, in_rows.data());
-    output_deltas->ApplyRows(out_slots, out_rows.data());
+    input_deltas->ApplyRows(slots, in_rows.data());
+    output_deltas->ApplyRows(slots, out_rows.data());
+    stats.rows_applied += slots.size();
+  }
+
+  // The oldest of this trainer's push rounds with rows that `shard` has not acknowledged, by
+  // its publications' watermark or its committed offset; 0 when there is none.
+  uint64_t OldestUnacknowledged(uint32_t shard) const {
+    for (const PendingRound& p : pending[shard]) {
+      if (!p.rows) continue;
+      if (p.delivered == p.messages && p.max_offset < committed[shard]) continue;
+      return p.round;
+    }
+    return 0;
+  }
+
+  void UpdateUnacknowledged() {
+    uint64_t oldest = 0;
+    for (uint32_t shard = 0; shard < options.shards; ++shard) {
+      const uint64_t o = OldestUnacknowledged(shard);
+      if (o != 0 && (oldest == 0 || o < oldest)) oldest = o;
+    }
+    stats.unacked_rounds = oldest == 0 ? 0 : push_round - oldest + 1;
+  }
+
+  // Bounded delay (ParamClientOptions::max_staleness): before push round `round`, waits while
+  // some shard has not acknowledged a round up to round - max_staleness - 1 that carried rows
+  // to it, consuming publications meanwhile; the stop flag ends the wait.
+  void WaitForAcknowledgements(uint64_t round) {
+    if (options.max_staleness < 0) return;
+    const uint64_t k = static_cast<uint64_t>(options.max_staleness);
+    if (round <= k + 1) return;
+    const uint64_t limit = round - k - 1;  // rounds up to it must be acknowledged
+    auto behind = [&]() -> int64_t {
+      for (uint32_t shard = 0; shard < options.shards; ++shard) {
+        const uint64_t o = OldestUnacknowledged(shard);
+        if (o != 0 && o <= limit) return shard;
+      }
+      return -1;
+    };
+    if (behind() < 0) return;
+    const auto start = Clock::now();
+    auto last_probe = start;
+    while (options.stop == nullptr || !options.stop->load()) {
+      Consume();
+      const int64_t shard = behind();
+      if (shard < 0) break;
+      if (lag_probe && Clock::now() - last_probe > std::chrono::seconds(1)) {
+        // A round that led to no publication (rows the shard dropped) is acknowledged by the
+        // shard's commit, once a node snapshot covers it.
+        StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
+        if (lag.ok()) {
+          for (const PartitionLag& p : lag->partitions) {
+            if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
+              int64_t& c = committed[static_cast<uint32_t>(p.partition)];
+              c = std::max(c, p.committed);
+            }
+          }
+        }
+        last_probe = Clock::now();
+        continue;
+      }
+      if (Clock::now() - last_staleness_log > std::chrono::seconds(10)) {
+        spdlog::warn(
+            "trainer: --max-staleness {}: waiting for parameter-node shard {} to merge "
+            "push round {} ({} partition {})",
+            options.max_staleness, shard, OldestUnacknowledged(static_cast<uint32_t>(shard)),
+            updates_topic, shard);
+        last_staleness_log = Clock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stats.staleness_wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
 };
 
@@ -501,6 +631,9 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   }
   if (options.push_every_words < 1) {
     return Status::InvalidArgument("--push-every must be at least 1 word");
+  }
+  if (options.max_staleness < -1) {
+    return Status::InvalidArgument("--max-staleness must be -1 (no bound) or at least 0 rounds");
   }
   if (learner->options().cuda_device >= 0) {
     return Status::InvalidArgument(
@@ -521,6 +654,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->params_topic = ParamsTopic(options.kafka.topic_prefix);
   impl->pending.resize(options.shards);
   impl->acked_round.assign(options.shards, 0);
+  impl->committed.assign(options.shards, -1);
   impl->node_rows_cap = learner->options().vocab_capacity;
   impl->EnsureTrackers();
   Impl* raw = impl.get();
@@ -557,7 +691,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
     return Status::InvalidArgument(std::string("Kafka consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(impl->consumer);
-  if (options.max_lag_bytes > 0) {
+  if (options.max_lag_bytes > 0 || options.max_staleness >= 0) {
     StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> probe =
         ConsumerGroupLagProbe::Create(options.kafka, ParamNodesGroup(options.kafka.topic_prefix));
     if (!probe.ok()) return probe.status();
@@ -570,9 +704,14 @@ Status ParamClient::Sync(bool force) {
   Impl& m = *impl_;
   const uint64_t trained = m.learner->stats().words_trained;
   if (force || trained - m.last_push_words >= m.options.push_every_words) {
+    m.WaitForAcknowledgements(m.push_round + 1);
     SV_RETURN_IF_ERROR(m.Push(trained, /*everything=*/force));
   }
-  if (m.input_deltas) m.Pull();
+  m.Consume();
+  if (force || trained - m.last_apply_words >= m.options.pull_every_words) {
+    m.ApplyUnapplied(trained);
+  }
+  m.UpdateUnacknowledged();
   rd_kafka_poll(m.producer, 0);
   return Status::Ok();
 }

@@ -151,6 +151,10 @@ struct KafkaTrainerOptions {
   uint64_t push_every_words = uint64_t{1} << 18;  // trained words between pushes
   uint32_t push_hot_rows = 4096;  // the push schedule (ParamClientOptions::push_hot_rows)
   uint32_t push_max_period = 8;   // rounds (ParamClientOptions::push_max_period)
+  uint64_t pull_every_words = 0;  // trained words between applications of the shards' rows
+                                  // (ParamClientOptions::pull_every_words; 0: every Sync)
+  int64_t max_staleness = -1;     // push rounds a shard may not have merged (bounded delay,
+                                  // ParamClientOptions::max_staleness; -1: no bound)
   ParamPrecision delta_precision = ParamPrecision::kFp32;
   uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
   // MIMICK beside the learner (CharDistiller, docs/char-model.md): a character model learns the

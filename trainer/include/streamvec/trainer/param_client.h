@@ -12,9 +12,11 @@
 // the node reports removed (evicted from its shard) is pushed whole again next time.
 //
 // Rarer rows go out less often than frequent ones (PushSchedule,
-// ParamClientOptions::push_hot_rows). Not yet: the vocabulary and noise distribution from the
-// node's counts, a staleness bound, and a late trainer's start from the node's newest rows beyond
-// what .params still holds.
+// ParamClientOptions::push_hot_rows). Publications are consumed at every Sync but applied every
+// pull_every_words trained words (the newest row of each word waits until then), and
+// max_staleness bounds how many of its push rounds the shards have not merged (bounded delay).
+// Not yet: the vocabulary and noise distribution from the node's counts, and a late trainer's
+// start from the node's newest rows beyond what .params still holds.
 //
 // Thread safety: one thread (the Kafka trainer's) drives it, between micro-batches.
 #ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
@@ -46,6 +48,22 @@ struct ParamClientOptions {
   // --push-max-period).
   uint32_t push_hot_rows = 4096;
   uint32_t push_max_period = 8;
+  // Trained words between two applications of the shards' publications to the learner
+  // (--pull-every). Publications are consumed at every Sync all the same (acknowledgements and
+  // the node rows new words start from stay current, and .params is read before the broker
+  // drops it); the newest row of each held word waits in a buffer until the next application,
+  // and a forced Sync applies it. 0: at every Sync.
+  uint64_t pull_every_words = 0;
+  // Bounded delay (Li et al. 2014, "Scaling Distributed Machine Learning with the Parameter
+  // Server", section 4; Ho et al. 2013, stale synchronous parallel): before push round r the
+  // trainer waits, consuming publications, until every shard has acknowledged (merged, as its
+  // publications' watermark shows) each of this trainer's rounds up to r - max_staleness - 1
+  // that carried rows to it, so at most max_staleness pushed rounds are unmerged when a round
+  // goes out. 0: every push is merged before the next; -1: no bound (--max-staleness). A
+  // shard's committed offset on .updates (ParamNodesGroup) also ends a wait, so a round that
+  // led to no publication (its rows dropped by the shard) delays by a node snapshot at most.
+  // The stop flag ends the wait; the round then goes out.
+  int64_t max_staleness = -1;
   // Flow control: before each push message to a shard, wait while that `.updates` partition
   // holds more than this many bytes the shard has not committed (ParamNodesGroup: a node
   // commits once a snapshot covers what it merged), so the embedded broker's ~5 MiB ring never
@@ -72,13 +90,17 @@ struct ParamClientStats {
   uint64_t rejected = 0;         // publications that did not decode (logged, skipped)
   uint64_t node_clock = 0;       // newest node clock applied (the pushes' base clock)
   double throttled_seconds = 0;  // waiting for the shards (flow control)
+  double staleness_wait_seconds = 0;  // waiting for acknowledgements (max_staleness)
+  uint64_t unacked_rounds = 0;  // this trainer's push rounds with rows that some shard has not
+                                // acknowledged yet, the round just pushed included (gauge)
+  uint64_t rows_pending = 0;    // published rows consumed, waiting for pull_every (gauge)
 };
 
 class ParamClient {
  public:
   // The learner must outlive the client and have its rows on the host (no CUDA device):
-  // InvalidArgument otherwise, or for shards 0, push_every_words 0, or a property librdkafka
-  // refuses. Does not contact the broker.
+  // InvalidArgument otherwise, or for shards 0, push_every_words 0, max_staleness below -1,
+  // or a property librdkafka refuses. Does not contact the broker.
   static StatusOr<std::unique_ptr<ParamClient>> Create(const ParamClientOptions& options,
                                                       StreamingLearner* learner);
   ~ParamClient();
@@ -86,9 +108,11 @@ class ParamClient {
   ParamClient& operator=(const ParamClient&) = delete;
 
   // Call after a micro-batch was queued: pushes once push_every_words more words were trained
-  // since the last push (always with force: before a snapshot, at stop), then applies what the
-  // shards published. IoError when a push cannot be queued (the producer's queue full for
-  // 10 s); a publication that does not decode is skipped and counted.
+  // since the last push (always with force: before a snapshot, at stop), first waiting for
+  // acknowledgements when max_staleness requires it, then consumes what the shards published
+  // and applies it once pull_every_words more words were trained (always with force). IoError
+  // when a push cannot be queued (the producer's queue full for 10 s); a publication that does
+  // not decode is skipped and counted.
   Status Sync(bool force);
   // Waits up to timeout_ms for the pushes to be delivered (at stop). IoError if some were not.
   Status Flush(int timeout_ms);
