@@ -127,6 +127,17 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_node_clock", "gauge",
                     "Newest node clock applied (push messages the node had merged).",
                     static_cast<double>(ps.node_clock));
+  api::AppendMetric(out, "streamvec_train_param_staleness_wait_seconds_total", "counter",
+                    "Seconds spent waiting for the shards to merge earlier pushes "
+                    "(--max-staleness).",
+                    ps.staleness_wait_seconds);
+  api::AppendMetric(out, "streamvec_train_param_unacked_rounds", "gauge",
+                    "Push rounds from the oldest a shard has not merged to the newest (0: all "
+                    "merged).",
+                    static_cast<double>(ps.unacked_rounds));
+  api::AppendMetric(out, "streamvec_train_param_rows_pending", "gauge",
+                    "Published rows read and waiting to be applied (--pull-every).",
+                    static_cast<double>(ps.rows_pending));
 }
 
 namespace {
@@ -218,6 +229,15 @@ void AppendLabelledTrainerMetrics(std::string* out,
   family("streamvec_train_param_node_clock", "gauge",
          "Newest node clock applied (push messages the node had merged).",
          [](const T& t) { return t.param.node_clock; });
+  family("streamvec_train_param_staleness_wait_seconds_total", "counter",
+         "Seconds spent waiting for the shards to merge earlier pushes (--max-staleness).",
+         [](const T& t) { return t.param.staleness_wait_seconds; });
+  family("streamvec_train_param_unacked_rounds", "gauge",
+         "Push rounds from the oldest a shard has not merged to the newest (0: all merged).",
+         [](const T& t) { return t.param.unacked_rounds; });
+  family("streamvec_train_param_rows_pending", "gauge",
+         "Published rows read and waiting to be applied (--pull-every).",
+         [](const T& t) { return t.param.rows_pending; });
 }
 
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {

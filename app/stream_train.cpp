@@ -347,6 +347,8 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.push_every_words = f.push_every;
   o.push_hot_rows = f.push_hot_rows;
   o.push_max_period = f.push_max_period;
+  o.pull_every_words = f.pull_every;
+  o.max_staleness = f.max_staleness;
   o.trainer_id = f.trainer_id;
   if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision); p.ok()) {
     o.delta_precision = *p;
@@ -425,7 +427,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  "deferred by the schedule), %llu publications read (%.1f MB), %llu rows applied "
                  "(%llu with our unmerged deltas), "
                  "%llu stale rows skipped, %llu words started from the node's row, "
-                 "%.2f s waiting for the shards\n",
+                 "%.2f s waiting for the shards (%.2f s for --max-staleness)\n",
                  static_cast<unsigned long long>(ps.pushes),
                  static_cast<unsigned long long>(ps.rows_pushed), ps.push_bytes / 1e6,
                  static_cast<unsigned long long>(ps.rows_deferred),
@@ -433,7 +435,8 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(ps.rows_applied),
                  static_cast<unsigned long long>(ps.rows_corrected),
                  static_cast<unsigned long long>(ps.rows_stale),
-                 static_cast<unsigned long long>(ps.rows_from_node), ps.throttled_seconds);
+                 static_cast<unsigned long long>(ps.rows_from_node), ps.throttled_seconds,
+                 ps.staleness_wait_seconds);
   }
   if (st.char_distill) {
     std::fprintf(stderr,

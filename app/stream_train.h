@@ -52,6 +52,9 @@ struct KafkaTrainFlags {
   uint64_t push_every = uint64_t{1} << 18;  // --push-every: trained words between pushes
   uint32_t push_hot_rows = 4096;            // --push-hot-rows (ParamClientOptions)
   uint32_t push_max_period = 8;             // --push-max-period, rounds
+  uint64_t pull_every = 0;                  // --pull-every: trained words between applications
+                                            // of the shards' rows (0: between micro-batches)
+  int64_t max_staleness = -1;               // --max-staleness: push rounds (-1: no bound)
   std::string delta_precision = "fp32";     // --delta-precision fp32|fp16
   uint32_t trainer_id = 0;                  // --trainer-id (0: random)
   StreamingOptions options;

@@ -66,6 +66,8 @@ struct TrainFlags {
   uint64_t push_every = uint64_t{1} << 18;
   uint32_t push_hot_rows = 4096;
   uint32_t push_max_period = 8;
+  int64_t pull_every = 0;
+  int64_t max_staleness = -1;
   std::string delta_precision = "fp32";
   uint32_t trainer_id = 0;
 };
@@ -192,6 +194,8 @@ int RunKafka(TrainFlags& f) {
   k.push_every = f.push_every;
   k.push_hot_rows = f.push_hot_rows;
   k.push_max_period = f.push_max_period;
+  k.pull_every = static_cast<uint64_t>(f.pull_every);
+  k.max_staleness = f.max_staleness;
   k.delta_precision = f.delta_precision;
   k.trainer_id = f.trainer_id;
   k.explicit_flags = f.explicit_flags;
@@ -486,6 +490,19 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Kafka, with --param-shards: pushes between two of a rare row at most "
                   "(rounded down to a power of two)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--pull-every", flags->pull_every,
+                  "Kafka, with --param-shards: trained words between applications of the rows "
+                  "the shards published (read all the while; the newest row of each word "
+                  "waits; 0: after every document)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-staleness", flags->max_staleness,
+                  "Kafka, with --param-shards: push rounds of this trainer that a shard may "
+                  "not have merged when the next goes out; the trainer waits for the shards "
+                  "(bounded delay; 0: each push merged before the next; -1: no bound)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max())
+                  .description("-1 OR NONNEGATIVE"))
       ->capture_default_str();
   cmd->add_option("--delta-precision", flags->delta_precision,
                   "Kafka, with --param-shards: fp32 or fp16 (half the bytes; the rounding is "

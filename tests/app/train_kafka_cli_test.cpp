@@ -128,6 +128,14 @@ TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
   run = Shell("SV train --group g --state " + Path("s"));
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--brokers"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --param-shards 1 --max-staleness -2");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--max-staleness"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --param-shards 1 --pull-every -1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--pull-every"));
 }
 
 TEST_F(TrainKafkaCliTest, StdinStreamSnapshotsHoldTheServingEmbeddingAndMetadata) {
