@@ -22,6 +22,7 @@ void RegisterExtractCommand(CLI::App& root, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& root, int* exit_code);
 void RegisterParamNodeCommand(CLI::App& root, int* exit_code);
 void RegisterStateCommand(CLI::App& root, int* exit_code);
+void RegisterVectorsCommand(CLI::App& root, int* exit_code);
 
 }  // namespace streamvec::app
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   streamvec::app::RegisterTokenizeCommand(root, &exit_code);
   streamvec::app::RegisterParamNodeCommand(root, &exit_code);
   streamvec::app::RegisterStateCommand(root, &exit_code);
+  streamvec::app::RegisterVectorsCommand(root, &exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

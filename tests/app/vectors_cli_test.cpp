@@ -1,0 +1,193 @@
+// Runs the built `streamvec vectors` on states written by `train --stream` (with and without
+// --char-distill) and on a word2vec file exported from one.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+
+namespace streamvec {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+constexpr int kDim = 12;
+constexpr char kTrain[] =
+    " --dim 12 --vocab-capacity 40 --min-count 2 --noise-table-size 4096 --seed 7 --threads 1"
+    " --char-dim 8 --char-hidden 8 ";
+
+// The fields of one word2vec text row.
+std::vector<std::string> Fields(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> fields;
+  for (std::string f; in >> f;) fields.push_back(f);
+  return fields;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+class VectorsCliTest : public ::testing::Test {
+ protected:
+  // One state with a character model, one without, from the same generated lines: words
+  // "w0".."w29" ("w0" the most frequent), 15 a line.
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("streamvec_vectors_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::mt19937 gen(3);
+    std::geometric_distribution<int> pick(0.12);
+    std::string text;
+    for (int line = 0; line < 400; ++line) {
+      for (int i = 0; i < 15; ++i) text += "w" + std::to_string(pick(gen) % 30) + " ";
+      text += "\n";
+    }
+    std::ofstream(dir_ / "corpus.txt") << text;
+    const std::string corpus = Path("corpus.txt");
+    ASSERT_EQ(Shell("SV train --input " + corpus + " --stream --state " + Path("char") + kTrain +
+                    "--char-distill --char-distill-every 500")
+                  .exit_code,
+              0);
+    ASSERT_EQ(Shell("SV train --input " + corpus + " --stream --state " + Path("plain") + kTrain)
+                  .exit_code,
+              0);
+    ASSERT_EQ(
+        Shell("SV export --state " + Path("char") + " --output " + Path("char.txt")).exit_code, 0);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static std::string Path(const std::string& name) { return (dir_ / name).string(); }
+
+  static fs::path dir_;
+};
+
+fs::path VectorsCliTest::dir_;
+
+TEST_F(VectorsCliTest, TableWordsAreTheTablesRows) {
+  const CliRun run = Shell("SV vectors --state " + Path("char") + " w0 w3 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<std::string> lines = Lines(run.output);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(Fields(lines[0]).size(), kDim + 1u);
+  EXPECT_EQ(Fields(lines[0])[0], "w0");
+  EXPECT_EQ(Fields(lines[1])[0], "w3");
+  // The same rows as the exported file gives, read with --vectors, byte for byte.
+  const CliRun file = Shell("SV vectors --vectors " + Path("char.txt") + " w0 w3 2>/dev/null");
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  EXPECT_EQ(file.output, run.output);
+  const CliRun json = Shell("SV vectors --json --state " + Path("char") + " w0");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const nlohmann::json j = nlohmann::json::parse(json.output);
+  EXPECT_EQ(j["word"], "w0");
+  EXPECT_EQ(j["source"], "table");
+  EXPECT_EQ(j["vector"].size(), static_cast<size_t>(kDim));
+}
+
+TEST_F(VectorsCliTest, WordsOutsideTheTableComeFromTheCharacterModel) {
+  const CliRun run = Shell("SV vectors --json --state " + Path("char") + " zqxjvwordish w0");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<std::string> lines = Lines(run.output);
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json oov = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(oov["word"], "zqxjvwordish");
+  EXPECT_EQ(oov["source"], "char-lstm");
+  ASSERT_EQ(oov["vector"].size(), static_cast<size_t>(kDim));
+  double norm = 0;
+  for (double x : oov["vector"]) norm += x * x;
+  EXPECT_GT(norm, 0);
+  // --table-top 1: only "w0" (the most frequent) from the table, "w3" from the model.
+  const CliRun top = Shell("SV vectors --json --table-top 1 --state " + Path("char") + " w0 w3");
+  ASSERT_EQ(top.exit_code, 0) << top.output;
+  EXPECT_EQ(nlohmann::json::parse(Lines(top.output)[0])["source"], "table");
+  EXPECT_EQ(nlohmann::json::parse(Lines(top.output)[1])["source"], "char-lstm");
+}
+
+TEST_F(VectorsCliTest, ReadsWordsFromStdinOnePerLine) {
+  const CliRun args = Shell("SV vectors --state " + Path("char") + " w1 unseenword 2>/dev/null");
+  ASSERT_EQ(args.exit_code, 0) << args.output;
+  CliRun run =
+      Shell("printf 'w1\\r\\nunseenword\\n' | SV vectors --state " + Path("char") + " 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, args.output);
+  run = Shell("printf 'unseenword\\n' | SV vectors --state " + Path("char") + " w1 - 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, args.output);
+}
+
+TEST_F(VectorsCliTest, StateWithoutCharacterModelReportsTheMissingWordAndPrintsTheOthers) {
+  const CliRun run = Shell("SV vectors --state " + Path("plain") + " w0 xyz w1");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("streamvec vectors: 'xyz': not in the vocabulary and the "
+                                    "state has no character model"));
+  EXPECT_THAT(run.output, HasSubstr("w0 "));
+  EXPECT_THAT(run.output, HasSubstr("w1 "));
+  // --table-top needs a character model: a usage error.
+  EXPECT_EQ(Shell("SV vectors --table-top 5 --state " + Path("plain") + " w0").exit_code, 2);
+}
+
+TEST_F(VectorsCliTest, WordsTheCharacterModelRefusesAreNamedWithTheReason) {
+  CliRun run = Shell("printf 'ab\\377c\\n\\nw0\\nx\\001y\\n' | SV vectors --state " + Path("char"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("'ab\\xffc': "));
+  EXPECT_THAT(run.output, HasSubstr("UTF-8"));
+  EXPECT_THAT(run.output, HasSubstr("'': "));
+  EXPECT_THAT(run.output, HasSubstr("empty"));
+  EXPECT_THAT(run.output, HasSubstr("'x\\x01y': "));
+  EXPECT_THAT(run.output, HasSubstr("control"));
+  EXPECT_THAT(run.output, HasSubstr("w0 "));  // the readable word is still printed
+  // A word with a space has a vector, but only --json can print it.
+  run = Shell("SV vectors --state " + Path("char") + " 'two words'");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("whitespace"));
+  run = Shell("SV vectors --json --state " + Path("char") + " 'two words'");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(nlohmann::json::parse(run.output)["word"], "two words");
+}
+
+TEST_F(VectorsCliTest, VectorsFileGivesItsWordsOnly) {
+  const CliRun run = Shell("SV vectors --vectors " + Path("char.txt") + " w2 zqxj");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("'zqxj': not in the vocabulary of " + Path("char.txt")));
+  EXPECT_THAT(run.output, HasSubstr("w2 "));
+}
+
+// One --state per parameter-node shard, as serve takes them: their joined tables, no character
+// model across shards.
+TEST_F(VectorsCliTest, SeveralStatesGiveTheirJoinedTablesOnly) {
+  const CliRun run =
+      Shell("SV vectors --state " + Path("char") + " --state " + Path("plain") + " w0 zqxj");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("w0 "));
+  EXPECT_THAT(run.output, HasSubstr("'zqxj': not in the vocabulary (several shards' states"));
+}
+
+TEST_F(VectorsCliTest, UsageErrorsExitTwoNamingTheFlag) {
+  CliRun run = Shell("SV vectors w0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--state"));
+  run = Shell("SV vectors --state " + Path("char") + " --vectors " + Path("char.txt") + " w0");
+  EXPECT_EQ(run.exit_code, 2);
+  run = Shell("SV vectors --state " + Path("nothere") + " w0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr(Path("nothere")));
+  EXPECT_THAT(run.output, Not(HasSubstr("\nw0 ")));
+  run = Shell("SV vectors --vectors " + Path("corpus.txt") + " w0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--vectors"));
+}
+
+}  // namespace
+}  // namespace streamvec
