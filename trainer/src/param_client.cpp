@@ -231,13 +231,12 @@ struct ParamClient::Impl {
     }
   }
 
-  // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
-  // that the shard has not committed: messages past its committed offset (past the low
-  // watermark when it has none) times the mean size of this trainer's pushes. The other writers
-  // of the shard (its publications say how many trainers push to it) may pass this check at the
-  // same moment, one message each, so `next` counts once per writer but one: with messages of
-  // at most 1 MiB / writers (Push), what the partition holds uncommitted stays under
-  // max_lag_bytes + one message, within the embedded broker's ~5 MiB ring.
+  // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more
+  // from each of the shard's writers) that the shard has not committed: messages past its
+  // committed offset (past the low watermark when it has none) times the mean size of this
+  // trainer's pushes. Every writer may pass this check at the same moment, each with one
+  // message, so each counts `next` for all of them (writers: the shard's publications say how
+  // many trainers push to it; 1 until one was read).
   void WaitForShard(uint32_t shard, size_t next) {
     if (options.max_lag_bytes <= 0 || !lag_probe) return;
     const auto start = Clock::now();
@@ -249,7 +248,7 @@ struct ParamClient::Impl {
       StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
       if (lag.ok() && shard < lag->partitions.size() &&
           static_cast<double>(lag->partitions[shard].lag) * mean +
-                  static_cast<double>(next) * std::max<uint32_t>(1, writers[shard] - 1) <=
+                  static_cast<double>(next) * std::max<uint32_t>(1, writers[shard]) <=
               static_cast<double>(options.max_lag_bytes)) {
         break;
       }
