@@ -501,7 +501,6 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.precision = options.publish_precision;
   header.dim = options.dim;
   header.sender = options.shard;
-  header.writers = static_cast<uint8_t>(std::min<size_t>(255, trainer_seen.size()));
   header.sender_clock = clock;
   // The merged watermark: every push below it is in the rows read below.
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;

@@ -117,8 +117,7 @@ std::string PutHeader(const ParamMessageHeader& h, uint32_t records) {
   Put(out, static_cast<uint8_t>(h.kind));
   Put(out, static_cast<uint8_t>(h.model));
   Put(out, static_cast<uint8_t>(h.precision));
-  Put(out, h.kind == ParamMessageKind::kPush ? uint8_t{0} : h.writers);
-  out.append(2, '\0');
+  out.append(3, '\0');
   Put(out, h.dim);
   Put(out, h.sender);
   Put(out, records);
@@ -314,8 +313,7 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   const uint8_t kind = in.Get<uint8_t>();
   const uint8_t model = in.Get<uint8_t>();
   const uint8_t precision = in.Get<uint8_t>();
-  h.writers = in.Get<uint8_t>();
-  const std::string_view reserved = in.Bytes(2);
+  const std::string_view reserved = in.Bytes(3);
   h.dim = in.Get<uint32_t>();
   h.sender = in.Get<uint32_t>();
   h.record_count = in.Get<uint32_t>();
@@ -334,11 +332,8 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   if (!KnownPrecision(precision)) {
     return Status::InvalidArgument("unknown precision " + std::to_string(precision));
   }
-  if (reserved != std::string_view("\0\0", 2) ||
-      (h.writers != 0 && (h.version < 2 || h.kind == ParamMessageKind::kPush))) {
-    return Status::InvalidArgument(h.writers != 0 && h.version >= 2
-                                       ? "header byte 9 (writers) is not zero in a push"
-                                       : "reserved header bytes 9..11 are not zero");
+  if (reserved != std::string_view("\0\0\0", 3)) {
+    return Status::InvalidArgument("reserved header bytes 9..11 are not zero");
   }
   if (h.model != expect.model) {
     return Status::InvalidArgument("model " + ParamModelKindName(h.model) + " != expected " +

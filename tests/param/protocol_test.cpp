@@ -260,28 +260,6 @@ TEST(ParamProtocolTest, KindsAllowOnlyTheirFields) {
   EXPECT_THAT(Rejection(forged), HasSubstr("record 0 (word 'w'): a vocabulary record cannot"));
 }
 
-// A publication says how many trainers push to its shard (header byte 9, version 2); a push
-// never carries it (the encoder writes 0 whatever the header holds).
-TEST(ParamProtocolTest, PublicationsCarryTheirShardsWriters) {
-  std::mt19937 rng(9);
-  ParamMessageHeader rows;
-  rows.kind = ParamMessageKind::kRows;
-  rows.dim = 4;
-  rows.writers = 8;
-  ParamRecord row;
-  row.word = "w";
-  row.input = RandomVector(rng, 4);
-  StatusOr<ParamMessage> m = DecodeParamMessage(EncodeOne(rows, {row}), {ParamModelKind::kSgns, 4});
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->header.writers, 8);
-  ParamMessageHeader push = PushHeader(4);
-  push.writers = 8;
-  StatusOr<ParamMessage> p =
-      DecodeParamMessage(EncodeOne(push, PushRecords(rng, 4, 2)), {ParamModelKind::kSgns, 4});
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(p->header.writers, 0);
-}
-
 TEST(ParamProtocolTest, DecoderNamesTruncationAtEveryCut) {
   std::mt19937 rng(6);
   const std::string bytes = EncodeOne(PushHeader(5), PushRecords(rng, 5, 6));
@@ -306,9 +284,9 @@ TEST(ParamProtocolTest, DecoderNamesEachHeaderProblem) {
   EXPECT_EQ(Rejection(b), "bad magic 0x12345678 (expected 0x4D505653, \"SVPM\")");
   b = good;
   Poke<uint16_t>(b, 4, 3);
-  EXPECT_EQ(Rejection(b), "protocol version 3 is newer than supported version 2");
+  EXPECT_EQ(Rejection(b), "protocol version 3 is newer than supported version 1");
   // A newer version is reported even when the rest of its header is unreadable to us.
-  EXPECT_EQ(Rejection(b.substr(0, 6)), "protocol version 3 is newer than supported version 2");
+  EXPECT_EQ(Rejection(b.substr(0, 6)), "protocol version 3 is newer than supported version 1");
   EXPECT_EQ(Rejection(good, {ParamModelKind::kSgns, 100}), "dim 16 != expected 100");
   EXPECT_EQ(Rejection(good, {ParamModelKind::kCharLstm, 0}), "model sgns != expected char-lstm");
   b = good;
@@ -319,12 +297,6 @@ TEST(ParamProtocolTest, DecoderNamesEachHeaderProblem) {
   EXPECT_EQ(Rejection(b), "unknown precision 3");
   b = good;
   b[10] = 1;
-  EXPECT_EQ(Rejection(b), "reserved header bytes 9..11 are not zero");
-  // Byte 9 (writers) belongs to publications of version 2.
-  b = good;
-  b[9] = 2;
-  EXPECT_EQ(Rejection(b), "header byte 9 (writers) is not zero in a push");
-  Poke<uint16_t>(b, 4, 1);
   EXPECT_EQ(Rejection(b), "reserved header bytes 9..11 are not zero");
   b = good;
   Poke<uint32_t>(b, 12, 20000);

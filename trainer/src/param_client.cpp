@@ -3,7 +3,6 @@
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -22,8 +21,6 @@ namespace streamvec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// ParamNodeOptions::snapshot_bytes' default (node/ is not a dependency of trainer/).
-constexpr int64_t kShardSnapshotBytes = int64_t{3} << 20;
 
 bool AllZero(const float* v, int dim) {
   for (int j = 0; j < dim; ++j) {
@@ -90,7 +87,6 @@ struct ParamClient::Impl {
   };
   std::unordered_map<uint32_t, UnappliedRow> unapplied;
   uint64_t last_apply_words = 0;
-  std::vector<uint32_t> writers;  // shard -> trainers pushing to it (its word)
   // The shards' newest published rows (input then output, dim floats each) of every word seen
   // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
   // from its node row, so its deltas are against what the node holds (a delta against a fresh
@@ -231,12 +227,9 @@ struct ParamClient::Impl {
     }
   }
 
-  // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more
-  // from each of the shard's writers) that the shard has not committed: messages past its
-  // committed offset (past the low watermark when it has none) times the mean size of this
-  // trainer's pushes. Every writer may pass this check at the same moment, each with one
-  // message, so each counts `next` for all of them (writers: the shard's publications say how
-  // many trainers push to it; 1 until one was read).
+  // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
+  // that the shard has not committed: messages past its committed offset (past the low
+  // watermark when it has none) times the mean size of this trainer's pushes.
   void WaitForShard(uint32_t shard, size_t next) {
     if (options.max_lag_bytes <= 0 || !lag_probe) return;
     const auto start = Clock::now();
@@ -247,8 +240,7 @@ struct ParamClient::Impl {
                               : static_cast<double>(next);
       StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
       if (lag.ok() && shard < lag->partitions.size() &&
-          static_cast<double>(lag->partitions[shard].lag) * mean +
-                  static_cast<double>(next) * std::max<uint32_t>(1, writers[shard]) <=
+          static_cast<double>(lag->partitions[shard].lag) * mean + static_cast<double>(next) <=
               static_cast<double>(options.max_lag_bytes)) {
         break;
       }
@@ -386,19 +378,8 @@ struct ParamClient::Impl {
       h.sender_clock = words_trained;
       h.base_clock = stats.node_clock;
       // 512 KiB: under librdkafka's default message.max.bytes (1,000,000) with room to spare.
-      // With flow control, small enough that one message from each of the shard's writers
-      // fits between the shard's snapshot trigger (3 MiB consumed and not committed: it may
-      // stay there while the shard waits for more) and the lag budget (WaitForShard), so the
-      // writers never wait on each other's uncommitted bytes for good.
-      size_t message_bytes = size_t{512} << 10;
-      if (options.max_lag_bytes > 0) {
-        const int64_t room = options.max_lag_bytes - kShardSnapshotBytes;
-        message_bytes = std::clamp<size_t>(
-            static_cast<size_t>(std::max<int64_t>(0, room)) / std::max<uint32_t>(1, writers[shard]),
-            size_t{16} << 10, message_bytes);
-      }
       StatusOr<std::vector<std::string>> messages =
-          EncodeParamMessages(h, by_shard[shard], message_bytes);
+          EncodeParamMessages(h, by_shard[shard], size_t{512} << 10);
       if (!messages.ok()) return messages.status();
       sequence += messages->size();
       stats.rows_pushed += by_shard[shard].size();
@@ -500,10 +481,7 @@ struct ParamClient::Impl {
         } else if (msg->header.kind == ParamMessageKind::kRows) {
           stats.node_clock = std::max(stats.node_clock, msg->header.sender_clock);
           const uint32_t shard = msg->header.sender;
-          if (shard < options.shards) {
-            Acknowledge(shard, msg->header.base_clock);
-            if (msg->header.writers > 0) writers[shard] = msg->header.writers;
-          }
+          if (shard < options.shards) Acknowledge(shard, msg->header.base_clock);
           for (const ParamRecord& r : msg->records) {
             if (r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
@@ -677,7 +655,6 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->pending.resize(options.shards);
   impl->acked_round.assign(options.shards, 0);
   impl->committed.assign(options.shards, -1);
-  impl->writers.assign(options.shards, 1);
   impl->node_rows_cap = learner->options().vocab_capacity;
   impl->EnsureTrackers();
   Impl* raw = impl.get();

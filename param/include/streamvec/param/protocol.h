@@ -11,10 +11,7 @@
 //        6    1  message kind (ParamMessageKind)
 //        7    1  model kind (ParamModelKind)
 //        8    1  precision of the vectors (ParamPrecision: fp32, or fp16 as IEEE binary16)
-//        9    1  writers (version 2): in a publication, the trainers that pushed to the shard in
-//                the last 30 s (at most 255), which a trainer's flow control uses (every writer
-//                may pass the lag check at once); zero in pushes and in version 1
-//       10    2  reserved, zero
+//        9    3  reserved, zero
 //       12    4  dim: floats per vector
 //       16    4  sender id: the trainer's id (pushes) or the shard's index (publications)
 //       20    4  record count
@@ -63,7 +60,7 @@
 namespace streamvec {
 
 // The version this build writes and the newest it reads.
-inline constexpr uint16_t kParamProtocolVersion = 2;  // 1 is still read (writers 0)
+inline constexpr uint16_t kParamProtocolVersion = 1;
 // "SVPM" read as a little-endian u32.
 inline constexpr uint32_t kParamMagic = 0x4D505653u;
 // Bytes of the fixed header.
@@ -107,7 +104,6 @@ struct ParamMessageHeader {
   ParamPrecision precision = ParamPrecision::kFp32;
   uint32_t dim = 0;           // floats per vector, 1..kMaxParamDim
   uint32_t sender = 0;        // trainer id (push) or shard index (publications)
-  uint8_t writers = 0;        // publications: trainers pushing to the shard (0 in pushes)
   uint32_t record_count = 0;  // set by the encoder; the decoder reports the read one
   uint64_t sequence = 0;      // per sender; the encoder numbers its messages from this one
   uint64_t sender_clock = 0;  // words trained (trainer) or merged (node) at writing
