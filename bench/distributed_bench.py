@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,24 @@ NODE_RE = re.compile(r"param-node shard \d+ of \d+: (\d+) messages \((\d+) rejec
                      r".*?offset (\d+)")
 
 
+def drain(node: Child, timeout: float):
+    """Waits until the shard has merged every message of its partition (its
+    streamvec_param_node_updates_lag_messages gauge reads 0 twice, 0.5 s apart)."""
+    m = re.search(r"metrics (http://\S+)", node.text())
+    if not m:
+        return
+    end, zeros = time.monotonic() + timeout, 0
+    while time.monotonic() < end and zeros < 2 and not node.done.is_set():
+        try:
+            body = urllib.request.urlopen(m.group(1), timeout=5).read().decode()
+            lag = re.search(r"^streamvec_param_node_updates_lag_messages\{[^}]*\} (\S+)", body,
+                            re.M)
+            zeros = zeros + 1 if lag and float(lag.group(1)) == 0 else 0
+        except OSError:
+            zeros = 0
+        time.sleep(0.5)
+
+
 def scores(sv: Path, vec: Path, a) -> dict:
     ev = subprocess.run([str(sv), "eval", "--json", "--vectors", str(vec), "--similarity",
                          str(a.data / "eval/wordsim/EN-WS-353-ALL.txt"), "--similarity",
@@ -147,7 +166,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
             time.sleep(0.05)
         nodes = [Child(f"node{i}", [str(sv), "param-node", "--shard", str(i), "--shards",
                                     str(shards), "--state", str(w / f"n{i}"), "--bootstrap-file",
-                                    str(bs), "--merge", merge, "--max-idle", "3"] + a.node_arg, w)
+                                    str(bs), "--merge", merge, "--metrics", "127.0.0.1:0"] + a.node_arg, w)
                  for i in range(shards)]
         t0 = time.monotonic()
         ingest = Child("ingest", [str(sv), "ingest", "--from", str(a.corpus), "--bootstrap-file",
@@ -167,9 +186,9 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
                 raise RuntimeError(f"{t.name} did not finish in {a.timeout} s")
         row["wall_s"] = max(t.t_exit for t in trainers) - t0 - a.max_idle
         ingest.wait(30)
-        for nd in nodes:
-            if not nd.wait(120):
-                nd.stop(signal.SIGINT, 60)
+        for nd in nodes:  # drained: every push in its partition merged, then stopped
+            drain(nd, 120)
+            nd.stop(signal.SIGINT, 60)
         broker_cpu = None
         try:
             st = (Path("/proc") / str(broker.p.pid) / "stat").read_text().rsplit(")", 1)[1].split()
