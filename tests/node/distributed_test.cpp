@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../kafka/kafka_test_util.h"
+#include "../trainer/small_learner.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/node/param_node.h"
@@ -240,16 +241,7 @@ class RunningShard {
   Status status_;
 };
 
-StreamingOptions SmallLearner() {
-  StreamingOptions o;
-  o.dim = 8;
-  o.vocab_capacity = 64;
-  o.min_count = 2;
-  o.noise_table_size = 4096;
-  o.sample = 0;
-  o.negative_pool = 0;
-  return o;
-}
+using testing::SmallLearnerOptions;
 
 const std::vector<std::string> kLines = {"the cat sat on the mat", "the dog sat on the log",
                                          "a cat and a dog and the mat"};
@@ -261,7 +253,7 @@ TEST(DistributedTest, MaxStalenessZeroHasEveryPushMergedBeforeTheNext) {
   ASSERT_TRUE(broker.ok());
   RunningShard shard;
   ASSERT_NO_FATAL_FAILURE(shard.Start(broker->get(), "st0"));
-  StreamingLearner learner(SmallLearner());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "st0";
@@ -289,7 +281,7 @@ TEST(DistributedTest, MaxStalenessWaitsForAShardThatIsDownUntilStop) {
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic(UpdatesTopic("down"), 1).ok());
   ASSERT_TRUE((*broker)->CreateTopic(ParamsTopic("down"), 1).ok());
-  StreamingLearner learner(SmallLearner());
+  StreamingLearner learner(SmallLearnerOptions());
   std::atomic<bool> stop{false};
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
@@ -328,7 +320,7 @@ TEST(DistributedTest, PullEveryKeepsPublishedRowsUntilTheyAreDue) {
   ASSERT_TRUE(broker.ok());
   RunningShard shard;
   ASSERT_NO_FATAL_FAILURE(shard.Start(broker->get(), "pull"));
-  StreamingLearner learner(SmallLearner());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "pull";

@@ -11,21 +11,13 @@
 #include <vector>
 
 #include "../kafka/kafka_test_util.h"
+#include "small_learner.h"
 #include "streamvec/kafka/broker.h"
 
 namespace streamvec {
 namespace {
 
-StreamingOptions Small() {
-  StreamingOptions o;
-  o.dim = 8;
-  o.vocab_capacity = 64;
-  o.min_count = 2;
-  o.noise_table_size = 4096;
-  o.sample = 0;
-  o.negative_pool = 0;
-  return o;
-}
+using testing::SmallLearnerOptions;
 
 std::vector<std::string_view> Text(const std::vector<std::string>& lines) {
   return {lines.begin(), lines.end()};
@@ -90,7 +82,7 @@ TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 2).ok());
-  StreamingLearner learner(Small());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "pc";
@@ -121,7 +113,7 @@ TEST(ParamClientTest, ThePushScheduleDefersRareRowsAndLosesNothing) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 1).ok());
-  StreamingLearner learner(Small());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "pc";
@@ -164,7 +156,7 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic("pp.updates", 1).ok());
   ASSERT_TRUE((*broker)->CreateTopic("pp.params", 1).ok());
-  StreamingLearner learner(Small());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "pp";
@@ -245,7 +237,7 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
 // it has them, else (word-seeded) from a hash of the word, the same in every learner whatever
 // order the words arrive in. One-word sentences train nothing, so the rows stay as initialised.
 TEST(ParamClientTest, LearnerStartsWordsFromTheInitializerOrFromTheWordsHash) {
-  StreamingLearner a(Small()), b(Small());
+  StreamingLearner a(SmallLearnerOptions()), b(SmallLearnerOptions());
   a.SetWordSeededInit(true);
   b.SetWordSeededInit(true);
   const std::vector<float> node_in = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -282,7 +274,7 @@ TEST(ParamClientTest, LearnerStartsWordsFromTheInitializerOrFromTheWordsHash) {
 }
 
 TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
-  StreamingLearner learner(Small());
+  StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;
   po.kafka.brokers = "127.0.0.1:1";
   po.shards = 0;
