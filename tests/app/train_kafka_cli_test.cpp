@@ -136,6 +136,14 @@ TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
               " --param-shards 1 --pull-every -1");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.output, HasSubstr("--pull-every"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --param-shards 1 --push-max-period 0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--push-max-period"));
+  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
+              " --param-shards 1 --delta-precision fp8");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--delta-precision: a precision must be fp32 or fp16"));
 }
 
 TEST_F(TrainKafkaCliTest, StdinStreamSnapshotsHoldTheServingEmbeddingAndMetadata) {
