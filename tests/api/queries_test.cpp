@@ -203,7 +203,9 @@ TEST(AnnIndexTest, Sq8CandidatesHoldTheExactTopTenWithCosinesNearTheFloatOnes) {
     for (size_t i = 0; i < candidates.size(); ++i) {
       EXPECT_NEAR(candidates[i].similarity, snapshot.UnitDot(candidates[i].row, unit.data()), 0.02)
           << "row " << row << " candidate " << candidates[i].row;
-      if (i > 0) EXPECT_GE(candidates[i - 1].similarity, candidates[i].similarity);
+      if (i > 0) {
+        EXPECT_GE(candidates[i - 1].similarity, candidates[i].similarity);
+      }
     }
     const size_t self[] = {row};
     for (const auto& e : snapshot.NearestToVector(unit.data(), 10, self, snapshot.rows())) {
