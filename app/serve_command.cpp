@@ -34,8 +34,8 @@ struct ServeFlags {
   double gate_drop = -1;
   size_t exact_max_words = 20000;
   int hnsw_ef = 120;
-  // Every core: a serve process has no trainer beside it (run keeps 1), and a build of 220k
-  // words takes about 15-19 s on 2 cores against 30 s on one.
+  // Every core: a serve process has no trainer beside it (run keeps 1), and two threads build
+  // the index of 220k words in about half the time of one (bench/knn_bench.py).
   int index_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double index_rebuild_s = 30;
   double min_carried_recall = 0.95;

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "streamvec/api/serving_snapshot.h"
