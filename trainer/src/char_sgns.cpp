@@ -43,24 +43,46 @@ CharSgns::CharSgns(const CharSgnsOptions& options, int threads)
 
 CharSgns::~CharSgns() = default;
 
-Status CharSgns::EncodeParallel(const std::vector<std::string_view>& words,
-                                std::vector<float>* out) const {
+namespace {
+
+// Runs fn(t) for t in [0, parts) on parts threads (the caller's thread for one).
+template <typename Fn>
+void OnThreads(size_t parts, Fn&& fn) {
+  if (parts <= 1) {
+    fn(size_t{0});
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < parts; ++t) pool.emplace_back([&fn, t] { fn(t); });
+  for (std::thread& th : pool) th.join();
+}
+
+}  // namespace
+
+size_t CharSgns::Parts(size_t words) const {
+  return std::max<size_t>(1, std::min<size_t>(threads_, (words + 255) / 256));
+}
+
+Status CharSgns::EncodeParallel(const std::vector<std::string_view>& words, std::vector<float>* out,
+                                Passes* passes) const {
   const size_t dim = options_.model.dim;
   out->assign(words.size() * dim, 0.f);
-  const size_t parts = std::min<size_t>(threads_, (words.size() + 255) / 256);
-  if (parts <= 1) return model_.Encode(words, out);
+  const size_t parts = Parts(words.size());
   std::vector<Status> status(parts);
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < parts; ++t) {
-    pool.emplace_back([&, t] {
-      const size_t begin = words.size() * t / parts, end = words.size() * (t + 1) / parts;
-      std::vector<std::string_view> part(words.begin() + begin, words.begin() + end);
-      std::vector<float> v;
+  if (passes != nullptr) passes->assign(parts, nullptr);
+  OnThreads(parts, [&](size_t t) {
+    const size_t begin = words.size() * t / parts, end = words.size() * (t + 1) / parts;
+    std::vector<std::string_view> part(words.begin() + begin, words.begin() + end);
+    std::vector<float> v;
+    if (passes != nullptr) {
+      StatusOr<std::shared_ptr<const CharModel::Pass>> pass = model_.Forward(part, &v);
+      status[t] = pass.status();
+      if (pass.ok()) (*passes)[t] = std::move(pass).value();
+    } else {
       status[t] = model_.Encode(part, &v);
-      if (status[t].ok()) std::copy(v.begin(), v.end(), out->begin() + begin * dim);
-    });
-  }
-  for (std::thread& th : pool) th.join();
+    }
+    if (status[t].ok()) std::copy(v.begin(), v.end(), out->begin() + begin * dim);
+  });
   for (const Status& s : status) SV_RETURN_IF_ERROR(s);
   return Status::Ok();
 }
@@ -95,7 +117,8 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   std::vector<std::string_view> views(words.begin(), words.end());
   // 2. v(w) into the input rows.
   std::vector<float> encoded;
-  SV_RETURN_IF_ERROR(EncodeParallel(views, &encoded));
+  Passes passes;
+  SV_RETURN_IF_ERROR(EncodeParallel(views, &encoded, &passes));
   const bool sum = options_.mode == CharMode::kSum;
   std::vector<float> written(words.size() * size_t(dim));
   {
@@ -116,56 +139,41 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   // 3. The learner trains the batch.
   SV_RETURN_IF_ERROR(train());
   const auto t1 = std::chrono::steady_clock::now();
-  // 4. The rows' changes; sum mode puts e(w) + d(w) back.
-  std::vector<std::string_view> trained;
-  std::vector<float> d_out;
-  trained.reserve(words.size());
-  d_out.reserve(words.size() * size_t(dim));
+  // 4. The rows' changes; sum mode puts e(w) + d(w) back. A word evicted during the piece
+  // (its slot re-initialised) keeps a zero gradient.
+  std::vector<float> d_out(words.size() * size_t(dim), 0.f);
+  size_t trained = 0;
   {
     StreamingLearner::RowTables rows = learner->MutableRowTables();
     for (size_t i = 0; i < words.size(); ++i) {
-      if (learner->SlotOf(views[i]) != int64_t(slots[i])) continue;  // evicted in the batch
+      if (learner->SlotOf(views[i]) != int64_t(slots[i])) continue;
       float* row = rows.input + size_t(slots[i]) * rows.stride;
       const float* x = written.data() + i * dim;
       const float* c = encoded.data() + i * dim;
-      trained.push_back(views[i]);
+      float* g = d_out.data() + i * dim;
+      ++trained;
       for (int j = 0; j < dim; ++j) {
         const float d = row[j] - x[j];
-        d_out.push_back(-d);
+        g[j] = -d;
         if (sum) row[j] = (x[j] - c[j]) + d;
       }
     }
   }
-  if (trained.empty()) return Status::Ok();
-  // 5. -d(w) through the encoder, split over threads, gradients summed in a fixed order.
-  const size_t parts = std::min<size_t>(threads_, (trained.size() + 255) / 256);
-  std::vector<std::vector<float>> gradients(std::max<size_t>(parts, 1));
-  std::vector<Status> status(gradients.size());
-  auto backward = [&](size_t t) {
-    const size_t n = trained.size();
-    const size_t begin = n * t / gradients.size(), end = n * (t + 1) / gradients.size();
-    std::vector<std::string_view> part(trained.begin() + begin, trained.begin() + end);
-    auto loss = [&](const float*, size_t count, float* d) {
-      std::copy(d_out.begin() + begin * dim, d_out.begin() + (begin + count) * dim, d);
-      return 0.0;
-    };
-    StatusOr<double> l = model_.ComputeGradient(part, loss, &gradients[t]);
-    status[t] = l.status();
-  };
-  if (gradients.size() == 1) {
-    backward(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < gradients.size(); ++t) pool.emplace_back(backward, t);
-    for (std::thread& th : pool) th.join();
-  }
-  for (const Status& s : status) SV_RETURN_IF_ERROR(s);
-  for (size_t t = 1; t < gradients.size(); ++t) {
+  if (trained == 0) return Status::Ok();
+  // 5. -d(w) back through the kept forward passes, gradients summed in a fixed order.
+  const size_t parts = passes.size();
+  std::vector<std::vector<float>> gradients(parts);
+  OnThreads(parts, [&](size_t t) {
+    const size_t begin = words.size() * t / parts;
+    model_.Backward(*passes[t], d_out.data() + begin * dim, &gradients[t]);
+  });
+  passes.clear();
+  for (size_t t = 1; t < parts; ++t) {
     for (size_t k = 0; k < gradients[0].size(); ++k) gradients[0][k] += gradients[t][k];
   }
   model_.AdamStep(gradients[0]);
   ++stats_.steps;
-  stats_.types += trained.size();
+  stats_.types += trained;
   stats_.seconds +=
       encode_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   return Status::Ok();
@@ -262,7 +270,7 @@ Status CharSgns::ExportVectors(const StreamingLearner& learner, std::vector<std:
     encodable.push_back(i);
   }
   std::vector<float> encoded;
-  SV_RETURN_IF_ERROR(EncodeParallel(views, &encoded));
+  SV_RETURN_IF_ERROR(EncodeParallel(views, &encoded, nullptr));
   const size_t dim = mo.dim;
   const bool sum = options_.mode == CharMode::kSum;
   vectors->assign(words->size() * dim, 0.f);

@@ -110,8 +110,14 @@ class CharSgns {
  private:
   // TrainChunk's text (ending at whitespace or the stream's end) in pieces of batch_words words.
   Status TrainPieces(StreamingLearner* learner, std::string_view text);
-  // Encodes `words` into out (n x dim) over threads_ threads.
-  Status EncodeParallel(const std::vector<std::string_view>& words, std::vector<float>* out) const;
+  // The forward passes of EncodeParallel's parts, kept for the backward pass.
+  using Passes = std::vector<std::shared_ptr<const CharModel::Pass>>;
+  // Parts a call over `words` words is split into: one per thread, at least 256 words each.
+  size_t Parts(size_t words) const;
+  // Encodes `words` into out (n x dim) over Parts(n) threads, word range t = [n t / parts,
+  // n (t+1) / parts) on thread t; with `passes`, keeps each part's forward pass.
+  Status EncodeParallel(const std::vector<std::string_view>& words, std::vector<float>* out,
+                        Passes* passes) const;
   // Trains one piece of text through `train`, the distinct admitted words of `texts` taking
   // their input from the character model.
   template <typename TrainFn>
