@@ -31,6 +31,7 @@
 #include "char_flags.h"
 #include "commands.h"
 #include "host_port.h"
+#include "param_flags.h"
 #include "pipeline_metrics.h"
 #include "run_shards.h"
 #include "server_flags.h"
@@ -79,6 +80,9 @@ struct RunFlags {
   int threads = 1;       // per trainer
   int trainers = 1;      // --trainers: Kafka trainers (more than one needs param_shards)
   int param_shards = 0;  // --param-shards: parameter-node shards in the process (0: none)
+  std::string merge = std::string(MergeRuleName(MergeOptions{}.rule));  // --merge (the shards')
+  ParamClientFlags param;  // --push-every ... --delta-precision (the trainers', with shards)
+  bool param_flags_given = false;  // any of the above given (they need --param-shards)
   // Priority of the pipeline's threads (broker, connector, crawler, trainer) and of the REST
   // server's index and polling threads: on shared cores requests come first, and the pipeline
   // takes every cycle they leave (sched(7)). Under BackgroundPolicy::kNice (the default) the nice
@@ -190,6 +194,35 @@ int RunPipeline(RunFlags f) {
                  std::to_string(f.partitions) + ": each trainer takes some of the partitions");
   }
   const bool distributed = f.param_shards > 0;
+  if (f.param_flags_given && !distributed) {
+    return Usage(
+        "--merge, --push-every, --push-hot-rows, --push-max-period, --pull-every, "
+        "--max-staleness and --delta-precision need --param-shards");
+  }
+  StatusOr<MergeRule> merge_rule = ParseMergeRule(f.merge);
+  if (!merge_rule.ok()) return Usage(merge_rule.status().message());
+  // The trainers' flags are checked before any state is made.
+  if (KafkaTrainerOptions probe; distributed) {
+    if (Status s = ApplyParamClientFlags(f.param, &probe); !s.ok()) return Usage(s.message());
+  }
+  bool char_lstm = false;
+  CharSgnsOptions char_lstm_options;
+  if (Status s = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
+                                   f.char_mode_given, &char_lstm, &char_lstm_options);
+      !s.ok()) {
+    return Usage(s.message());
+  }
+  if (char_lstm) {
+    if (distributed) return Usage("--model char-lstm does not train with --param-shards");
+    if (Status s = ValidateCharModelOptions(f.char_distill_options.model); !s.ok()) {
+      return Usage(s.message());
+    }
+  }
+  if (f.char_distill) {
+    CharDistillOptions co = f.char_distill_options;
+    co.model.dim = f.learner.dim;
+    if (Status s = ValidateCharDistillOptions(co); !s.ok()) return Usage(s.message());
+  }
   {
     // A state of one layout is never resumed as the other.
     std::error_code ec;
@@ -271,6 +304,7 @@ int RunPipeline(RunFlags f) {
     no.vocab_capacity = static_cast<size_t>(f.learner.vocab_capacity);
     no.dim = static_cast<uint32_t>(f.learner.dim);
     no.snapshot_every_s = f.snapshot_every_s;
+    no.merge.rule = *merge_rule;
     StatusOr<std::unique_ptr<ParamNode>> node =
         OnBackgroundThread(background, [&] { return ParamNode::Create(no); });
     if (!node.ok()) {
@@ -305,26 +339,13 @@ int RunPipeline(RunFlags f) {
   to.char_distill = f.char_distill;
   to.char_distill_options = f.char_distill_options;
   to.char_distill_options.model.dim = f.learner.dim;
-  if (Status s = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
-                                   f.char_mode_given, &to.char_lstm, &to.char_lstm_options);
-      !s.ok()) {
-    return Usage(s.message());
-  }
-  if (to.char_lstm) {
-    if (distributed) return Usage("--model char-lstm does not train with --param-shards");
-    if (Status s = ValidateCharModelOptions(to.char_distill_options.model); !s.ok()) {
-      return Usage(s.message());
-    }
-  }
-  if (f.char_distill) {
-    if (Status s = ValidateCharDistillOptions(to.char_distill_options); !s.ok()) {
-      return Usage(s.message());
-    }
-  }
+  to.char_lstm = char_lstm;
+  to.char_lstm_options = char_lstm_options;
   std::shared_ptr<SharedSourcePositions> shared_positions;
   if (distributed) {
     shared_positions = std::make_shared<SharedSourcePositions>(*positions);
     to.param_shards = static_cast<uint32_t>(f.param_shards);
+    if (Status s = ApplyParamClientFlags(f.param, &to); !s.ok()) return Usage(s.message());
     to.shared_positions = shared_positions;
   }
   std::vector<std::unique_ptr<KafkaTrainer>> trainers;
@@ -708,6 +729,11 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "(states <state>/shard-<i>, served as their union; docs/distributed.md); 0: "
                   "one trainer alone")
       ->capture_default_str();
+  cmd->add_option("--merge", flags->merge,
+                  "With --param-shards: the shards' merge rule, downpour, average, sum, adasum or "
+                  "scaled (docs/distributed.md)")
+      ->capture_default_str();
+  AddParamClientFlags(cmd, &flags->param, "With --param-shards, each trainer: ");
   cmd->add_option("--device", flags->device,
                   "Where the learner's rows live and train: cpu, or cuda[:N] (docs/gpu.md)")
       ->capture_default_str();
@@ -732,6 +758,10 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                     &flags->char_batch_words);
   cmd->callback([flags, exit_code, cmd]() {
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
+    for (const char* flag : {"--merge", "--push-every", "--push-hot-rows", "--push-max-period",
+                             "--pull-every", "--max-staleness", "--delta-precision"}) {
+      if (cmd->count(flag) > 0) flags->param_flags_given = true;
+    }
     *exit_code = RunPipeline(*flags);
   });
 }

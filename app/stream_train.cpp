@@ -153,6 +153,10 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       distiller = std::make_unique<CharDistiller>(co);
     }
     if (f.char_lstm) {
+      if (f.options.cuda_device >= 0) {
+        return Fail(Status::InvalidArgument("--model char-lstm trains on the CPU (no --device)"),
+                    2);
+      }
       CharSgnsOptions co = f.char_lstm_options;
       co.model = f.char_distill_options.model;
       co.model.dim = f.options.dim;
@@ -397,17 +401,8 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   if (f.char_distill) {
     if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok()) return Fail(s, 2);
   }
-  o.push_every_words = f.push_every;
-  o.push_hot_rows = f.push_hot_rows;
-  o.push_max_period = f.push_max_period;
-  o.pull_every_words = f.pull_every;
-  o.max_staleness = f.max_staleness;
   o.trainer_id = f.trainer_id;
-  if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision); p.ok()) {
-    o.delta_precision = *p;
-  } else {
-    return Fail(Status::InvalidArgument("--delta-precision: " + p.status().message()), 2);
-  }
+  if (Status s = ApplyParamClientFlags(f.param, &o); !s.ok()) return Fail(s, 2);
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer_or = KafkaTrainer::Create(o);
   if (!trainer_or.ok()) {
     const Status& s = trainer_or.status();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "param_flags.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/char_sgns.h"
@@ -54,13 +55,7 @@ struct KafkaTrainFlags {
   double snapshot_write_rate_mb = 0;       // KafkaTrainerOptions::snapshot_write_rate, MB/s
   std::string metrics;          // --metrics HOST:PORT: GET /metrics (Prometheus); "" = none
   uint32_t param_shards = 0;    // --param-shards: push to / pull from the parameter node
-  uint64_t push_every = uint64_t{1} << 18;  // --push-every: trained words between pushes
-  uint32_t push_hot_rows = 4096;            // --push-hot-rows (ParamClientOptions)
-  uint32_t push_max_period = 8;             // --push-max-period, rounds
-  uint64_t pull_every = 0;                  // --pull-every: trained words between applications
-                                            // of the shards' rows (0: between micro-batches)
-  int64_t max_staleness = -1;               // --max-staleness: push rounds (-1: no bound)
-  std::string delta_precision = "fp32";     // --delta-precision fp32|fp16
+  ParamClientFlags param;       // --push-every ... --delta-precision (with --param-shards)
   uint32_t trainer_id = 0;                  // --trainer-id (0: random)
   StreamingOptions options;
   bool char_distill = false;                // as in StreamTrainFlags

@@ -66,12 +66,7 @@ struct TrainFlags {
   double snapshot_write_rate = -1;  // MB/s; -1: not given
   std::string metrics;              // --metrics HOST:PORT (Kafka only)
   uint32_t param_shards = 0;        // parameter node (Kafka only)
-  uint64_t push_every = uint64_t{1} << 18;
-  uint32_t push_hot_rows = 4096;
-  uint32_t push_max_period = 8;
-  int64_t pull_every = 0;
-  int64_t max_staleness = -1;
-  std::string delta_precision = "fp32";
+  ParamClientFlags param;           // --push-every ... --delta-precision
   uint32_t trainer_id = 0;
 };
 
@@ -199,12 +194,7 @@ int RunKafka(TrainFlags& f) {
   k.snapshot_write_rate_mb = std::max(0.0, f.snapshot_write_rate);
   k.metrics = f.metrics;
   k.param_shards = f.param_shards;
-  k.push_every = f.push_every;
-  k.push_hot_rows = f.push_hot_rows;
-  k.push_max_period = f.push_max_period;
-  k.pull_every = static_cast<uint64_t>(f.pull_every);
-  k.max_staleness = f.max_staleness;
-  k.delta_precision = f.delta_precision;
+  k.param = f.param;
   k.trainer_id = f.trainer_id;
   k.explicit_flags = f.explicit_flags;
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
@@ -503,36 +493,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "Kafka: push row deltas and counts to the parameter node's N shards "
                   "(<prefix>.updates) and apply the rows they publish (<prefix>.params); "
                   "docs/distributed.md (default 0: train alone)");
-  cmd->add_option("--push-every", flags->push_every,
-                  "Kafka, with --param-shards: trained words between pushes")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--push-hot-rows", flags->push_hot_rows,
-                  "Kafka, with --param-shards: the rows of this many most frequent words go out "
-                  "every push, rarer rows every 2, 4, ... pushes (0: every moved row every push)")
-      ->capture_default_str();
-  cmd->add_option("--push-max-period", flags->push_max_period,
-                  "Kafka, with --param-shards: pushes between two of a rare row at most "
-                  "(rounded down to a power of two)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--pull-every", flags->pull_every,
-                  "Kafka, with --param-shards: trained words between applications of the rows "
-                  "the shards published (read all the while; the newest row of each word "
-                  "waits; 0: after every document)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--max-staleness", flags->max_staleness,
-                  "Kafka, with --param-shards: push rounds of this trainer that a shard may "
-                  "not have merged when the next goes out; the trainer waits for the shards "
-                  "(bounded delay; 0: each push merged before the next; -1: no bound)")
-      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max())
-                  .description("-1 OR NONNEGATIVE"))
-      ->capture_default_str();
-  cmd->add_option("--delta-precision", flags->delta_precision,
-                  "Kafka, with --param-shards: fp32 or fp16 (half the bytes; the rounding is "
-                  "carried into the next push)")
-      ->capture_default_str();
+  AddParamClientFlags(cmd, &flags->param, "Kafka, with --param-shards: ");
   cmd->add_option("--trainer-id", flags->trainer_id,
                   "Kafka, with --param-shards: this trainer's id in its pushes (default: random)");
   cmd->add_option("--metrics", flags->metrics,

@@ -540,11 +540,32 @@ int64_t WordsSeen(const std::vector<std::string>& dirs) {
 // is not sent again from its start, and nothing is lost.
 TEST_F(RunCliTest, TrainersAndParamShardsLearnOneEmbeddingServedAsTheShardsUnionAndResume) {
   const int docs_a = WriteData("a.txt", 30);
-  const std::vector<std::string> args = {
-      "--data",           Data(),  "--state",        State(), "--http",      "127.0.0.1:0",
-      "--trainers",       "2",     "--param-shards", "2",     "--no-crawl",  "--no-follow",
-      "--max-idle",       "2",     "--dim",          "16",    "--min-count", "1",
-      "--vocab-capacity", "20000", "--threads",      "1"};
+  const std::vector<std::string> args = {"--data",
+                                         Data(),
+                                         "--state",
+                                         State(),
+                                         "--http",
+                                         "127.0.0.1:0",
+                                         "--trainers",
+                                         "2",
+                                         "--param-shards",
+                                         "2",
+                                         "--no-crawl",
+                                         "--no-follow",
+                                         "--max-idle",
+                                         "2",
+                                         "--dim",
+                                         "16",
+                                         "--min-count",
+                                         "1",
+                                         "--vocab-capacity",
+                                         "20000",
+                                         "--threads",
+                                         "1",
+                                         "--merge",
+                                         "average",
+                                         "--delta-precision",
+                                         "fp16"};
   const std::string shard0 = (dir_ / "state" / "shard-0").string();
   const std::string shard1 = (dir_ / "state" / "shard-1").string();
   const std::vector<std::string> trainer_states = {(dir_ / "state" / "trainer-0").string(),
@@ -568,6 +589,9 @@ TEST_F(RunCliTest, TrainersAndParamShardsLearnOneEmbeddingServedAsTheShardsUnion
   const int64_t data_words = std::stoll(tokens.output);
   EXPECT_EQ(trained_words, data_words);
   EXPECT_EQ(WordsSeen({shard0, shard1}), data_words);
+  // The shards merged by the rule given (--merge; the default is scaled).
+  EXPECT_EQ(SnapshotMetadata(shard0).value("merge", ""), "average");
+  EXPECT_EQ(SnapshotMetadata(shard1).value("merge", ""), "average");
 
   // The union of the shards, served by `serve`, answers a word of the data with a vector.
   {
@@ -642,7 +666,15 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--trainers 0 --http 127.0.0.1:0 --no-crawl" + state, "--trainers"},
            {"--trainers 3 --partitions 2 --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
             "--partitions"},
-           {"--param-shards -1 --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"}}) {
+           {"--param-shards -1 --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
+           {"--push-every 1000 --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
+           {"--merge sum --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
+           {"--param-shards 1 --merge bogus --http 127.0.0.1:0 --no-crawl" + state, "--merge"},
+           {"--param-shards 1 --delta-precision fp8 --http 127.0.0.1:0 --no-crawl" + state,
+            "--delta-precision"},
+           {"--model char-lstm --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
+            "--param-shards"},
+           {"--char-mode replace --http 127.0.0.1:0 --no-crawl" + state, "--model char-lstm"}}) {
     const CliRun run = Shell("SV run " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;

@@ -1,0 +1,56 @@
+#include "param_flags.h"
+
+#include <limits>
+
+namespace streamvec::app {
+
+void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::string& lead) {
+  cmd->add_option("--push-every", flags->push_every, lead + "trained words between pushes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--push-hot-rows", flags->push_hot_rows,
+                  lead +
+                      "the rows of this many most frequent words go out every push, rarer "
+                      "rows every 2, 4, ... pushes (0: every moved row every push)")
+      ->capture_default_str();
+  cmd->add_option("--push-max-period", flags->push_max_period,
+                  lead +
+                      "pushes between two of a rare row at most (rounded down to a power of "
+                      "two)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--pull-every", flags->pull_every,
+                  lead +
+                      "trained words between applications of the rows the shards published "
+                      "(read all the while; the newest row of each word waits; 0: after "
+                      "every document)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-staleness", flags->max_staleness,
+                  lead +
+                      "push rounds of this trainer that a shard may not have merged when the "
+                      "next goes out; the trainer waits for the shards (bounded delay; 0: "
+                      "each push merged before the next; -1: no bound)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max())
+                  .description("-1 OR NONNEGATIVE"))
+      ->capture_default_str();
+  cmd->add_option("--delta-precision", flags->delta_precision,
+                  lead +
+                      "fp32 or fp16 (half the bytes; the rounding is carried into the next "
+                      "push)")
+      ->capture_default_str();
+}
+
+Status ApplyParamClientFlags(const ParamClientFlags& f, KafkaTrainerOptions* o) {
+  o->push_every_words = f.push_every;
+  o->push_hot_rows = f.push_hot_rows;
+  o->push_max_period = f.push_max_period;
+  o->pull_every_words = static_cast<uint64_t>(f.pull_every);
+  o->max_staleness = f.max_staleness;
+  StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision);
+  if (!p.ok()) return Status::InvalidArgument("--delta-precision: " + p.status().message());
+  o->delta_precision = *p;
+  return Status::Ok();
+}
+
+}  // namespace streamvec::app
