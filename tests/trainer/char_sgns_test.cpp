@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "planted_suffixes.h"
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/trainer/char_distiller.h"
@@ -19,50 +19,13 @@
 namespace streamvec {
 namespace {
 
-using State = std::map<std::string, std::string>;
+using testing::Cosine;
+using testing::From;
+using testing::PlantedSentences;
+using testing::Stems;
+using State = testing::State;
 
-std::vector<std::string> Stems(size_t n, uint64_t seed) {
-  std::mt19937_64 r(seed);
-  std::uniform_int_distribution<int> len(3, 6), letter('a', 'z');
-  std::vector<std::string> out(n);
-  for (std::string& s : out) {
-    const int l = len(r);
-    for (int i = 0; i < l; ++i) s += static_cast<char>(letter(r));
-  }
-  return out;
-}
-
-// Sentences of one group each: three of its words (stem + "ing" for group A, stem + "ed" for
-// B, the same stems in both) and three of its context words: only the suffix tells the groups'
-// words apart by their characters.
-std::vector<std::string> PlantedSentences(const std::vector<std::string>& stems, size_t n,
-                                          uint64_t seed) {
-  std::mt19937_64 r(seed);
-  std::uniform_int_distribution<size_t> stem(0, stems.size() - 1);
-  std::uniform_int_distribution<int> ctx(0, 9), group(0, 1);
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < n; ++i) {
-    const int g = group(r);
-    std::string line;
-    for (int k = 0; k < 3; ++k) {
-      line += stems[stem(r)] + (g == 0 ? "ing " : "ed ");
-      line += (g == 0 ? "qa" : "qb") + std::to_string(ctx(r)) + " ";
-    }
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-StreamingOptions Learner() {
-  StreamingOptions o;
-  o.dim = 16;
-  o.vocab_capacity = 256;
-  o.min_count = 2;
-  o.noise_table_size = 4096;
-  o.sample = 0;
-  o.isa = DetectBestIsa();
-  return o;
-}
+StreamingOptions Learner() { return testing::PlantedLearnerOptions(); }
 
 CharSgnsOptions Char(CharMode mode) {
   CharSgnsOptions c;
@@ -86,33 +49,12 @@ Status Train(StreamingLearner& learner, CharSgns& char_sgns,
   return Status::Ok();
 }
 
-double Cosine(const float* a, const float* b, int dim) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int j = 0; j < dim; ++j) {
-    ab += double(a[j]) * b[j];
-    aa += double(a[j]) * a[j];
-    bb += double(b[j]) * b[j];
-  }
-  return ab / std::sqrt(aa * bb + 1e-30);
-}
-
 State Save(const StreamingLearner& learner, const CharSgns& char_sgns, bool checkpoint) {
   State state;
-  auto sink = [&state](const std::string& k, std::string_view v) {
-    state[k] = std::string(v);
-    return Status::Ok();
-  };
+  const StateSink sink = testing::Into(&state);
   EXPECT_TRUE(learner.SaveState(sink).ok());
   EXPECT_TRUE(char_sgns.Save(sink, checkpoint).ok());
   return state;
-}
-
-StateSource From(const State& state) {
-  return [&state](const std::string& k) -> StatusOr<std::string> {
-    auto it = state.find(k);
-    if (it == state.end()) return Status::NotFound(k);
-    return it->second;
-  };
 }
 
 class CharSgnsModeTest : public ::testing::TestWithParam<CharMode> {};
@@ -188,10 +130,7 @@ TEST_P(CharSgnsModeTest, ServingEntriesHoldTheServedVectorsAndTheModel) {
   CharSgns char_sgns(Char(GetParam()), 1);
   ASSERT_TRUE(Train(learner, char_sgns, PlantedSentences(stems, 400, 5)).ok());
   State serving;
-  auto sink = [&serving](const std::string& k, std::string_view v) {
-    serving[k] = std::string(v);
-    return Status::Ok();
-  };
+  const StateSink sink = testing::Into(&serving);
   ASSERT_TRUE(char_sgns.WriteServingEntries(learner, sink).ok());
   ASSERT_TRUE(char_sgns.Save(sink, /*checkpoint=*/false).ok());
   EXPECT_EQ(serving.count(kCharModelEntry), 1u);
