@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The cost of --char-distill to the SGNS stream, and what the character model answers for words
-# outside the vocabulary (docs/char-model.md).
+# The cost of the character model to the SGNS stream (--char-distill, --model char-lstm), and what
+# it answers for words outside the vocabulary (docs/char-model.md).
 #   bench/char_distill.sh CORPUS [MB] [THREADS]
-# Trains `train --stream` on the first MB megabytes of CORPUS (a text8-style file) twice, without
-# and with --char-distill, in the same run, and prints both words/s; then serves the distilled
-# state on 127.0.0.1 and prints the neighbours of a few words the vocabulary does not hold.
+# Trains `train --stream` on the first MB megabytes of CORPUS (a text8-style file) four times in
+# the same run: plain SGNS, --char-distill, --model char-lstm --char-mode sum and replace; prints
+# each one's words/s and its ratio to plain SGNS's (issue 21's bars: --char-distill >= 0.85x,
+# --model char-lstm >= 0.25x); then serves the distilled state on 127.0.0.1 and prints the
+# neighbours of a few words the vocabulary does not hold.
 set -euo pipefail
 corpus=${1:?usage: bench/char_distill.sh CORPUS [MB] [THREADS]}
 mb=${2:-50}
@@ -20,13 +22,21 @@ run() {  # name, extra flags...
   head -c "${mb}000000" "$corpus" |
     "$bin" train --input - --stream --state "$work/$name" --threads "$threads" \
       --vocab-capacity 100000 --snapshot-every 100000000 "$@" 2>"$work/$name.log"
-  grep -o '[0-9.]*[kM]* words/s' "$work/$name.log" | head -1 | sed "s/^/$name: /"
+  local rate
+  rate=$(grep -o '[0-9.]*[kM]* words/s' "$work/$name.log" | head -1 | cut -d' ' -f1)
+  local per_s
+  per_s=$(echo "$rate" | awk '/M$/ {print $0 * 1e6; next} /k$/ {print $0 * 1e3; next} {print $0}')
+  [ "$name" = sgns ] && sgns_per_s=$per_s
+  echo "$name: $rate words/s ($(awk -v a="$per_s" -v b="$sgns_per_s" 'BEGIN {printf "%.3f", a / b}')x sgns)"
   grep 'character model' "$work/$name.log" | sed "s/^streamvec train: /$name: /" || true
 }
 
 echo "first ${mb} MB of $(basename "$corpus"), --threads $threads, dim 100"
+sgns_per_s=1
 run sgns
 run distill --char-distill
+run char-lstm-sum --model char-lstm --char-mode sum
+run char-lstm-replace --model char-lstm --char-mode replace
 
 port=$((20000 + RANDOM % 20000))
 "$bin" serve --state "$work/distill" --http "127.0.0.1:$port" 2>"$work/serve.log" &

@@ -13,6 +13,10 @@ be trained at least once (final >= produced: none lost); duplicates are final - 
   run      `streamvec run --data DIR --no-crawl --no-follow` (killed, restarted on its --state)
   serve    broker, trainer, ingest and `serve --state` (killed, restarted): the restarted server
            must serve the trainer's newest snapshot once the trainer is done
+  param-node  broker, `param-node --shard 0 --shards 1` (killed, restarted on its --state), a
+           trainer with `--param-shards 1`, `ingest`: besides the trainer's documents, the words
+           the node merged (its words_seen) against those of a first round without a kill (the
+           pushed counts are deterministic): fewer is a push the node never merged
   crawl    broker, trainer, `crawl --once --state S` over --feeds local RSS files of
            --feed-items items each (made from the corpus' first lines), killed and restarted on
            S; the documents are the feeds' items
@@ -38,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline_bench as pb  # noqa: E402
 
-KINDS = ("ingest", "train", "run", "serve", "crawl")
+KINDS = ("ingest", "train", "run", "serve", "crawl", "param-node")
 DOCS_PER_MICRO_BATCH = 16  # the 100M corpus: 382 documents of 44k words, micro-batch ~700k words
 
 
@@ -47,10 +51,19 @@ def produced_documents(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def trainer(sv, work, name, bs, state, a):
+def trainer(sv, work, name, bs, state, a, extra=()):
     return pb.Proc(name, [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(state),
                           "--max-idle", f"{a.max_idle:g}", "--assign", "all",
-                          "--vocab-capacity", str(a.vocab_capacity), "--threads", "2"], work)
+                          "--vocab-capacity", str(a.vocab_capacity), "--threads", "2",
+                          *extra], work)
+
+
+def param_node(sv, work, name, bs, state, a):
+    return pb.Proc(name, [str(sv), "param-node", "--shard", "0", "--shards", "1", "--state",
+                          str(state), "--bootstrap-file", str(bs), "--max-idle",
+                          f"{a.node_max_idle:g}", "--vocab-capacity",
+                          str(a.node_vocab_capacity)],
+                   work)
 
 
 def ingest(sv, work, name, bs, corpus, offsets: Path | None):
@@ -147,6 +160,40 @@ def round_kafka(kind, sv, work, r, a, at) -> dict:
     return final_documents(sv, work, tag, state, a, row, [state])
 
 
+def round_param_node(sv, work, r, a, at) -> dict:
+    """The parameter node killed once at `at` s and restarted on its state, while a trainer with
+    --param-shards 1 trains the corpus that ingest sends; at None: no kill (the baseline)."""
+    tag = f"param-node-{r}"
+    state = work / f"{tag}.state"
+    node_state = work / f"{tag}.node"
+    for d in (state, node_state):
+        shutil.rmtree(d, ignore_errors=True)
+    row = {"kind": "param-node", "round": r, "kill_at_s": None if at is None else round(at, 2)}
+    b, bs = broker(sv, work, tag, a)
+    try:
+        n = param_node(sv, work, f"{tag}-node", bs, node_state, a)
+        t = trainer(sv, work, f"{tag}-train", bs, state, a, ["--param-shards", "1"])
+        i = ingest(sv, work, f"{tag}-ingest", bs, a.corpus, None)
+        if at is not None:
+            row["victim_running_at_kill"] = kill_at(n, time.monotonic(), at)
+            n = param_node(sv, work, f"{tag}-node2", bs, node_state, a)
+        if not wait_all([t, i, n], a.timeout):
+            row["error"] = f"not done within {a.timeout:.0f} s"
+        row["produced_by_last_ingest"] = produced_documents(i.text())
+    finally:
+        b.stop(10)
+    pb.stop_all()
+    trained = pb.state_info(sv, state, work, f"{tag}-read-train")
+    merged = pb.state_info(sv, node_state, work, f"{tag}-read-node")
+    row["trainer_words"] = trained.get("words_seen")
+    row["node_words"] = merged.get("words_seen")
+    row["final_documents"] = trained.get("documents")
+    if not a.keep_state:
+        for d in (state, node_state):
+            shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
 def make_feeds(corpus: Path, folder: Path, feeds: int, items: int) -> Path:
     """`feeds` RSS files of `items` items each, their descriptions taken from the corpus' lines
     (cut to about 2 KB at a space), and a feeds file listing them. Returns the feeds file."""
@@ -236,6 +283,12 @@ def main():
     p.add_argument("--max-at", type=float, default=6.0)
     p.add_argument("--max-idle", type=float, default=5.0, help="--max-idle of the trainers")
     p.add_argument("--run-max-idle", type=float, default=3.0)
+    p.add_argument("--node-max-idle", type=float, default=8.0,
+                   help="--max-idle of the parameter node (longer than the trainers')")
+    p.add_argument("--node-vocab-capacity", type=int, default=400000,
+                   help="the parameter node's: above the corpus' distinct words (253k in the "
+                        "100M corpus), so that it drops no count and merges exactly the words "
+                        "the trainer counted")
     p.add_argument("--partitions", type=int, default=16)
     p.add_argument("--vocab-capacity", type=int, default=50000)
     p.add_argument("--timeout", type=float, default=600)
@@ -267,6 +320,12 @@ def main():
         feeds_file = make_feeds(a.corpus, work / "feeds", a.feeds, a.feed_items)
     pb.log(f"kinds {','.join(kinds)}, {a.kills} kills each, seed {seed}; runs in {work}")
     rows = []
+    node_baseline = None
+    if "param-node" in kinds:
+        base = round_param_node(sv, work, 0, a, None)
+        node_baseline = base.get("node_words")
+        pb.log(f"param-node baseline (no kill): the node merged {node_baseline} words, the "
+               f"trainer {base.get('trainer_words')} (it pushes admitted words' counts)")
     for kind in kinds:
         for r in range(1, a.kills + 1):
             at = rng.uniform(0.1, a.crawl_max_at) if kind == "crawl" else \
@@ -277,12 +336,17 @@ def main():
                     row = round_run(sv, work, r, a, at)
                 elif kind == "crawl":
                     row = round_crawl(sv, work, r, a, at, feeds_file)
+                elif kind == "param-node":
+                    row = round_param_node(sv, work, r, a, at)
                 else:
                     row = round_kafka(kind, sv, work, r, a, at)
             except RuntimeError as e:
                 row = {"kind": kind, "round": r, "error": str(e)}
             final = row.get("final_documents")
             row["expected_documents"] = expected
+            if kind == "param-node" and None not in (node_baseline, row.get("node_words")):
+                row["words_lost"] = max(0, node_baseline - row["node_words"])
+                row["words_merged_twice"] = max(0, row["node_words"] - node_baseline)
             if final is not None:
                 row["lost"] = max(0, expected - final)
                 row["duplicates"] = max(0, final - expected)
@@ -291,6 +355,8 @@ def main():
                    f"duplicates {row.get('duplicates')}, lost {row.get('lost')}"
                    + (f", restarted serve saw {row.get('restarted_serve_documents')}"
                       if kind == "serve" else "")
+                   + (f", node merged {row.get('node_words')} words (baseline "
+                      f"{node_baseline})" if kind == "param-node" else "")
                    + (f"  ERROR {row['error']}" if row.get("error") else ""))
             rows.append(row)
     lines = [f"streamvec fault campaign {stamp}: corpus {a.corpus} ({a.documents} documents), "
@@ -308,6 +374,11 @@ def main():
         if kind == "serve":
             seen = sum(1 for r in rs if (r.get("restarted_serve_documents") or 0) >= a.documents)
             extra = f"; restarted serve served the final snapshot in {seen}/{len(rs)}"
+        if kind == "param-node":
+            words_lost = sum(r.get("words_lost", 0) for r in ok)
+            twice = [r.get("words_merged_twice", 0) for r in ok]
+            extra = (f"; words the node never merged {words_lost}, merged twice per kill max "
+                     f"{max(twice) if twice else '-'}")
         lines.append(f"  {kind:<7} kills {len(rs)}, completed {len(ok)}, documents lost {lost}, "
                      f"duplicates per kill max {max(dups) if dups else '-'} median "
                      f"{sorted(dups)[len(dups) // 2] if dups else '-'}, over one micro-batch "
