@@ -5,13 +5,16 @@
 # Trains `train --stream` on the first MB megabytes of CORPUS (a text8-style file) four times in
 # the same run: plain SGNS, --char-distill, --model char-lstm --char-mode sum and replace; prints
 # each one's words/s and its ratio to plain SGNS's (issue 21's bars: --char-distill >= 0.85x,
-# --model char-lstm >= 0.25x); then serves the distilled state on 127.0.0.1 and prints the
-# neighbours of a few words the vocabulary does not hold.
+# --model char-lstm >= 0.25x), and the table's WS-353 rho and analogy accuracy (3CosAdd, the 30k
+# most frequent words) as `export` writes it (the bar for --char-mode sum: at least plain
+# SGNS's); then serves the distilled state on 127.0.0.1 and prints the neighbours of a few words
+# the vocabulary does not hold.
 set -euo pipefail
 corpus=${1:?usage: bench/char_distill.sh CORPUS [MB] [THREADS]}
 mb=${2:-50}
 threads=${3:-2}
 bin=${STREAMVEC:-$(dirname "$0")/../build/app/streamvec}
+eval_dir=${EVAL_DIR:-$(dirname "$0")/../../shared/data/eval}
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 server=
@@ -29,6 +32,13 @@ run() {  # name, extra flags...
   [ "$name" = sgns ] && sgns_per_s=$per_s
   echo "$name: $rate words/s ($(awk -v a="$per_s" -v b="$sgns_per_s" 'BEGIN {printf "%.3f", a / b}')x sgns)"
   grep 'character model' "$work/$name.log" | sed "s/^streamvec train: /$name: /" || true
+  "$bin" export --state "$work/$name" --output "$work/$name.txt" 2>/dev/null
+  "$bin" eval --vectors "$work/$name.txt" --similarity "$eval_dir/wordsim/EN-WS-353-ALL.txt" \
+    --analogy "$eval_dir/analogy/questions-words.txt" --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+rho, acc = r["similarity"][0]["spearman"], r["analogy"]["accuracy"]
+print(f"{sys.argv[1]}: table WS-353 rho {rho:.3f}, analogy {acc:.3f}")' "$name"
 }
 
 echo "first ${mb} MB of $(basename "$corpus"), --threads $threads, dim 100"
