@@ -33,15 +33,15 @@ dd if="$corpus" of="$work/part2.txt" bs=1500000 skip=1 count=1 status=none
   --similarity "$root/tests/data/eval/EN-WS-353-ALL.txt" --web-root "$root/web" \
   > "$work/serve.out" 2> "$work/serve.err" &
 server=$!
-url=""
 for _ in $(seq 1 600); do  # up to 60 s for the first snapshot (index + quality)
-  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out" | head -1 || true)
   if grep -q '^serving ' "$work/serve.out"; then break; fi
   sleep 0.1
 done
 if ! grep -q '^serving ' "$work/serve.out"; then
   echo "streamvec serve did not start:"; cat "$work/serve.out" "$work/serve.err"; exit 1
 fi
+# The URL from the line just seen (read before it, it could still be missing: an empty URL).
+url=$(grep -o '^serving http://127.0.0.1:[0-9]*' "$work/serve.out" | head -1 | cut -d' ' -f2)
 # More snapshots while serving: quality per snapshot, PIP loss and drift get older points.
 "$binary" train --input "$work/part2.txt" --stream --state "$work/state" --snapshot-every 100000 \
   2> "$work/train2.log"
