@@ -88,7 +88,7 @@ struct RunFlags {
   int trainer_nice = 10;
   BackgroundPolicy trainer_policy = BackgroundPolicy::kNice;
   // The HNSW index of the served snapshots (as `serve`'s flags of the same names).
-  int hnsw_ef = 100;
+  int hnsw_ef = 120;
   double index_rebuild_s = 30;
   double min_carried_recall = 0.95;
   size_t pinned_snapshots = 2;  // as `serve`'s flag

@@ -1,14 +1,15 @@
 // Approximate cosine neighbours for large vocabularies: an HNSW graph (Malkov & Yashunin 2018,
 // "Efficient and robust approximate nearest neighbor search using Hierarchical Navigable Small
-// World graphs", algorithms 1-5) over a snapshot's unit rows, built by hnswlib. Private to api/:
-// the hnswlib type stays in ann_index.cpp.
+// World graphs", algorithms 1-5) over a snapshot's unit rows, built by hnswlib. The graph holds
+// each row scalar-quantised (SQ8: int8 codes and one float step, a quarter of the float bytes),
+// so its answers are candidates that the caller re-scores with the float rows (Served::Nearest).
+// Private to api/: the hnswlib type stays in ann_index.cpp.
 #ifndef STREAMVEC_API_SRC_ANN_INDEX_H_
 #define STREAMVEC_API_SRC_ANN_INDEX_H_
 
 #include <atomic>
 #include <cstddef>
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "streamvec/api/serving_snapshot.h"
@@ -30,16 +31,19 @@ struct AnnOptions {
 class AnnIndex {
  public:
   // Builds the graph over every row of `snapshot` (labels are its rows; the index keeps its own
-  // copy of the unit rows). Cost: about rows x log(rows) x M distance computations (tens of
-  // seconds for 200k x 100). nullptr when options.cancel was set during the build.
+  // SQ8 copy of the unit rows, dim + 4 bytes each). Cost: about rows x log(rows) x M distance
+  // computations (tens of seconds for 200k x 100). nullptr when options.cancel was set during the
+  // build.
   static std::unique_ptr<AnnIndex> Build(const ServingSnapshot& snapshot,
                                          const AnnOptions& options);
   ~AnnIndex();
 
-  // The (about) k rows closest in cosine to `unit_query` (dim floats, unit length), rows in
-  // `exclude` skipped, best first (ties: row ascending). Fewer than k for a small vocabulary.
-  std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t k,
-                                                std::span<const size_t> exclude) const;
+  // Candidates for the rows closest in cosine to `unit_query` (dim floats, unit length): the
+  // best `count` of the graph search's max(ef_search, count) candidates, best first, each with
+  // its SQ8 cosine (within a few 1e-3 of the float one; re-score them with the snapshot's rows
+  // before ranking). Fewer than `count` for a small vocabulary. Cost: about ef_search x M SQ8
+  // distances (tens of microseconds at 200k rows).
+  std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t count) const;
 
   // Recall@10 against the exact scan over the snapshot it was built for, as measured by the
   // builder (MeasureRecallAt10 in served.h) and recorded with set_recall_at_10; 0 until then.

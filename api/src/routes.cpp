@@ -243,7 +243,30 @@ constexpr long kDefaultNeighbors = 10;
 // instead of making the reply invalid JSON.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void AppendString(std::string* out, std::string_view s) { *out += Dump(json(std::string(s))); }
+// A JSON string: printable ASCII other than '"' and '\\' as it is (most words); anything else
+// through nlohmann's serializer (escapes, invalid UTF-8 replaced), as Dump writes it.
+void AppendString(std::string* out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    *out += Dump(json(std::string(s)));
+    return;
+  }
+  *out += '"';
+  out->append(s);
+  *out += '"';
+}
+
+void AppendStrings(std::string* out, const std::vector<std::string>& list) {
+  *out += '[';
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i > 0) *out += ',';
+    AppendString(out, list[i]);
+  }
+  *out += ']';
+}
 
 // Shortest decimal that reads back to the same float32; null for NaN and infinities.
 void AppendFloat(std::string* out, float v) {
@@ -882,18 +905,33 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       const bool exact = !served->UsesIndex() || static_cast<size_t>(*restrict_vocab) < s.rows();
       const auto results = served->Nearest(c->query.data(), static_cast<size_t>(*topn), c->exclude,
                                            static_cast<size_t>(*restrict_vocab));
-      json out;
+      // Written directly (the hot route): the keys in the order nlohmann's object dumps them.
+      std::string out = "{";
       if (spec.id == Route::kMostSimilar) {
-        out = {{"positive", positive}, {"negative", negative}};
+        out += "\"negative\":";
+        AppendStrings(&out, negative);
+        out += ",\"positive\":";
+        AppendStrings(&out, positive);
       } else {
-        out = {{"a", negative[0]}, {"b", positive[0]}, {"c", positive[1]}};
-        out["answer"] = results.empty() ? json(nullptr) : json(s.word(results[0].row));
+        out += "\"a\":";
+        AppendString(&out, negative[0]);
+        out += ",\"answer\":";
+        if (results.empty()) {
+          out += "null";
+        } else {
+          AppendString(&out, s.word(results[0].row));
+        }
+        out += ",\"b\":";
+        AppendString(&out, positive[0]);
+        out += ",\"c\":";
+        AppendString(&out, positive[1]);
       }
-      out["results"] = NeighborsJson(s, results);
-      out["sources"] = std::move(c->sources);
-      out["search"] = exact ? "exact" : "hnsw";
-      out["snapshot"] = s.version();
-      return Json(Dump(out));
+      out += ",\"results\":";
+      AppendNeighbors(&out, s, results);
+      out += exact ? ",\"search\":\"exact\"" : ",\"search\":\"hnsw\"";
+      out += ",\"snapshot\":" + std::to_string(s.version());
+      out += ",\"sources\":" + Dump(c->sources) + "}";
+      return Json(std::move(out));
     }
 
     case Route::kDoesntMatch:

@@ -56,18 +56,19 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
   if (!UsesIndex() || limit_rows < snapshot->rows()) {
     return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
   }
-  if (!IndexCarried()) return index->Search(unit_query, k, exclude);
-  // Carried over: the index proposes candidates (its search list is ef long at no extra cost),
-  // the served snapshot scores them, and the rows the index lacks are scored too.
+  // The index proposes candidates (its search list is ef long at no extra cost), the served
+  // snapshot scores them with its float rows (exact cosines, the scan's ranking among them); a
+  // carried index maps its rows to the served ones, and the rows it lacks are scored too.
   std::vector<ServingSnapshot::Neighbor> out;
   if (k == 0) return out;
   const size_t ask = std::max(k + exclude.size(), index->ef_search());
   auto excluded = [&exclude](size_t r) {
     return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
   };
+  const bool carried = IndexCarried();
   out.reserve(ask + unindexed_rows.size());
-  for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask, {})) {
-    const uint32_t row = row_of_index_row[c.row];
+  for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask)) {
+    const uint32_t row = carried ? row_of_index_row[c.row] : static_cast<uint32_t>(c.row);
     if (row == kNoRow || excluded(row)) continue;
     out.push_back({row, snapshot->UnitDot(row, unit_query)});
   }

@@ -7,6 +7,7 @@ namespace streamvec {
 namespace internal {
 std::unique_ptr<SgnsKernel> MakePortableKernel();
 float DotPortable(const float* a, const float* b, size_t n);
+int32_t Int8DotPortable(const int8_t* a, const int8_t* b, size_t n);
 void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
                           float* scores);
 #if defined(STREAMVEC_X86_KERNELS)
@@ -18,6 +19,8 @@ std::unique_ptr<SgnsKernel> MakeAvx2Kernel();
 std::unique_ptr<SgnsKernel> MakeAvx512Kernel();
 float DotAvx2(const float* a, const float* b, size_t n);
 float DotAvx512(const float* a, const float* b, size_t n);
+int32_t Int8DotAvx2(const int8_t* a, const int8_t* b, size_t n);
+int32_t Int8DotAvx512(const int8_t* a, const int8_t* b, size_t n);
 #endif
 }  // namespace internal
 
@@ -59,6 +62,19 @@ ColumnScoresFn ColumnScoresFunction(Isa isa) {
 #endif
     default:
       return internal::ColumnScoresPortable;
+  }
+}
+
+Int8DotFn Int8DotFunction(Isa isa) {
+  switch (isa) {
+#if defined(STREAMVEC_X86_KERNELS)
+    case Isa::kAvx2:
+      return internal::Int8DotAvx2;
+    case Isa::kAvx512:
+      return internal::Int8DotAvx512;
+#endif
+    default:
+      return internal::Int8DotPortable;
   }
 }
 

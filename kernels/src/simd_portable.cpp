@@ -89,6 +89,12 @@ float DotPortable(const float* a, const float* b, size_t n) {
   return dot;
 }
 
+int32_t Int8DotPortable(const int8_t* a, const int8_t* b, size_t n) {
+  int32_t dot = 0;
+  for (size_t i = 0; i < n; ++i) dot += int32_t{a[i]} * int32_t{b[i]};
+  return dot;
+}
+
 void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
                           float* scores) {
   ColumnScoresBody<portable::Vec>(columns, query, dim, width, scores);

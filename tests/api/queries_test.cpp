@@ -3,12 +3,13 @@
 // scan (eval::TopKByDot) on unit rows, the arithmetic gensim's KeyedVectors.most_similar does.
 #define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "streamvec/eval/neighbors.h"
 #include "ann_index.h"
+#include "streamvec/eval/neighbors.h"
 #include "test_util.h"
 
 namespace streamvec::api {
@@ -183,9 +184,36 @@ TEST(AnnIndexTest, ACancelledBuildReturnsNoIndex) {
   float norm = 0;
   for (float x : unit) norm += x * x;
   for (float& x : unit) x /= std::sqrt(norm);
-  EXPECT_EQ(built->Search(unit.data(), 1, {})[0].row, 7u);
+  EXPECT_EQ(built->Search(unit.data(), 1)[0].row, 7u);
   cancel = true;
   EXPECT_EQ(AnnIndex::Build(snapshot, options), nullptr);
+}
+
+// The graph holds SQ8 rows: its candidates carry cosines within the quantisation error of the
+// float ones, and on a small vocabulary its candidate list holds the scan's whole top 10.
+TEST(AnnIndexTest, Sq8CandidatesHoldTheExactTopTenWithCosinesNearTheFloatOnes) {
+  const ServingSnapshot snapshot(RandomEmbeddings(2000, 16, 6), SnapshotInfo{});
+  std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, AnnOptions{});
+  ASSERT_NE(index, nullptr);
+  std::vector<float> unit(16);
+  for (size_t row : {0u, 13u, 999u, 1999u}) {
+    snapshot.UnitVector(row, unit.data());
+    const auto candidates = index->Search(unit.data(), 100);
+    ASSERT_EQ(candidates.size(), 100u);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      EXPECT_NEAR(candidates[i].similarity, snapshot.UnitDot(candidates[i].row, unit.data()), 0.02)
+          << "row " << row << " candidate " << candidates[i].row;
+      if (i > 0) {
+        EXPECT_GE(candidates[i - 1].similarity, candidates[i].similarity);
+      }
+    }
+    const size_t self[] = {row};
+    for (const auto& e : snapshot.NearestToVector(unit.data(), 10, self, snapshot.rows())) {
+      EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(),
+                              [&](const auto& c) { return c.row == e.row; }))
+          << "row " << row << ": exact neighbour " << e.row << " not among the candidates";
+    }
+  }
 }
 
 }  // namespace

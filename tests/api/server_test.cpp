@@ -62,6 +62,14 @@ TEST_F(ServerTest, PercentEncodedUtf8AndReservedCharactersInWords) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body["word"], "naïve");
   EXPECT_EQ(r.body["neighbors"][0]["word"], "c++");
+  // most_similar writes its reply by hand: non-ASCII and reserved characters come back intact.
+  r = client_->Get("/v1/most_similar?positive=" + Encode("naïve") + "&negative=" + Encode("a/b") +
+                   "&topn=1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body["positive"], json::array({"naïve"}));
+  EXPECT_EQ(r.body["negative"], json::array({"a/b"}));
+  EXPECT_EQ(r.body["sources"]["naïve"], "table");
+  ASSERT_EQ(r.body["results"].size(), 1u);
   r = client_->Get("/v1/vectors/" + Encode("naïf"));
   ASSERT_EQ(r.status, 404);
   EXPECT_NE(r.body["error"].get<std::string>().find("'naïf'"), std::string::npos) << r.body;

@@ -622,6 +622,7 @@ TEST(ServeCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--state /nonexistent/streamvec --index-rebuild-interval -1",
             "--index-rebuild-interval"},
            {"--state /nonexistent/streamvec --hnsw-ef 0", "--hnsw-ef"},
+           {"--state /nonexistent/streamvec --index-threads 0", "--index-threads"},
            {"--state /nonexistent/streamvec --admin-token-file /nonexistent/token",
             "--admin-token-file"}}) {
     const CliRun run = Shell("SV serve " + args);

@@ -11,13 +11,14 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cli_util.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/state_store.h"
-#include "cli_util.h"
 
 namespace streamvec {
 namespace {
@@ -105,45 +106,28 @@ TEST_F(TrainKafkaCliTest, TrainsEveryDocumentOfTheTopicAndExitsWhenIdle) {
 }
 
 TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
-  CliRun run = Shell("SV train --brokers 127.0.0.1:1 --group g");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--state"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") + " --input - --stream");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--stream"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --kafka-config no-equals-sign");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--kafka-config"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --kafka-config no.such.property=1");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("no.such.property"));
-  run = Shell("SV train --bootstrap-file " + Path("missing") + " --state " + Path("s"));
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--bootstrap-file"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") + " --snapshot-every 5x");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--snapshot-every"));
-  run = Shell("SV train --group g --state " + Path("s"));
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--brokers"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --param-shards 1 --max-staleness -2");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--max-staleness"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --param-shards 1 --pull-every -1");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--pull-every"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --param-shards 1 --push-max-period 0");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--push-max-period"));
-  run = Shell("SV train --brokers 127.0.0.1:1 --state " + Path("s") +
-              " --param-shards 1 --delta-precision fp8");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--delta-precision: a precision must be fp32 or fp16"));
+  const std::string state = " --state " + Path("s");
+  const std::string sv = "SV train --brokers 127.0.0.1:1" + state;
+  const std::pair<std::string, std::string> cases[] = {
+      // command, what its message names
+      {"SV train --brokers 127.0.0.1:1 --group g", "--state"},
+      {sv + " --input - --stream", "--stream"},
+      {sv + " --kafka-config no-equals-sign", "--kafka-config"},
+      {sv + " --kafka-config no.such.property=1", "no.such.property"},
+      {"SV train --bootstrap-file " + Path("missing") + state, "--bootstrap-file"},
+      {sv + " --snapshot-every 5x", "--snapshot-every"},
+      {"SV train --group g" + state, "--brokers"},
+      {sv + " --param-shards 1 --max-staleness -2", "--max-staleness"},
+      {sv + " --param-shards 1 --pull-every -1", "--pull-every"},
+      {sv + " --param-shards 1 --push-max-period 0", "--push-max-period"},
+      {sv + " --param-shards 1 --delta-precision fp8",
+       "--delta-precision: a precision must be fp32 or fp16"},
+  };
+  for (const auto& [command, named] : cases) {
+    const CliRun run = Shell(command);
+    EXPECT_EQ(run.exit_code, 2) << command;
+    EXPECT_THAT(run.output, HasSubstr(named)) << command;
+  }
 }
 
 TEST_F(TrainKafkaCliTest, StdinStreamSnapshotsHoldTheServingEmbeddingAndMetadata) {

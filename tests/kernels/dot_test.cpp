@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -64,6 +65,28 @@ TEST_P(DotTest, ColumnScoresMatchADoublePrecisionSumPerColumn) {
       EXPECT_EQ(scores[width], -7.0f) << "wrote past width " << width;
     }
   }
+}
+
+// The int8 inner product is exact: every build equals the int32 sum for lengths around each
+// build's steps (16, 32), unaligned starts, and the extreme codes (-128 * -128 summed).
+TEST_P(DotTest, Int8DotIsTheExactIntegerSumForAnyLengthAndAlignment) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  const Int8DotFn dot = Int8DotFunction(GetParam());
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> u(-128, 127);
+  std::vector<int8_t> a(400), b(400);
+  for (int8_t& x : a) x = static_cast<int8_t>(u(rng));
+  for (int8_t& x : b) x = static_cast<int8_t>(u(rng));
+  for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 100, 127, 300}) {
+    for (size_t offset : {0, 1, 3}) {
+      int64_t want = 0;
+      for (size_t i = 0; i < n; ++i) want += int64_t{a[offset + i]} * b[offset + i];
+      EXPECT_EQ(dot(a.data() + offset, b.data() + offset, n), want)
+          << IsaName(GetParam()) << " n=" << n << " offset=" << offset;
+    }
+  }
+  const std::vector<int8_t> low(300, -128);
+  EXPECT_EQ(dot(low.data(), low.data(), 300), 300 * 128 * 128) << IsaName(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, DotTest,

@@ -4,6 +4,7 @@
 #define STREAMVEC_KERNELS_DOT_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "streamvec/base/cpu_features.h"
 
@@ -26,6 +27,14 @@ using ColumnScoresFn = void (*)(const float* columns, const float* query, size_t
 
 // The build for `isa`, as DotFunction.
 ColumnScoresFn ColumnScoresFunction(Isa isa);
+
+// sum_i a[i] * b[i] over n int8 codes, exact (in int32: |sum| <= n * 2^14, exact for n < 2^17).
+// The inner product of scalar-quantised (SQ8) rows, as an approximate search scores them
+// (api/'s HNSW index: each unit row stored as int8 codes and one float step).
+using Int8DotFn = int32_t (*)(const int8_t* a, const int8_t* b, size_t n);
+
+// The build for `isa`, as DotFunction. Every build gives the same (exact) result.
+Int8DotFn Int8DotFunction(Isa isa);
 
 }  // namespace streamvec
 
