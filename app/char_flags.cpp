@@ -2,7 +2,8 @@
 
 namespace streamvec::app {
 
-void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o) {
+void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std::string* mode,
+                       uint64_t* batch_words) {
   cmd->add_flag("--char-distill", *distill,
                 "Train a character LSTM beside SGNS to reproduce its vectors (MIMICK): snapshots "
                 "then carry it and `serve` answers words outside the vocabulary from it");
@@ -24,6 +25,35 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o) {
       ->capture_default_str();
   cmd->add_option("--char-lr", o->model.learning_rate, "Character model: Adam step size")
       ->capture_default_str();
+  cmd->add_option("--char-mode", *mode,
+                  "--model char-lstm: a word's input vector is its table row plus the character "
+                  "model's vector (sum, as fastText sums n-grams) or the character model's alone "
+                  "(replace)")
+      ->check(CLI::IsMember({"sum", "replace"}))
+      ->capture_default_str();
+  cmd->add_option("--char-batch-words", *batch_words,
+                  "--model char-lstm: words per character model update (each distinct word of "
+                  "a batch is encoded once)")
+      ->capture_default_str();
+}
+
+Status CharLstmFromFlags(const std::string& model, bool distill, const std::string& mode,
+                         uint64_t batch_words, bool given, bool* char_lstm, CharSgnsOptions* out) {
+  *char_lstm = model == "char-lstm";
+  if (!ParseCharMode(mode, &out->mode)) {
+    return Status::InvalidArgument("--char-mode must be sum or replace, not '" + mode + "'");
+  }
+  if (given && !*char_lstm) {
+    return Status::InvalidArgument("--char-mode and --char-batch-words need --model char-lstm");
+  }
+  if (batch_words < 1) return Status::InvalidArgument("--char-batch-words must be >= 1");
+  out->batch_words = batch_words;
+  if (distill && *char_lstm) {
+    return Status::InvalidArgument(
+        "--char-distill is for --model sgns (with --model char-lstm the character model is "
+        "trained by SGNS itself)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace streamvec::app

@@ -4,20 +4,32 @@
 #define STREAMVEC_APP_CHAR_FLAGS_H_
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "streamvec/trainer/char_distiller.h"
+#include "streamvec/trainer/char_sgns.h"
 
 namespace streamvec::app {
 
 // --char-distill, --char-dim, --char-hidden, --char-bidirectional / --no-char-bidirectional,
-// --max-word-chars, --char-distill-every, --char-distill-batch, --char-lr.
-void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* options);
+// --max-word-chars, --char-distill-every, --char-distill-batch, --char-lr, and for --model
+// char-lstm --char-mode (into *mode: "sum" or "replace") and --char-batch-words.
+void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* options, std::string* mode,
+                       uint64_t* batch_words);
+
+// The --model char-lstm settings from the flags: *char_lstm = (model == "char-lstm"), out's mode
+// and batch_words (its model is left as it is). InvalidArgument for --char-mode or
+// --char-batch-words without --model char-lstm (`given`), --char-distill with it (the model is
+// already a character model), or a batch of 0 words.
+Status CharLstmFromFlags(const std::string& model, bool distill, const std::string& mode,
+                         uint64_t batch_words, bool given, bool* char_lstm, CharSgnsOptions* out);
 
 // The flags above that a resumed state ignores (it keeps its own), for the "ignored on resume"
 // warning.
 inline constexpr const char* kCharModelFlags[] = {
     "--char-distill",   "--char-dim",           "--char-hidden",        "--char-bidirectional",
-    "--max-word-chars", "--char-distill-every", "--char-distill-batch", "--char-lr"};
+    "--max-word-chars", "--char-distill-every", "--char-distill-batch", "--char-lr",
+    "--char-mode",      "--char-batch-words"};
 
 }  // namespace streamvec::app
 

@@ -95,6 +95,10 @@ struct RunFlags {
   StreamingOptions learner;
   bool char_distill = false;  // --char-distill (docs/char-model.md)
   CharDistillOptions char_distill_options;
+  std::string model = "sgns";                                 // --model sgns|char-lstm
+  std::string char_mode = "sum";                              // --char-mode (--model char-lstm)
+  uint64_t char_batch_words = CharSgnsOptions().batch_words;  // --char-batch-words
+  bool char_mode_given = false;
 };
 
 // The pipeline's priority: --trainer-nice and --trainer-policy.
@@ -301,6 +305,17 @@ int RunPipeline(RunFlags f) {
   to.char_distill = f.char_distill;
   to.char_distill_options = f.char_distill_options;
   to.char_distill_options.model.dim = f.learner.dim;
+  if (Status s = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
+                                   f.char_mode_given, &to.char_lstm, &to.char_lstm_options);
+      !s.ok()) {
+    return Usage(s.message());
+  }
+  if (to.char_lstm) {
+    if (distributed) return Usage("--model char-lstm does not train with --param-shards");
+    if (Status s = ValidateCharModelOptions(to.char_distill_options.model); !s.ok()) {
+      return Usage(s.message());
+    }
+  }
   if (f.char_distill) {
     if (Status s = ValidateCharDistillOptions(to.char_distill_options); !s.ok()) {
       return Usage(s.message());
@@ -667,6 +682,11 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   StreamingOptions& o = flags->learner;
   o.vocab_capacity = 200000;
+  cmd->add_option("--model", flags->model,
+                  "sgns, or char-lstm: SGNS with a character LSTM as the input side, so every "
+                  "string gets a vector (docs/char-model.md)")
+      ->check(CLI::IsMember({"sgns", "char-lstm"}))
+      ->capture_default_str();
   cmd->add_option("--dim", o.dim, "Vector size")->capture_default_str();
   cmd->add_option("--window", o.window, "Maximum context radius")->capture_default_str();
   cmd->add_option("--negative", o.negative, "Negative samples per centre word")
@@ -708,8 +728,12 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->default_str("nice");
   AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->min_carried_recall);
   AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
-  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options);
-  cmd->callback([flags, exit_code]() { *exit_code = RunPipeline(*flags); });
+  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options, &flags->char_mode,
+                    &flags->char_batch_words);
+  cmd->callback([flags, exit_code, cmd]() {
+    flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
+    *exit_code = RunPipeline(*flags);
+  });
 }
 
 }  // namespace streamvec::app

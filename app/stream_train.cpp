@@ -104,6 +104,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   if (store.restore().restored) spdlog::warn("state {}: {}", f.state, store.restore().Describe());
   std::unique_ptr<StreamingLearner> learner;
   std::unique_ptr<CharDistiller> distiller;
+  std::unique_ptr<CharSgns> char_sgns;  // --model char-lstm
   if (store.version() > 0) {
     auto loaded = StreamingLearner::LoadState(
         [&store](const std::string& key) { return store.Get(key); }, f.options.isa,
@@ -113,9 +114,19 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                   2);
     }
     learner = std::move(loaded).value();
+    auto loaded_sgns = CharSgns::Load([&store](const std::string& key) { return store.Get(key); },
+                                      f.options.threads);
+    if (loaded_sgns.ok()) {
+      char_sgns = std::move(loaded_sgns).value();
+    } else if (loaded_sgns.status().code() != StatusCode::kNotFound) {
+      return Fail(
+          Status::InvalidArgument("--state " + f.state + ": " + loaded_sgns.status().message()), 2);
+    }
     auto loaded_distiller =
         CharDistiller::Load([&store](const std::string& key) { return store.Get(key); });
-    if (loaded_distiller.ok()) {
+    if (char_sgns) {
+      // The character model is the input side: no distiller.
+    } else if (loaded_distiller.ok()) {
       distiller = std::move(loaded_distiller).value();
     } else if (loaded_distiller.status().code() != StatusCode::kNotFound) {
       return Fail(Status::InvalidArgument("--state " + f.state + ": " +
@@ -141,18 +152,30 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       if (Status s = ValidateCharDistillOptions(co); !s.ok()) return Fail(s, 2);
       distiller = std::make_unique<CharDistiller>(co);
     }
+    if (f.char_lstm) {
+      CharSgnsOptions co = f.char_lstm_options;
+      co.model = f.char_distill_options.model;
+      co.model.dim = f.options.dim;
+      if (Status s = ValidateCharModelOptions(co.model); !s.ok()) return Fail(s, 2);
+      char_sgns = std::make_unique<CharSgns>(co, f.options.threads);
+    }
   }
 
   // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads,
   // and the character model (--char-distill).
   auto snapshot = [&]() -> Status {
-    std::string meta = LearnerMetadataJson(*learner);
+    std::string meta = LearnerMetadataJson(*learner, char_sgns.get());
     if (distiller) {
       meta.pop_back();  // the closing brace of the object
       meta += ",\"char_model\":" + distiller->MetadataJson() + "}";
     }
     return store.WriteSnapshot(
         [&](const SnapshotSink& sink) -> Status {
+          if (char_sgns) {
+            SV_RETURN_IF_ERROR(learner->SaveState(sink));
+            SV_RETURN_IF_ERROR(char_sgns->WriteServingEntries(*learner, sink));
+            return char_sgns->Save(sink, /*checkpoint=*/true);
+          }
           SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, sink));
           if (distiller) return distiller->Save(sink, /*checkpoint=*/true);
           return Status::Ok();
@@ -173,8 +196,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   // --normalize: whole lines go through NormalizeText (a chunk's unfinished line waits for the
   // next; a line over 1 MiB is cut at its last space, or as it is).
   std::string carry;
+  auto train_chunk = [&](std::string_view chunk) -> Status {
+    return char_sgns ? char_sgns->TrainChunk(learner.get(), chunk) : learner->TrainChunk(chunk);
+  };
   auto train = [&](std::string_view chunk, bool last) -> Status {
-    if (!f.normalize) return learner->TrainChunk(chunk);
+    if (!f.normalize) return train_chunk(chunk);
     carry.append(chunk);
     size_t cut = last ? carry.size() : carry.rfind('\n');
     if (cut == std::string::npos) {
@@ -182,7 +208,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       cut = carry.find_last_of(" \t");
       if (cut == std::string::npos) cut = carry.size() - 1;
     }
-    const Status s = learner->TrainChunk(NormalizeText(std::string_view(carry).substr(0, cut + 1)));
+    const Status s = train_chunk(NormalizeText(std::string_view(carry).substr(0, cut + 1)));
     carry.erase(0, std::min(carry.size(), cut + 1));
     return s;
   };
@@ -238,7 +264,13 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   }
   if (fd != 0) ::close(fd);
   if (f.progress_bar) std::fputc('\n', stderr);
-  (void)learner->FinishStream();
+  if (char_sgns) {
+    if (Status s = char_sgns->FinishStream(learner.get()); !s.ok() && read_error.ok()) {
+      read_error = s;
+    }
+  } else {
+    (void)learner->FinishStream();
+  }
   const double train_s = since(t0);
   if (Status s = snapshot(); !s.ok()) {
     return Fail(Status(s.code(), "final snapshot failed (the previous one is kept): " +
@@ -253,7 +285,13 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   if (!f.output.empty()) {
     std::vector<std::string> words;
     std::vector<float> vectors;
-    learner->ExportVectors(&words, &vectors);
+    if (char_sgns) {
+      if (Status s = char_sgns->ExportVectors(*learner, &words, &vectors); !s.ok()) {
+        return Fail(s, 1);
+      }
+    } else {
+      learner->ExportVectors(&words, &vectors);
+    }
     // Text rows formatted by as many threads as trained (the workers are done by now).
     if (Status s = WriteWord2Vec(f.output, words, vectors.data(), learner->options().dim,
                                  learner->options().dim, format, learner->options().threads);
@@ -275,6 +313,14 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                Human(trained_now / std::max(train_s, 1e-9)).c_str(),
                static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss,
                since(t0));
+  if (char_sgns) {
+    const CharSgnsStats cs = char_sgns->stats();
+    std::fprintf(stderr,
+                 "streamvec train: character model (--model char-lstm, --char-mode %s): %llu "
+                 "steps (%llu word types encoded), %.2f s\n",
+                 CharModeName(char_sgns->options().mode), static_cast<unsigned long long>(cs.steps),
+                 static_cast<unsigned long long>(cs.types), cs.seconds);
+  }
   if (distiller) {
     const CharDistillStats ds = distiller->stats();
     std::fprintf(stderr,
@@ -341,6 +387,13 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.char_distill = f.char_distill;
   o.char_distill_options = f.char_distill_options;
   o.char_distill_options.model.dim = f.options.dim;
+  o.char_lstm = f.char_lstm;
+  o.char_lstm_options = f.char_lstm_options;
+  if (f.char_lstm) {
+    if (Status s = ValidateCharModelOptions(o.char_distill_options.model); !s.ok()) {
+      return Fail(s, 2);
+    }
+  }
   if (f.char_distill) {
     if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok()) return Fail(s, 2);
   }

@@ -9,6 +9,7 @@
 
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/trainer/char_distiller.h"
+#include "streamvec/trainer/char_sgns.h"
 #include "streamvec/trainer/streaming_learner.h"
 
 namespace streamvec::app {
@@ -27,6 +28,10 @@ struct StreamTrainFlags {
   // --char-distill: a character model learns the vectors beside training (docs/char-model.md).
   bool char_distill = false;
   CharDistillOptions char_distill_options;
+  // --model char-lstm: the character model is the input side of SGNS (CharSgns), with
+  // char_distill_options.model's shape and --char-mode.
+  bool char_lstm = false;
+  CharSgnsOptions char_lstm_options;  // mode, batch_words (model: char_distill_options.model)
   // Training flags given on the command line: ignored (with a warning) when a state is resumed.
   std::vector<std::string> explicit_flags;
 };
@@ -60,6 +65,8 @@ struct KafkaTrainFlags {
   StreamingOptions options;
   bool char_distill = false;                // as in StreamTrainFlags
   CharDistillOptions char_distill_options;
+  bool char_lstm = false;  // as in StreamTrainFlags
+  CharSgnsOptions char_lstm_options;
   std::vector<std::string> explicit_flags;  // as in StreamTrainFlags
 };
 

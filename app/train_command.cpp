@@ -44,6 +44,9 @@ struct TrainFlags {
   StreamingOptions stream_options;
   bool char_distill = false;  // --char-distill (streaming only)
   CharDistillOptions char_distill_options;
+  std::string char_mode = "sum";                              // --char-mode (--model char-lstm)
+  uint64_t char_batch_words = CharSgnsOptions().batch_words;  // --char-batch-words
+  bool char_mode_given = false;
   std::vector<std::string> explicit_flags;
   // Flags of the batch trainer alone that were given (refused with --stream or --brokers).
   std::vector<std::string> batch_only_flags;
@@ -151,6 +154,11 @@ int RunStream(TrainFlags& f) {
   if (int code = StreamOptionsFromFlags(f, "--stream", &s.options); code != 0) return code;
   s.char_distill = f.char_distill;
   s.char_distill_options = f.char_distill_options;
+  if (Status st = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
+                                    f.char_mode_given, &s.char_lstm, &s.char_lstm_options);
+      !st.ok()) {
+    return Fail(st, 2);
+  }
   return RunStreamTrain(s);
 }
 
@@ -202,6 +210,16 @@ int RunKafka(TrainFlags& f) {
   if (int code = StreamOptionsFromFlags(f, "--brokers", &k.options); code != 0) return code;
   k.char_distill = f.char_distill;
   k.char_distill_options = f.char_distill_options;
+  if (Status st = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
+                                    f.char_mode_given, &k.char_lstm, &k.char_lstm_options);
+      !st.ok()) {
+    return Fail(st, 2);
+  }
+  if (k.char_lstm && k.param_shards > 0) {
+    return Fail(Status::InvalidArgument("--model char-lstm does not train with --param-shards "
+                                        "(the parameter node merges table rows only)"),
+                2);
+  }
   return RunKafkaTrain(k);
 }
 
@@ -247,6 +265,11 @@ int RunTrain(TrainFlags& f) {
                                         "Kafka)"), 2);
   }
   if (f.stream) return RunStream(f);
+  if (f.model == "char-lstm" || f.char_mode_given) {
+    return Fail(Status::InvalidArgument("--model char-lstm trains one pass over a stream: add "
+                                        "--stream --state DIR (or train from --brokers)"),
+                2);
+  }
   if (!f.state.empty()) {
     return Fail(Status::InvalidArgument("--state needs --stream (batch training keeps no state)"),
                 2);
@@ -361,8 +384,10 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                   "--brokers or --bootstrap-file)");
   cmd->add_option("--output", flags->output,
                   "Vectors file to write (word2vec format); required unless --stream");
-  cmd->add_option("--model", flags->model, "sgns (skip-gram) or cbow")
-      ->check(CLI::IsMember({"sgns", "cbow"}))
+  cmd->add_option("--model", flags->model,
+                  "sgns (skip-gram), cbow, or char-lstm (--stream and Kafka: SGNS with a "
+                  "character LSTM as the input side, docs/char-model.md)")
+      ->check(CLI::IsMember({"sgns", "cbow", "char-lstm"}))
       ->capture_default_str();
   cmd->add_option("--dim", o.dim, "Vector size")->capture_default_str();
   cmd->add_option("--window", o.window,
@@ -525,9 +550,11 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_flag("--normalize", flags->normalize,
                 "--stream and Kafka: normalise natural text before training (NFKC, lowercase, "
                 "punctuation and symbols to spaces; tokenizer/normalize.h)");
-  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options);
+  AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options, &flags->char_mode,
+                    &flags->char_batch_words);
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
+    flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
     for (const char* flag :
          {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed", "--alpha",
           "--vocab-capacity", "--count-half-life", "--optimizer", "--eta", "--epsilon",

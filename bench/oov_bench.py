@@ -2,7 +2,7 @@
 """Words outside the table: streamvec's character model against fastText's subword vectors.
 
 One pass over the same corpus, in the same run:
-  - streamvec `train --stream --char-distill`, then the vectors of every word of the word-pair
+  - streamvec `train --stream --char-distill` (or `--model char-lstm`: --char-model), then the vectors of every word of the word-pair
     files from `streamvec vectors --state S --table-top K --json` (the K most frequent words from
     the table, every other word from the character model) and with `--table-top 0` (the whole
     table; words outside it from the character model);
@@ -241,6 +241,11 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--vocab-capacity", type=int, default=200000, help="streamvec's")
     p.add_argument("--char-distill-every", type=int, default=20000, help="streamvec's")
+    p.add_argument("--char-model", choices=["distill", "sum", "replace"], default="distill",
+                   help="streamvec's character model: --char-distill beside SGNS (distill), or "
+                        "--model char-lstm with --char-mode sum or replace")
+    p.add_argument("--char-batch-words", type=int, default=20000,
+                   help="streamvec's, with --char-model sum or replace")
     p.add_argument("--streamvec-arg", action="append", default=[],
                    help="extra argument for streamvec train (repeatable; =-form for flags)")
     p.add_argument("--streamvec", type=Path, default=REPO / "build" / "app" / "streamvec")
@@ -276,10 +281,14 @@ def main() -> int:
                "systems": {}, "load_average": [os.getloadavg()[0]]}
     state = work / "state"
     shutil.rmtree(state, ignore_errors=True)
+    if a.char_model == "distill":
+        char_args = ["--char-distill", "--char-distill-every", a.char_distill_every]
+    else:
+        char_args = ["--model", "char-lstm", "--char-mode", a.char_model, "--char-batch-words",
+                     a.char_batch_words]
     cmd = [a.streamvec, "train", "--input", a.corpus, "--stream", "--state", state,
            "--dim", a.dim, "--window", a.window, "--negative", a.negative, "--threads", a.threads,
-           "--vocab-capacity", a.vocab_capacity, "--char-distill", "--char-distill-every",
-           a.char_distill_every, *a.streamvec_arg]
+           "--vocab-capacity", a.vocab_capacity, *char_args, *a.streamvec_arg]
     results["streamvec_command"] = " ".join(map(str, cmd))
     results["train_seconds"]["streamvec"] = timed(cmd, work / "streamvec-train.log",
                                                   timeout=a.timeout)

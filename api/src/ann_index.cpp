@@ -20,7 +20,9 @@ namespace {
 // about dim * step^2 / 4 (a few 1e-3 for dim 100): close enough to walk the graph, while a row
 // takes a quarter of its float bytes (the whole graph's rows fit a server CPU's cache, where the
 // float rows did not). Search re-scores its candidates with the float rows (Served::Nearest).
-size_t CodeBytes(size_t dim) { return sizeof(float) + dim; }
+// Rounded up to 4 bytes: hnswlib lays its elements out back to back (links, then these bytes,
+// then the label), so an element's uint32 link counts stay aligned only when these are.
+size_t CodeBytes(size_t dim) { return (sizeof(float) + dim + 3) / 4 * 4; }
 
 void Quantize(const float* unit, size_t dim, unsigned char* out) {
   float largest = 0;

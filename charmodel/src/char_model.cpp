@@ -291,18 +291,35 @@ Status CharModel::Encode(const std::vector<std::string_view>& words,
   return Status::Ok();
 }
 
+struct CharModel::Pass {
+  std::vector<std::vector<int32_t>> ids;  // the groups point into these
+  std::vector<Group> groups;
+};
+
+StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
+    const std::vector<std::string_view>& words, std::vector<float>* out) const {
+  auto pass = std::make_shared<Pass>();
+  SV_RETURN_IF_ERROR(impl_->Ids(words, &pass->ids));
+  out->assign(words.size() * impl_->layout.dim, 0.f);
+  pass->groups = Impl::Groups(pass->ids);
+  for (Group& g : pass->groups) impl_->Forward(&g, /*keep=*/true, out->data());
+  return std::shared_ptr<const Pass>(std::move(pass));
+}
+
+void CharModel::Backward(const Pass& pass, const float* d_out, std::vector<float>* gradient) const {
+  if (gradient->size() != impl_->layout.total) gradient->assign(impl_->layout.total, 0.f);
+  for (const Group& g : pass.groups) impl_->Backward(g, d_out, gradient->data());
+}
+
 StatusOr<double> CharModel::ComputeGradient(const std::vector<std::string_view>& words,
                                             const LossFunction& loss,
                                             std::vector<float>* gradient) const {
-  std::vector<std::vector<int32_t>> ids;
-  SV_RETURN_IF_ERROR(impl_->Ids(words, &ids));
-  if (gradient->size() != impl_->layout.total) gradient->assign(impl_->layout.total, 0.f);
-  const size_t dim = impl_->layout.dim;
-  std::vector<float> out(words.size() * dim, 0.f), d_out(words.size() * dim, 0.f);
-  std::vector<Group> groups = Impl::Groups(ids);
-  for (Group& g : groups) impl_->Forward(&g, /*keep=*/true, out.data());
+  std::vector<float> out;
+  StatusOr<std::shared_ptr<const Pass>> pass = Forward(words, &out);
+  if (!pass.ok()) return pass.status();
+  std::vector<float> d_out(out.size(), 0.f);
   const double value = loss(out.data(), words.size(), d_out.data());
-  for (const Group& g : groups) impl_->Backward(g, d_out.data(), gradient->data());
+  Backward(**pass, d_out.data(), gradient);
   return value;
 }
 

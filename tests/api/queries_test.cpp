@@ -216,5 +216,25 @@ TEST(AnnIndexTest, Sq8CandidatesHoldTheExactTopTenWithCosinesNearTheFloatOnes) {
   }
 }
 
+// Any dim, not only multiples of 4: hnswlib stores its elements back to back, so a row's bytes
+// are padded to keep the next element's link counts aligned (the sanitizer build reports a
+// misaligned load otherwise, as `serve` at --dim 50 once did).
+TEST(AnnIndexTest, EveryDimFindsItsOwnRow) {
+  for (int dim : {3, 50, 101}) {  // (dim 1: every unit row is +-1, rows tie)
+    const ServingSnapshot snapshot(RandomEmbeddings(300, dim, 7), SnapshotInfo{});
+    std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, AnnOptions{});
+    ASSERT_NE(index, nullptr) << dim;
+    std::vector<float> unit(static_cast<size_t>(dim));
+    for (size_t row : {0u, 150u, 299u}) {
+      snapshot.UnitVector(row, unit.data());
+      const auto found = index->Search(unit.data(), 10);
+      ASSERT_FALSE(found.empty()) << dim;
+      EXPECT_TRUE(
+          std::any_of(found.begin(), found.end(), [&](const auto& c) { return c.row == row; }))
+          << "dim " << dim << " row " << row;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace streamvec::api

@@ -254,6 +254,49 @@ TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
   EXPECT_GE(Entry("charmodel/distill").value("steps", uint64_t{0}), steps);
 }
 
+// --model char-lstm through the whole pipeline: the Kafka trainer trains the character model as
+// SGNS's input side, the snapshots serve table words and any other word, and a restart resumes
+// the model from the checkpoint.
+TEST_F(RunCliTest, CharLstmModelServesEveryWordAndResumes) {
+  const int docs = WriteData("a.txt", 400);
+  const std::vector<std::string> args =
+      NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
+                    "--snapshot-every", "0.5", "--checkpoint-every", "1", "--model", "char-lstm",
+                    "--char-batch-words", "2000", "--char-hidden", "16"}));
+  const std::string oov = "/v1/vectors/zqxjvwordish";
+  uint64_t steps = 0;
+  {
+    RunProcess run(args);
+    ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
+    ASSERT_TRUE(WaitFor([&] {
+      const nlohmann::json c = Entry("trainer/counters");
+      return c.is_object() && c.value("documents", 0) == docs;
+    })) << Entry("trainer/counters").dump();
+    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }))
+        << HttpGet(run.port(), oov).second;
+    EXPECT_NE(HttpGet(run.port(), oov).second.find("\"source\":\"char-lstm\""), std::string::npos);
+    EXPECT_NE(HttpGet(run.port(), "/v1/vectors/the").second.find("\"source\":\"table\""),
+              std::string::npos);
+    EXPECT_EQ(HttpGet(run.port(), "/v1/similarity?w1=the&w2=zqxjvwordish").first, 200);
+    run.Signal(SIGINT);
+    EXPECT_EQ(run.Wait(), 0);
+  }
+  const nlohmann::json sgns = Entry("charmodel/sgns");
+  ASSERT_TRUE(sgns.is_object()) << sgns.dump();
+  EXPECT_EQ(sgns.value("char_mode", ""), "sum");
+  steps = sgns.value("steps", uint64_t{0});
+  EXPECT_GT(steps, 0u);
+  EXPECT_TRUE(Entry("charmodel/distill").is_null()) << "no distiller beside the model";
+  {
+    RunProcess run(args);  // resumes the state, character model included
+    ASSERT_GT(run.port(), 0);
+    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }));
+    run.Signal(SIGINT);
+    EXPECT_EQ(run.Wait(), 0) << run.Output();
+  }
+  EXPECT_GE(Entry("charmodel/sgns").value("steps", uint64_t{0}), steps);
+}
+
 TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
   // Two files of the bundled text: long enough that the process is killed mid-stream.
   const int docs = WriteData("a.txt", 1000000) + WriteData("b.txt", 1000000);

@@ -122,6 +122,12 @@ TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
       {sv + " --param-shards 1 --push-max-period 0", "--push-max-period"},
       {sv + " --param-shards 1 --delta-precision fp8",
        "--delta-precision: a precision must be fp32 or fp16"},
+      {sv + " --model char-lstm --param-shards 1", "--param-shards"},
+      {sv + " --model char-lstm --char-distill", "--char-distill"},
+      {sv + " --char-mode replace", "--model char-lstm"},
+      {sv + " --model char-lstm --char-batch-words 0", "--char-batch-words"},
+      {"SV train --input " + Path("in.txt") + " --output " + Path("v.txt") + " --model char-lstm",
+       "--stream"},
   };
   for (const auto& [command, named] : cases) {
     const CliRun run = Shell(command);

@@ -115,6 +115,38 @@ TEST_F(VectorsCliTest, WordsOutsideTheTableComeFromTheCharacterModel) {
   EXPECT_EQ(nlohmann::json::parse(Lines(top.output)[1])["source"], "char-lstm");
 }
 
+// --model char-lstm --char-mode replace: every vector is the character model's, table words'
+// included, and the snapshot serves them as the exported file has them.
+TEST_F(VectorsCliTest, CharLstmReplaceModeServesTheModelsVectorsForEveryWord) {
+  const CliRun train = Shell("SV train --input " + Path("corpus.txt") + " --stream --state " +
+                             Path("lstm") + kTrain + "--model char-lstm --char-mode replace " +
+                             "--char-batch-words 500 --output " + Path("lstm.txt") + " 2>&1");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_THAT(train.output, HasSubstr("character model (--model char-lstm, --char-mode replace)"));
+  const CliRun state = Shell("SV vectors --state " + Path("lstm") + " w0 w3 2>/dev/null");
+  ASSERT_EQ(state.exit_code, 0) << state.output;
+  const CliRun file = Shell("SV vectors --vectors " + Path("lstm.txt") + " w0 w3 2>/dev/null");
+  EXPECT_EQ(file.output, state.output);
+  // w3 from the table and from the model (--table-top 1 keeps only w0 in the table): the same
+  // vector, up to the batched encoder's summation order.
+  const CliRun table = Shell("SV vectors --json --state " + Path("lstm") + " w3");
+  const CliRun model = Shell("SV vectors --json --table-top 1 --state " + Path("lstm") + " w3");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  ASSERT_EQ(model.exit_code, 0) << model.output;
+  const nlohmann::json t = nlohmann::json::parse(table.output),
+                       m = nlohmann::json::parse(model.output);
+  EXPECT_EQ(t["source"], "table");
+  EXPECT_EQ(m["source"], "char-lstm");
+  ASSERT_EQ(t["vector"].size(), static_cast<size_t>(kDim));
+  ASSERT_EQ(m["vector"].size(), static_cast<size_t>(kDim));
+  for (size_t j = 0; j < size_t{kDim}; ++j) {
+    EXPECT_NEAR(t["vector"][j].get<double>(), m["vector"][j].get<double>(), 1e-4) << j;
+  }
+  const CliRun oov = Shell("SV vectors --json --state " + Path("lstm") + " zqxjvwordish");
+  ASSERT_EQ(oov.exit_code, 0) << oov.output;
+  EXPECT_EQ(nlohmann::json::parse(oov.output)["source"], "char-lstm");
+}
+
 TEST_F(VectorsCliTest, ReadsWordsFromStdinOnePerLine) {
   const CliRun args = Shell("SV vectors --state " + Path("char") + " w1 unseenword 2>/dev/null");
   ASSERT_EQ(args.exit_code, 0) << args.output;

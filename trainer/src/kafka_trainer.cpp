@@ -179,6 +179,7 @@ struct KafkaTrainer::Impl {
   std::unique_ptr<StreamingLearner> learner;
   std::unique_ptr<ParamClient> param;  // options.param_shards > 0
   std::unique_ptr<CharDistiller> distiller;  // --char-distill (or resumed with one)
+  std::unique_ptr<CharSgns> char_sgns;       // --model char-lstm (or resumed with one)
   EventLogger consumer_events{"trainer consumer", false};
   EventLogger producer_events{"trainer producer", true};
   std::unique_ptr<RebalanceHandler> rebalance;
@@ -438,7 +439,9 @@ Status KafkaTrainer::Impl::TrainPending() {
     for (const PendingDocument& d : batch) texts.emplace_back(d.doc.text);
   }
   Status s;
-  if (!param) {
+  if (char_sgns) {
+    s = char_sgns->TrainMicroBatch(learner.get(), texts);
+  } else if (!param) {
     s = learner->TrainMicroBatch(texts);
   } else {
     // A distributed trainer trains document by document so that it can push every
@@ -478,6 +481,10 @@ Status KafkaTrainer::Impl::TrainPending() {
     if (distiller) {
       stats.char_distill = true;
       stats.char_distill_stats = distiller->stats();
+    }
+    if (char_sgns) {
+      stats.char_lstm = true;
+      stats.char_lstm_stats = char_sgns->stats();
     }
     // The running mean since the last snapshot (TakeLoss there); no wait for the workers.
     if (ls.loss > 0) stats.loss = ls.loss;
@@ -547,7 +554,7 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     positions_copy =
         options.shared_positions ? options.shared_positions->positions() : positions.positions();
   }
-  json meta = json::parse(LearnerMetadataJson(*learner));
+  json meta = json::parse(LearnerMetadataJson(*learner, char_sgns.get()));
   meta["documents"] = total_documents;
   meta["rejected"] = total_rejected;
   meta["bytes"] = total_bytes;
@@ -567,7 +574,13 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     return Status::Ok();
   };
   if (snap->checkpoint) {
-    SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
+    if (char_sgns) {
+      SV_RETURN_IF_ERROR(learner->SaveState(capture));
+      SV_RETURN_IF_ERROR(char_sgns->WriteServingEntries(*learner, capture));
+      SV_RETURN_IF_ERROR(char_sgns->Save(capture, /*checkpoint=*/true));
+    } else {
+      SV_RETURN_IF_ERROR(WriteLearnerSnapshot(*learner, capture));
+    }
     if (distiller) SV_RETURN_IF_ERROR(distiller->Save(capture, /*checkpoint=*/true));
     SV_RETURN_IF_ERROR(capture(kKafkaOffsetsEntry, offsets));
     SV_RETURN_IF_ERROR(capture(kSourcePositionsEntry, json(positions_copy).dump()));
@@ -579,6 +592,9 @@ Status KafkaTrainer::Impl::StartSnapshot(const char* why) {
     since_checkpoint = false;
     last_checkpoint_time = Clock::now();
     checkpoint_wall_time = WallSeconds();
+  } else if (char_sgns) {
+    SV_RETURN_IF_ERROR(char_sgns->WriteServingEntries(*learner, capture));
+    SV_RETURN_IF_ERROR(char_sgns->Save(capture, /*checkpoint=*/false));
   } else {
     SV_RETURN_IF_ERROR(WriteServingEntries(*learner, capture));
     if (distiller) SV_RETURN_IF_ERROR(distiller->Save(capture, /*checkpoint=*/false));
@@ -908,8 +924,18 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
                     "state " + o.state_dir + ": " + loaded.status().message());
     }
     m.learner = std::move(loaded).value();
+    auto char_sgns =
+        CharSgns::Load([&st](const std::string& key) { return st.Get(key); }, o.learner.threads);
+    if (char_sgns.ok()) {
+      m.char_sgns = std::move(char_sgns).value();
+    } else if (char_sgns.status().code() != StatusCode::kNotFound) {
+      return Status(char_sgns.status().code(),
+                    "state " + o.state_dir + ": " + char_sgns.status().message());
+    }
     auto distiller = CharDistiller::Load([&st](const std::string& key) { return st.Get(key); });
-    if (distiller.ok()) {
+    if (m.char_sgns) {
+      // The character model is the input side: no distiller.
+    } else if (distiller.ok()) {
       m.distiller = std::move(distiller).value();
     } else if (distiller.status().code() != StatusCode::kNotFound) {
       return Status(distiller.status().code(),
@@ -951,6 +977,18 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
       SV_RETURN_IF_ERROR(ValidateCharDistillOptions(co));
       m.distiller = std::make_unique<CharDistiller>(co);
     }
+    if (o.char_lstm) {
+      CharSgnsOptions co = o.char_lstm_options;
+      co.model = o.char_distill_options.model;
+      co.model.dim = o.learner.dim;
+      SV_RETURN_IF_ERROR(ValidateCharModelOptions(co.model));
+      m.char_sgns = std::make_unique<CharSgns>(co, o.learner.threads);
+    }
+  }
+  if (m.char_sgns && (o.param_shards > 0 || o.learner.cuda_device >= 0)) {
+    return Status::InvalidArgument(
+        "--model char-lstm trains on the CPU without a parameter node (no --param-shards, no "
+        "--device)");
   }
   if (o.param_shards > 0) {
     ParamClientOptions po;
@@ -1271,7 +1309,7 @@ Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& 
   return WriteEmbeddingCounts(counts, sink);
 }
 
-std::string LearnerMetadataJson(const StreamingLearner& learner) {
+std::string LearnerMetadataJson(const StreamingLearner& learner, const CharSgns* char_sgns) {
   const StreamingStats st = learner.stats();
   const StreamingOptions& o = learner.options();
   json j = {{"model", "sgns"},
@@ -1292,6 +1330,10 @@ std::string LearnerMetadataJson(const StreamingLearner& learner) {
             {"eta", o.eta},
             {"alpha", o.alpha},
             {"seed", o.seed}};
+  if (char_sgns != nullptr) {
+    j["model"] = "char-lstm";
+    j["char_model"] = json::parse(char_sgns->MetadataJson());
+  }
   return j.dump();
 }
 

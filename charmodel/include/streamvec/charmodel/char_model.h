@@ -90,6 +90,17 @@ class CharModel {
   StatusOr<double> ComputeGradient(const std::vector<std::string_view>& words,
                                    const LossFunction& loss, std::vector<float>* gradient) const;
 
+  // ComputeGradient in two halves, for a caller that knows dL/doutputs only later (CharSgns: once
+  // SGNS has trained the batch). Forward encodes `words` into out (words.size() x dim, as
+  // Encode) and keeps what the backward pass needs (the steps' gates and states: about 1.5 KB
+  // per word and code point with the defaults); Backward ADDS dL/dparameters for d_out
+  // (words.size() x dim) into *gradient (resized and zeroed when it has another size). The
+  // parameters must not change in between. Errors as Encode.
+  struct Pass;
+  StatusOr<std::shared_ptr<const Pass>> Forward(const std::vector<std::string_view>& words,
+                                                std::vector<float>* out) const;
+  void Backward(const Pass& pass, const float* d_out, std::vector<float>* gradient) const;
+
   // One Adam step down `gradient` (num_parameters() floats).
   void AdamStep(const std::vector<float>& gradient);
 

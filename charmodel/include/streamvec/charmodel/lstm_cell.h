@@ -42,15 +42,15 @@ void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
   step->gates.noalias() = x * wx;
   step->gates.noalias() += h_prev * wh;
   step->gates.rowwise() += b.row(0);
-  auto sigmoid = [](Scalar v) { return Scalar(1) / (Scalar(1) + std::exp(-v)); };
-  auto tanh = [](Scalar v) { return std::tanh(v); };
+  // Eigen's vectorised logistic and tanh (SIMD packets; a scalar std::tanh per element took a
+  // fifth of the character model's time).
   auto& a = step->gates;
-  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).unaryExpr(sigmoid);                   // i, f
-  a.middleCols(2 * hidden, hidden) = a.middleCols(2 * hidden, hidden).unaryExpr(tanh);  // g
-  a.rightCols(hidden) = a.rightCols(hidden).unaryExpr(sigmoid);                         // o
+  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).array().logistic();                  // i, f
+  a.middleCols(2 * hidden, hidden) = a.middleCols(2 * hidden, hidden).array().tanh();  // g
+  a.rightCols(hidden) = a.rightCols(hidden).array().logistic();                        // o
   step->c = a.middleCols(hidden, hidden).cwiseProduct(c_prev) +
             a.leftCols(hidden).cwiseProduct(a.middleCols(2 * hidden, hidden));
-  step->tanh_c = step->c.unaryExpr(tanh);
+  step->tanh_c = step->c.array().tanh();
   step->h = a.rightCols(hidden).cwiseProduct(step->tanh_c);
 }
 

@@ -39,6 +39,7 @@
 #include "streamvec/kafka/document.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/trainer/char_distiller.h"
+#include "streamvec/trainer/char_sgns.h"
 #include "streamvec/trainer/param_client.h"
 #include "streamvec/trainer/streaming_learner.h"
 
@@ -163,6 +164,12 @@ struct KafkaTrainerOptions {
   // its options) and gets none it lacks. char_distill_options.model.dim is set to the learner's.
   bool char_distill = false;
   CharDistillOptions char_distill_options;
+  // --model char-lstm (CharSgns, docs/char-model.md): the character model, shaped by
+  // char_distill_options.model, is the input side of SGNS with char_lstm_options' mode and
+  // batch_words. Taken for a new state (a resumed state keeps what it was created with); not
+  // with param_shards or a device.
+  bool char_lstm = false;
+  CharSgnsOptions char_lstm_options;
   // Trainers of one process sharing a stream: this trainer covers its documents in
   // `shared_positions` too, and its checkpoints record the shared prefixes (kSourcePositionsEntry)
   // instead of its own. Everything below the shared prefix a checkpoint records at time t was
@@ -214,6 +221,9 @@ struct KafkaTrainerStats {
   // The character model's distillation (KafkaTrainerOptions::char_distill), zeros without one.
   bool char_distill = false;
   CharDistillStats char_distill_stats;
+  // The character model as SGNS's input side (KafkaTrainerOptions::char_lstm).
+  bool char_lstm = false;
+  CharSgnsStats char_lstm_stats;
 };
 
 class KafkaTrainer {
@@ -273,8 +283,10 @@ Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& 
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",
 // "words_trained", "vocab_size", "admitted", "evictions", "dim", "window", "negative", "sample",
-// "min_count", "vocab_capacity", "count_half_life", "optimizer", "eta", "alpha", "seed"}.
-std::string LearnerMetadataJson(const StreamingLearner& learner);
+// "min_count", "vocab_capacity", "count_half_life", "optimizer", "eta", "alpha", "seed"}; with
+// a `char_sgns`, "model" is "char-lstm" and "char_model" its CharSgns::MetadataJson.
+std::string LearnerMetadataJson(const StreamingLearner& learner,
+                                const CharSgns* char_sgns = nullptr);
 
 }  // namespace streamvec
 

@@ -1,0 +1,300 @@
+// The character model as SGNS's input side (--model char-lstm): a planted suffix carries over
+// to unseen words in both modes, sum mode starts as plain SGNS, the serving rows are the model's
+// vectors, and a resumed run is identical.
+#include "streamvec/trainer/char_sgns.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/store/embedding_entries.h"
+#include "streamvec/trainer/char_distiller.h"
+
+namespace streamvec {
+namespace {
+
+using State = std::map<std::string, std::string>;
+
+std::vector<std::string> Stems(size_t n, uint64_t seed) {
+  std::mt19937_64 r(seed);
+  std::uniform_int_distribution<int> len(3, 6), letter('a', 'z');
+  std::vector<std::string> out(n);
+  for (std::string& s : out) {
+    const int l = len(r);
+    for (int i = 0; i < l; ++i) s += static_cast<char>(letter(r));
+  }
+  return out;
+}
+
+// Sentences of one group each: three of its words (stem + "ing" for group A, stem + "ed" for
+// B, the same stems in both) and three of its context words: only the suffix tells the groups'
+// words apart by their characters.
+std::vector<std::string> PlantedSentences(const std::vector<std::string>& stems, size_t n,
+                                          uint64_t seed) {
+  std::mt19937_64 r(seed);
+  std::uniform_int_distribution<size_t> stem(0, stems.size() - 1);
+  std::uniform_int_distribution<int> ctx(0, 9), group(0, 1);
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < n; ++i) {
+    const int g = group(r);
+    std::string line;
+    for (int k = 0; k < 3; ++k) {
+      line += stems[stem(r)] + (g == 0 ? "ing " : "ed ");
+      line += (g == 0 ? "qa" : "qb") + std::to_string(ctx(r)) + " ";
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+StreamingOptions Learner() {
+  StreamingOptions o;
+  o.dim = 16;
+  o.vocab_capacity = 256;
+  o.min_count = 2;
+  o.noise_table_size = 4096;
+  o.sample = 0;
+  o.isa = DetectBestIsa();
+  return o;
+}
+
+CharSgnsOptions Char(CharMode mode) {
+  CharSgnsOptions c;
+  c.model.dim = 16;
+  c.model.char_dim = 16;
+  c.model.hidden = 32;
+  c.model.learning_rate = 1e-2f;
+  c.mode = mode;
+  c.batch_words = 60;  // about ten sentences a step
+  return c;
+}
+
+// Micro-batches of 20 sentences (as the Kafka trainer hands them over).
+Status Train(StreamingLearner& learner, CharSgns& char_sgns,
+             const std::vector<std::string>& lines) {
+  for (size_t i = 0; i < lines.size(); i += 20) {
+    std::vector<std::string_view> batch;
+    for (size_t j = i; j < std::min(lines.size(), i + 20); ++j) batch.push_back(lines[j]);
+    SV_RETURN_IF_ERROR(char_sgns.TrainMicroBatch(&learner, batch));
+  }
+  return Status::Ok();
+}
+
+double Cosine(const float* a, const float* b, int dim) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int j = 0; j < dim; ++j) {
+    ab += double(a[j]) * b[j];
+    aa += double(a[j]) * a[j];
+    bb += double(b[j]) * b[j];
+  }
+  return ab / std::sqrt(aa * bb + 1e-30);
+}
+
+State Save(const StreamingLearner& learner, const CharSgns& char_sgns, bool checkpoint) {
+  State state;
+  auto sink = [&state](const std::string& k, std::string_view v) {
+    state[k] = std::string(v);
+    return Status::Ok();
+  };
+  EXPECT_TRUE(learner.SaveState(sink).ok());
+  EXPECT_TRUE(char_sgns.Save(sink, checkpoint).ok());
+  return state;
+}
+
+StateSource From(const State& state) {
+  return [&state](const std::string& k) -> StatusOr<std::string> {
+    auto it = state.find(k);
+    if (it == state.end()) return Status::NotFound(k);
+    return it->second;
+  };
+}
+
+class CharSgnsModeTest : public ::testing::TestWithParam<CharMode> {};
+
+TEST_P(CharSgnsModeTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
+  const std::vector<std::string> stems = Stems(40, 1), unseen = Stems(30, 2);
+  StreamingLearner learner(Learner());
+  CharSgns char_sgns(Char(GetParam()), /*threads=*/1);
+  ASSERT_TRUE(Train(learner, char_sgns, PlantedSentences(stems, 6000, 3)).ok());
+  ASSERT_GT(char_sgns.stats().steps, 500u);
+  // The groups' centroids among the served vectors.
+  std::vector<std::string> words;
+  std::vector<float> vectors;
+  ASSERT_TRUE(char_sgns.ExportVectors(learner, &words, &vectors).ok());
+  std::map<std::string, const float*> served;
+  for (size_t i = 0; i < words.size(); ++i) served[words[i]] = vectors.data() + i * 16;
+  std::vector<double> ca(16, 0), cb(16, 0);
+  for (const std::string& s : stems) {
+    ASSERT_TRUE(served.count(s + "ing") && served.count(s + "ed")) << s;
+    for (int j = 0; j < 16; ++j) {
+      ca[j] += served[s + "ing"][j];
+      cb[j] += served[s + "ed"][j];
+    }
+  }
+  std::vector<float> fa(ca.begin(), ca.end()), fb(cb.begin(), cb.end());
+  ASSERT_LT(Cosine(fa.data(), fb.data(), 16), 0.5) << "the groups are not apart";
+  int right = 0, total = 0;
+  for (const std::string& s : unseen) {
+    std::vector<float> v;
+    ASSERT_TRUE(char_sgns.model().Encode({s + "ing", s + "ed"}, &v).ok());
+    right += Cosine(v.data(), fa.data(), 16) > Cosine(v.data(), fb.data(), 16);
+    right += Cosine(v.data() + 16, fb.data(), 16) > Cosine(v.data() + 16, fa.data(), 16);
+    total += 2;
+  }
+  EXPECT_GE(right, total * 9 / 10) << right << " of " << total;
+}
+
+TEST_P(CharSgnsModeTest, ResumedRunIsBitIdenticalToOneRun) {
+  const std::vector<std::string> stems = Stems(20, 6);
+  const std::vector<std::string> a = PlantedSentences(stems, 600, 7),
+                                 b = PlantedSentences(stems, 600, 8);
+  StreamingLearner one_learner(Learner());
+  CharSgns one(Char(GetParam()), 1);
+  ASSERT_TRUE(Train(one_learner, one, a).ok());
+  (void)Save(one_learner, one, /*checkpoint=*/true);  // as the trainer does
+  ASSERT_TRUE(Train(one_learner, one, b).ok());
+
+  StreamingLearner first(Learner());
+  CharSgns first_char(Char(GetParam()), 1);
+  ASSERT_TRUE(Train(first, first_char, a).ok());
+  const State state = Save(first, first_char, /*checkpoint=*/true);
+  auto learner = StreamingLearner::LoadState(From(state), DetectBestIsa());
+  ASSERT_TRUE(learner.ok()) << learner.status().ToString();
+  auto resumed = CharSgns::Load(From(state), 1);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ((*resumed)->options().mode, GetParam());
+  EXPECT_EQ((*resumed)->options().batch_words, 60u);
+  ASSERT_TRUE(Train(**learner, **resumed, b).ok());
+  EXPECT_GT(one.stats().steps, 10u);
+  EXPECT_EQ((*resumed)->stats().steps, one.stats().steps);
+  EXPECT_TRUE((*resumed)->model().Serialize(true) == one.model().Serialize(true));
+  std::vector<std::string> w1, w2;
+  std::vector<float> v1, v2;
+  ASSERT_TRUE(one.ExportVectors(one_learner, &w1, &v1).ok());
+  ASSERT_TRUE((*resumed)->ExportVectors(**learner, &w2, &v2).ok());
+  EXPECT_EQ(w1, w2);
+  EXPECT_TRUE(v1 == v2);
+}
+
+TEST_P(CharSgnsModeTest, ServingEntriesHoldTheServedVectorsAndTheModel) {
+  const std::vector<std::string> stems = Stems(20, 4);
+  StreamingLearner learner(Learner());
+  CharSgns char_sgns(Char(GetParam()), 1);
+  ASSERT_TRUE(Train(learner, char_sgns, PlantedSentences(stems, 400, 5)).ok());
+  State serving;
+  auto sink = [&serving](const std::string& k, std::string_view v) {
+    serving[k] = std::string(v);
+    return Status::Ok();
+  };
+  ASSERT_TRUE(char_sgns.WriteServingEntries(learner, sink).ok());
+  ASSERT_TRUE(char_sgns.Save(sink, /*checkpoint=*/false).ok());
+  EXPECT_EQ(serving.count(kCharModelEntry), 1u);
+  EXPECT_EQ(serving.count(kCharModelStateEntry), 0u);
+  EXPECT_EQ(CharSgns::Load(From(serving), 1).status().code(), StatusCode::kNotFound);
+  auto e = ReadEmbeddingEntries(From(serving));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  std::vector<std::string> words;
+  std::vector<float> vectors;
+  ASSERT_TRUE(char_sgns.ExportVectors(learner, &words, &vectors).ok());
+  ASSERT_EQ(e->words, words);
+  ASSERT_EQ(e->dim, 16);
+  for (size_t i = 0; i < words.size(); ++i) {
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_EQ(e->vectors[i * 16 + j], vectors[i * 16 + j]) << words[i];
+    }
+  }
+  // Replace mode serves the model's vector of a table word; sum mode its row plus that vector.
+  std::vector<float> c;
+  ASSERT_TRUE(char_sgns.model().Encode({words[0]}, &c).ok());
+  const float* row = learner.InputRow(words[0]);
+  for (int j = 0; j < 16; ++j) {
+    const float want = GetParam() == CharMode::kSum ? row[j] + c[j] : c[j];
+    EXPECT_EQ(vectors[j], want) << j;
+  }
+  auto model = CharModel::Deserialize(serving.at(kCharModelEntry));
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ((*model)->Serialize(false), char_sgns.model().Serialize(false));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CharSgnsModeTest,
+                         ::testing::Values(CharMode::kReplace, CharMode::kSum),
+                         [](const ::testing::TestParamInfo<CharMode>& info) {
+                           return std::string(CharModeName(info.param));
+                         });
+
+TEST(CharSgnsTest, SumModeStartsAsPlainSgnsAndItsModelLearns) {
+  const std::vector<std::string> stems = Stems(20, 9);
+  const std::vector<std::string> lines = PlantedSentences(stems, 200, 10);
+  StreamingLearner plain(Learner()), with_char(Learner());
+  CharSgnsOptions options = Char(CharMode::kSum);
+  options.batch_words = 1000000;  // the batch in one step: the model is still at zero in it
+  CharSgns char_sgns(options, 1);
+  std::vector<std::string_view> batch(lines.begin(), lines.end());
+  // Admits the words (no rows are trained through the model before they are admitted).
+  ASSERT_TRUE(plain.TrainMicroBatch(batch).ok());
+  ASSERT_TRUE(with_char.TrainMicroBatch(batch).ok());
+  std::vector<float> zero;
+  ASSERT_TRUE(char_sgns.model().Encode({stems[0] + "ing"}, &zero).ok());
+  for (float x : zero) ASSERT_EQ(x, 0.f) << "the projection starts at zero";
+  ASSERT_TRUE(plain.TrainMicroBatch(batch).ok());
+  ASSERT_TRUE(char_sgns.TrainMicroBatch(&with_char, batch).ok());
+  EXPECT_EQ(char_sgns.stats().steps, 1u);
+  EXPECT_GT(char_sgns.stats().types, 20u);
+  for (const std::string& s : stems) {
+    const float* a = plain.InputRow(s + "ing");
+    const float* b = with_char.InputRow(s + "ing");
+    ASSERT_TRUE(a && b);
+    for (int j = 0; j < 16; ++j) EXPECT_NEAR(a[j], b[j], 1e-6f) << s;
+  }
+  std::vector<float> moved;
+  ASSERT_TRUE(char_sgns.model().Encode({stems[0] + "ing"}, &moved).ok());
+  double norm = 0;
+  for (float x : moved) norm += double(x) * x;
+  EXPECT_GT(norm, 0) << "the model took no step";
+}
+
+TEST(CharSgnsTest, WordsTheModelCannotReadTrainAsPlainRows) {
+  StreamingLearner learner(Learner());
+  CharSgns char_sgns(Char(CharMode::kReplace), 1);
+  // "\x01x" is valid UTF-8 without NUL (the learner trains it) but a control character
+  // (CharIds refuses it): it keeps a plain row and the batch trains.
+  std::vector<std::string> lines(50, "alpha \x01x beta gamma alpha beta");
+  ASSERT_TRUE(Train(learner, char_sgns, lines).ok());
+  EXPECT_TRUE(learner.Admitted("\x01x"));
+  std::vector<std::string> words;
+  std::vector<float> vectors;
+  ASSERT_TRUE(char_sgns.ExportVectors(learner, &words, &vectors).ok());
+  const auto it = std::find(words.begin(), words.end(), "\x01x");
+  ASSERT_NE(it, words.end());
+  const float* row = learner.InputRow("\x01x");
+  const size_t i = static_cast<size_t>(it - words.begin());
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(vectors[i * 16 + j], row[j]);
+}
+
+TEST(CharSgnsTest, ParseCharModeKnowsTheTwoModes) {
+  CharMode m = CharMode::kSum;
+  EXPECT_TRUE(ParseCharMode("replace", &m));
+  EXPECT_EQ(m, CharMode::kReplace);
+  EXPECT_TRUE(ParseCharMode("sum", &m));
+  EXPECT_EQ(m, CharMode::kSum);
+  EXPECT_FALSE(ParseCharMode("concat", &m));
+}
+
+TEST(CharSgnsTest, LoadNamesAMalformedEntry) {
+  StreamingLearner learner(Learner());
+  CharSgns char_sgns(Char(CharMode::kSum), 1);
+  State state = Save(learner, char_sgns, /*checkpoint=*/true);
+  state[kCharSgnsEntry] = "{";
+  const Status s = CharSgns::Load(From(state), 1).status();
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find(kCharSgnsEntry), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace streamvec
