@@ -5,6 +5,10 @@
 
 #include "commands.h"
 
+#ifdef STREAMVEC_LEAK_CHECK_BEFORE_EXIT
+#include <sanitizer/lsan_interface.h>
+#endif
+
 int main(int argc, char** argv) {
   CLI::App root{"streamvec: word embeddings learned from a text stream, served while they learn"};
   root.require_subcommand(1);
@@ -31,5 +35,10 @@ int main(int argc, char** argv) {
     const int code = root.exit(e);
     return code == 0 ? 0 : 2;
   }
+#ifdef STREAMVEC_LEAK_CHECK_BEFORE_EXIT
+  // AddressSanitizer builds: leaks are looked for now, before cpprestsdk's thread pool is torn
+  // down at exit (scripts/sanitizers/leak_check_before_exit.cpp).
+  __lsan_do_leak_check();
+#endif
   return exit_code;
 }

@@ -1,8 +1,9 @@
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/base/rng.h"
@@ -72,6 +73,20 @@ TEST(CpuFeaturesTest, ParsesNamesAndPortableIsAlwaysSupported) {
   EXPECT_TRUE(IsaSupported(Isa::kPortable));
 }
 
+// Runs `test` on a new thread, the caller of the policy tests below, which compare threads of the
+// fair class. A shared machine may move a niced process to SCHED_IDLE from outside while it runs,
+// and does it to the process's main thread (chrt -p PID): a thread of the test's own keeps the
+// policy it started with. That is the main thread's: when it is SCHED_IDLE already (the caller's,
+// or moved before), there is no fair-class thread to compare and the test skips.
+void OnFairClassThread(const std::function<void()>& test) {
+  std::thread([&] {
+    if (ThreadHasIdlePolicy()) {
+      GTEST_SKIP() << "this process runs under SCHED_IDLE: no fair-class thread to compare";
+    }
+    test();
+  }).join();
+}
+
 TEST(ThreadPriorityTest, NiceIsPerThreadAndInheritedByNewThreads) {
   int before = -1, inherited = -1, after = -1;
   Status set;
@@ -99,68 +114,73 @@ TEST(ThreadPriorityTest, NiceIsPerThreadAndInheritedByNewThreads) {
 
 // The slice keeps the nice value and is inherited; kernels before 6.12 report none (skip).
 TEST(ThreadPriorityTest, SliceIsPerThreadKeepsTheNiceValueAndIsInherited) {
-  EXPECT_EQ(SetThreadSlice(0).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SetThreadSlice(1.0).code(), StatusCode::kInvalidArgument);
-  const double own = ThreadSlice();
-  if (own <= 0) GTEST_SKIP() << "this kernel reports no EEVDF time slice (before Linux 6.12)";
-  int nice_before = -1, nice_after = -1;
-  double slice = 0, inherited = 0;
-  Status set;
-  std::thread([&] {
-    ASSERT_TRUE(SetThreadNice(std::min(ThreadNice() + 3, 19)).ok());
-    nice_before = ThreadNice();
-    set = SetThreadSlice(0.0003);
-    slice = ThreadSlice();
-    nice_after = ThreadNice();
-    std::thread([&] { inherited = ThreadSlice(); }).join();
-  }).join();
-  ASSERT_TRUE(set.ok()) << set.ToString();
-  EXPECT_NEAR(slice, 0.0003, 1e-6);
-  EXPECT_NEAR(inherited, 0.0003, 1e-6);
-  EXPECT_EQ(nice_after, nice_before);
-  EXPECT_NEAR(ThreadSlice(), own, 1e-9);  // this thread is untouched
+  OnFairClassThread([] {
+    EXPECT_EQ(SetThreadSlice(0).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(SetThreadSlice(1.0).code(), StatusCode::kInvalidArgument);
+    const double own = ThreadSlice();
+    if (own <= 0) GTEST_SKIP() << "this kernel reports no EEVDF time slice (before Linux 6.12)";
+    int nice_before = -1, nice_after = -1;
+    double slice = 0, inherited = 0;
+    Status set;
+    std::thread([&] {
+      ASSERT_TRUE(SetThreadNice(std::min(ThreadNice() + 3, 19)).ok());
+      nice_before = ThreadNice();
+      set = SetThreadSlice(0.0003);
+      slice = ThreadSlice();
+      nice_after = ThreadNice();
+      std::thread([&] { inherited = ThreadSlice(); }).join();
+    }).join();
+    ASSERT_TRUE(set.ok()) << set.ToString();
+    EXPECT_NEAR(slice, 0.0003, 1e-6);
+    EXPECT_NEAR(inherited, 0.0003, 1e-6);
+    EXPECT_EQ(nice_after, nice_before);
+    EXPECT_NEAR(ThreadSlice(), own, 1e-9);  // this thread is untouched
+  });
 }
 
 TEST(ThreadPriorityTest, LowerThreadPriorityRaisesNiceAndShortensTheSlice) {
-  int nice = -1;
-  double slice = 0;
-  bool idle = true;
-  Status set;
-  std::thread([&] {
-    set = LowerThreadPriority(std::min(ThreadNice() + 4, 19), BackgroundPolicy::kNice);
-    nice = ThreadNice();
-    slice = ThreadSlice();
-    idle = ThreadHasIdlePolicy();
-  }).join();
-  ASSERT_TRUE(set.ok()) << set.ToString();
-  EXPECT_EQ(nice, std::min(ThreadNice() + 4, 19));
-  EXPECT_FALSE(idle);
-  if (ThreadSlice() > 0) {  // Linux 6.12+
-    EXPECT_NEAR(slice, kBackgroundSliceSeconds, 1e-6);
-  }
-  EXPECT_EQ(LowerThreadPriority(20, BackgroundPolicy::kNice).code(),
-            StatusCode::kInvalidArgument);
+  OnFairClassThread([] {
+    int nice = -1;
+    double slice = 0;
+    bool idle = true;
+    Status set;
+    std::thread([&] {
+      set = LowerThreadPriority(std::min(ThreadNice() + 4, 19), BackgroundPolicy::kNice);
+      nice = ThreadNice();
+      slice = ThreadSlice();
+      idle = ThreadHasIdlePolicy();
+    }).join();
+    ASSERT_TRUE(set.ok()) << set.ToString();
+    EXPECT_EQ(nice, std::min(ThreadNice() + 4, 19));
+    EXPECT_FALSE(idle);
+    if (ThreadSlice() > 0) {  // Linux 6.12+
+      EXPECT_NEAR(slice, kBackgroundSliceSeconds, 1e-6);
+    }
+    EXPECT_EQ(LowerThreadPriority(20, BackgroundPolicy::kNice).code(),
+              StatusCode::kInvalidArgument);
+  });
 }
 
 // SCHED_IDLE keeps the nice value, is inherited, and leaves the calling thread untouched.
 TEST(ThreadPriorityTest, IdlePolicyIsPerThreadKeepsTheNiceValueAndIsInherited) {
-  ASSERT_FALSE(ThreadHasIdlePolicy());
-  const int own_nice = ThreadNice();
-  int nice = -1;
-  bool idle = false, inherited = false;
-  Status set;
-  std::thread([&] {
-    set = LowerThreadPriority(std::min(own_nice + 3, 19), BackgroundPolicy::kIdle);
-    nice = ThreadNice();
-    idle = ThreadHasIdlePolicy();
-    std::thread([&] { inherited = ThreadHasIdlePolicy(); }).join();
-  }).join();
-  ASSERT_TRUE(set.ok()) << set.ToString();
-  EXPECT_TRUE(idle);
-  EXPECT_TRUE(inherited);
-  EXPECT_EQ(nice, std::min(own_nice + 3, 19));
-  EXPECT_FALSE(ThreadHasIdlePolicy());  // this thread is untouched
-  EXPECT_EQ(ThreadNice(), own_nice);
+  OnFairClassThread([] {
+    const int own_nice = ThreadNice();
+    int nice = -1;
+    bool idle = false, inherited = false;
+    Status set;
+    std::thread([&] {
+      set = LowerThreadPriority(std::min(own_nice + 3, 19), BackgroundPolicy::kIdle);
+      nice = ThreadNice();
+      idle = ThreadHasIdlePolicy();
+      std::thread([&] { inherited = ThreadHasIdlePolicy(); }).join();
+    }).join();
+    ASSERT_TRUE(set.ok()) << set.ToString();
+    EXPECT_TRUE(idle);
+    EXPECT_TRUE(inherited);
+    EXPECT_EQ(nice, std::min(own_nice + 3, 19));
+    EXPECT_FALSE(ThreadHasIdlePolicy());  // this thread is untouched
+    EXPECT_EQ(ThreadNice(), own_nice);
+  });
 }
 
 }  // namespace
