@@ -144,6 +144,9 @@ class RunCliTest : public ::testing::Test {
     return docs;
   }
   std::string State() const { return (dir_ / "state").string(); }
+  // Defined below: the character model served and resumed through `run`.
+  void ExpectCharModelServedAndResumed(const std::vector<std::string>& model_flags,
+                                       const std::string& entry);
   std::string Data() const { return (dir_ / "data").string(); }
 
   // The newest published snapshot's entry `key` as JSON (null if none).
@@ -212,17 +215,28 @@ TEST_F(RunCliTest, TrainsEveryLineServesItFollowsAppendsAndStopsOnSigint) {
   EXPECT_EQ(Entry("trainer/counters").value("documents", 0), docs + 1);
 }
 
-// --char-distill through the whole pipeline: the Kafka trainer's snapshots carry the character
-// model, the REST server answers a word outside the vocabulary from it (and a word it cannot read
-// with a 400), and a restart resumes it from the checkpoint.
-TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
+// The character model through the whole pipeline, `run` with `model_flags`: the snapshots carry
+// it, the REST server answers a word outside the vocabulary from it ("source": "char-lstm"; table
+// words "table"), a word it cannot read with a 400, neighbours and similarity across both kinds;
+// a restart resumes it from the checkpoint (the step count in its `entry` does not go back).
+void RunCliTest::ExpectCharModelServedAndResumed(const std::vector<std::string>& model_flags,
+                                                 const std::string& entry) {
   const int docs = WriteData("a.txt", 400);
-  const std::vector<std::string> args = NoCrawl(
-      Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0", "--snapshot-every",
-            "0.5", "--checkpoint-every", "1", "--char-distill", "--char-distill-every", "5000",
-            "--char-hidden", "16"}));
+  std::vector<std::string> flags = {"--data",
+                                    Data(),
+                                    "--state",
+                                    State(),
+                                    "--http",
+                                    "127.0.0.1:0",
+                                    "--snapshot-every",
+                                    "0.5",
+                                    "--checkpoint-every",
+                                    "1",
+                                    "--char-hidden",
+                                    "16"};
+  flags.insert(flags.end(), model_flags.begin(), model_flags.end());
+  const std::vector<std::string> args = NoCrawl(Args(flags));
   const std::string oov = "/v1/vectors/zqxjvwordish";
-  uint64_t steps = 0;
   {
     RunProcess run(args);
     ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
@@ -237,56 +251,12 @@ TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
               std::string::npos);
     EXPECT_EQ(HttpGet(run.port(), "/v1/vectors/ab%01cd").first, 400);
     EXPECT_EQ(HttpGet(run.port(), "/v1/neighbors?word=zqxjvwordish&k=3").first, 200);
-    run.Signal(SIGINT);
-    EXPECT_EQ(run.Wait(), 0);
-  }
-  const nlohmann::json distill = Entry("charmodel/distill");
-  ASSERT_TRUE(distill.is_object()) << distill.dump();
-  steps = distill.value("steps", uint64_t{0});
-  EXPECT_GT(steps, 0u);
-  {
-    RunProcess run(args);  // resumes the state, character model included
-    ASSERT_GT(run.port(), 0);
-    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }));
-    run.Signal(SIGINT);
-    EXPECT_EQ(run.Wait(), 0) << run.Output();
-  }
-  EXPECT_GE(Entry("charmodel/distill").value("steps", uint64_t{0}), steps);
-}
-
-// --model char-lstm through the whole pipeline: the Kafka trainer trains the character model as
-// SGNS's input side, the snapshots serve table words and any other word, and a restart resumes
-// the model from the checkpoint.
-TEST_F(RunCliTest, CharLstmModelServesEveryWordAndResumes) {
-  const int docs = WriteData("a.txt", 400);
-  const std::vector<std::string> args =
-      NoCrawl(Args({"--data", Data(), "--state", State(), "--http", "127.0.0.1:0",
-                    "--snapshot-every", "0.5", "--checkpoint-every", "1", "--model", "char-lstm",
-                    "--char-batch-words", "2000", "--char-hidden", "16"}));
-  const std::string oov = "/v1/vectors/zqxjvwordish";
-  uint64_t steps = 0;
-  {
-    RunProcess run(args);
-    ASSERT_GT(run.port(), 0) << "streamvec run did not print its URL";
-    ASSERT_TRUE(WaitFor([&] {
-      const nlohmann::json c = Entry("trainer/counters");
-      return c.is_object() && c.value("documents", 0) == docs;
-    })) << Entry("trainer/counters").dump();
-    ASSERT_TRUE(WaitFor([&] { return HttpGet(run.port(), oov).first == 200; }))
-        << HttpGet(run.port(), oov).second;
-    EXPECT_NE(HttpGet(run.port(), oov).second.find("\"source\":\"char-lstm\""), std::string::npos);
-    EXPECT_NE(HttpGet(run.port(), "/v1/vectors/the").second.find("\"source\":\"table\""),
-              std::string::npos);
     EXPECT_EQ(HttpGet(run.port(), "/v1/similarity?w1=the&w2=zqxjvwordish").first, 200);
     run.Signal(SIGINT);
     EXPECT_EQ(run.Wait(), 0);
   }
-  const nlohmann::json sgns = Entry("charmodel/sgns");
-  ASSERT_TRUE(sgns.is_object()) << sgns.dump();
-  EXPECT_EQ(sgns.value("char_mode", ""), "sum");
-  steps = sgns.value("steps", uint64_t{0});
-  EXPECT_GT(steps, 0u);
-  EXPECT_TRUE(Entry("charmodel/distill").is_null()) << "no distiller beside the model";
+  const uint64_t steps = Entry(entry).value("steps", uint64_t{0});
+  EXPECT_GT(steps, 0u) << Entry(entry).dump();
   {
     RunProcess run(args);  // resumes the state, character model included
     ASSERT_GT(run.port(), 0);
@@ -294,7 +264,22 @@ TEST_F(RunCliTest, CharLstmModelServesEveryWordAndResumes) {
     run.Signal(SIGINT);
     EXPECT_EQ(run.Wait(), 0) << run.Output();
   }
-  EXPECT_GE(Entry("charmodel/sgns").value("steps", uint64_t{0}), steps);
+  EXPECT_GE(Entry(entry).value("steps", uint64_t{0}), steps);
+}
+
+// --char-distill: MIMICK beside SGNS in the Kafka trainer.
+TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
+  ExpectCharModelServedAndResumed({"--char-distill", "--char-distill-every", "5000"},
+                                  "charmodel/distill");
+}
+
+// --model char-lstm: the character model as SGNS's input side in the Kafka trainer (sum mode by
+// default), with no distiller beside it.
+TEST_F(RunCliTest, CharLstmModelServesEveryWordAndResumes) {
+  ExpectCharModelServedAndResumed({"--model", "char-lstm", "--char-batch-words", "2000"},
+                                  "charmodel/sgns");
+  EXPECT_EQ(Entry("charmodel/sgns").value("char_mode", ""), "sum");
+  EXPECT_TRUE(Entry("charmodel/distill").is_null()) << "no distiller beside the model";
 }
 
 TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
