@@ -15,8 +15,9 @@ be trained at least once (final >= produced: none lost); duplicates are final - 
            must serve the trainer's newest snapshot once the trainer is done
   param-node  broker, `param-node --shard 0 --shards 1` (killed, restarted on its --state), a
            trainer with `--param-shards 1`, `ingest`: besides the trainer's documents, the words
-           the node merged (its words_seen) against those of a first round without a kill (the
-           pushed counts are deterministic): fewer is a push the node never merged
+           the node merged (its words_seen) against those of a first round without a kill (one
+           partition of .docs, so the pushed counts are the same in every round): fewer is a push
+           the node never merged
   crawl    broker, trainer, `crawl --once --state S` over --feeds local RSS files of
            --feed-items items each (made from the corpus' first lines), killed and restarted on
            S; the documents are the feeds' items
@@ -71,8 +72,8 @@ def ingest(sv, work, name, bs, corpus, offsets: Path | None):
                    + (["--offsets-file", str(offsets)] if offsets else []), work)
 
 
-def broker(sv, work, tag, a):
-    ns = argparse.Namespace(partitions=a.partitions)
+def broker(sv, work, tag, a, partitions=None):
+    ns = argparse.Namespace(partitions=partitions or a.partitions)
     return pb.start_broker(sv, work, tag, ns, hold_group=False)
 
 
@@ -169,7 +170,10 @@ def round_param_node(sv, work, r, a, at) -> dict:
     for d in (state, node_state):
         shutil.rmtree(d, ignore_errors=True)
     row = {"kind": "param-node", "round": r, "kill_at_s": None if at is None else round(at, 2)}
-    b, bs = broker(sv, work, tag, a)
+    # One partition of .docs: the trainer reads the documents in one order, so its pushed counts
+    # are the same in every round (with several, the order of its fetches changes which words its
+    # bounded vocabulary admits, by a few hundred words in 17M).
+    b, bs = broker(sv, work, tag, a, partitions=1)
     try:
         n = param_node(sv, work, f"{tag}-node", bs, node_state, a)
         t = trainer(sv, work, f"{tag}-train", bs, state, a, ["--param-shards", "1"])
