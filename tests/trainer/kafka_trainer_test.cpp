@@ -280,6 +280,9 @@ TEST_F(KafkaTrainerTest, PositionIsTheContiguousTrainedPrefixOfOutOfOrderRanges)
   EXPECT_EQ((*trainer)->source_positions().at("src"), 700);
   stop = true;
   run.join();
+  // The trainer's store closed first: a read-only open beside a live writer can meet files that
+  // its background work is deleting (seen once under ASan: "Can't access 000014.sst").
+  trainer->reset();
   EXPECT_EQ(Entry(kSourcePositionsEntry).at("src"), 700);
 }
 
