@@ -138,13 +138,19 @@ Status CharDistiller::Save(const StateSink& sink, bool checkpoint) const {
   return sink(kCharDistillEntry, j.dump());
 }
 
-StatusOr<std::unique_ptr<CharDistiller>> CharDistiller::Load(const StateSource& source) {
+StatusOr<std::unique_ptr<CharModel>> LoadCharModelState(const StateSource& source) {
   StatusOr<std::string> state = source(kCharModelStateEntry);
   if (!state.ok()) return state.status();
   StatusOr<std::unique_ptr<CharModel>> model = CharModel::Deserialize(*state);
   if (!model.ok()) {
     return Status::Corruption(std::string(kCharModelStateEntry) + ": " + model.status().message());
   }
+  return model;
+}
+
+StatusOr<std::unique_ptr<CharDistiller>> CharDistiller::Load(const StateSource& source) {
+  StatusOr<std::unique_ptr<CharModel>> model = LoadCharModelState(source);
+  if (!model.ok()) return model.status();
   StatusOr<std::string> distill = source(kCharDistillEntry);
   if (!distill.ok()) {
     if (distill.status().code() == StatusCode::kNotFound) {

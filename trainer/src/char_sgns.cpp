@@ -4,11 +4,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <unordered_set>
 
-#include "streamvec/store/embedding_entries.h"
 #include "streamvec/tokenizer/whitespace_tokenizer.h"
 #include "streamvec/trainer/char_distiller.h"
+#include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec {
 
@@ -97,14 +96,21 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   std::vector<std::string> words;
   std::vector<uint32_t> slots;
   {
-    std::unordered_set<std::string> seen;
+    // A word is looked at once per piece: its slot is stamped with the piece's number (no
+    // allocation per token).
+    if (seen_.size() != learner->options().vocab_capacity) {
+      seen_.assign(learner->options().vocab_capacity, 0);
+    }
+    if (++piece_ == 0) {  // wrapped: forget every stamp
+      std::fill(seen_.begin(), seen_.end(), 0);
+      piece_ = 1;
+    }
     WhitespaceTokenizer tokenizer(learner->options().tokenizer);
     auto on_token = [&](std::string_view w) {
-      if (!seen.emplace(w).second) return;
       const int64_t slot = learner->SlotOf(w);
-      if (slot < 0 || !learner->Admitted(w) || !CharIds(w, mo.buckets, mo.max_word_chars).ok()) {
-        return;
-      }
+      if (slot < 0 || seen_[size_t(slot)] == piece_) return;
+      seen_[size_t(slot)] = piece_;
+      if (!learner->Admitted(w) || !CharIds(w, mo.buckets, mo.max_word_chars).ok()) return;
       words.emplace_back(w);
       slots.push_back(static_cast<uint32_t>(slot));
     };
@@ -181,8 +187,8 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
 
 namespace {
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+bool IsSpace(char c) {  // the tokenizer's whitespace
+  return (internal::kByteClass[static_cast<unsigned char>(c)] & internal::kSpaceClass) != 0;
 }
 
 // Words (runs of non-whitespace) in `text`; with `stop_at`, *end is where the stop_at-th word
@@ -256,26 +262,24 @@ Status CharSgns::FinishStream(StreamingLearner* learner) {
   return learner->FinishStream();
 }
 
-Status CharSgns::ExportVectors(const StreamingLearner& learner, std::vector<std::string>* words,
+Status CharSgns::ServedVectors(const StreamingLearner& learner,
+                               const std::vector<std::string>& words,
                                std::vector<float>* vectors) const {
-  std::vector<uint32_t> slots;
-  std::vector<double> counts;
-  learner.AdmittedSlots(words, &slots, &counts);
   std::vector<std::string_view> views;
   std::vector<size_t> encodable;
   const CharModelOptions& mo = options_.model;
-  for (size_t i = 0; i < words->size(); ++i) {
-    if (!CharIds((*words)[i], mo.buckets, mo.max_word_chars).ok()) continue;
-    views.emplace_back((*words)[i]);
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (!CharIds(words[i], mo.buckets, mo.max_word_chars).ok()) continue;
+    views.emplace_back(words[i]);
     encodable.push_back(i);
   }
   std::vector<float> encoded;
   SV_RETURN_IF_ERROR(EncodeParallel(views, &encoded, nullptr));
   const size_t dim = mo.dim;
   const bool sum = options_.mode == CharMode::kSum;
-  vectors->assign(words->size() * dim, 0.f);
-  for (size_t i = 0; i < words->size(); ++i) {
-    const float* row = learner.InputRow((*words)[i]);
+  vectors->assign(words.size() * dim, 0.f);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const float* row = learner.InputRow(words[i]);
     if (row != nullptr) std::copy(row, row + dim, vectors->begin() + i * dim);
   }
   for (size_t k = 0; k < encodable.size(); ++k) {
@@ -286,6 +290,14 @@ Status CharSgns::ExportVectors(const StreamingLearner& learner, std::vector<std:
   return Status::Ok();
 }
 
+Status CharSgns::ExportVectors(const StreamingLearner& learner, std::vector<std::string>* words,
+                               std::vector<float>* vectors) const {
+  std::vector<uint32_t> slots;
+  std::vector<double> counts;
+  learner.AdmittedSlots(words, &slots, &counts);
+  return ServedVectors(learner, *words, vectors);
+}
+
 Status CharSgns::WriteServingEntries(const StreamingLearner& learner,
                                      const SnapshotSink& sink) const {
   std::vector<std::string> words;
@@ -294,11 +306,9 @@ Status CharSgns::WriteServingEntries(const StreamingLearner& learner,
   int stride = 0;
   size_t rows_per_chunk = 0;
   learner.ExportRowsBySlot(&words, &slots, &slot_rows, &stride, &rows_per_chunk);
-  std::vector<std::string> export_words;
   std::vector<float> vectors;
-  SV_RETURN_IF_ERROR(ExportVectors(learner, &export_words, &vectors));
-  // Both lists are the admitted words, most frequent first: v(w) replaces each one's row.
-  if (export_words != words) return Status::Internal("char-lstm: the admitted words changed");
+  SV_RETURN_IF_ERROR(ServedVectors(learner, words, &vectors));
+  // v(w) replaces each admitted word's row (a copy in the learner's row layout).
   const size_t dim = options_.model.dim;
   std::vector<float> table(words.size() * size_t(stride), 0.f);
   for (size_t i = 0; i < words.size(); ++i) {
@@ -306,12 +316,8 @@ Status CharSgns::WriteServingEntries(const StreamingLearner& learner,
     std::copy(vectors.begin() + i * dim, vectors.begin() + (i + 1) * dim, row);
     slot_rows[slots[i]] = row;
   }
-  SV_RETURN_IF_ERROR(
-      WriteEmbeddingTable(words, slots, slot_rows, int(dim), stride, rows_per_chunk, sink));
-  std::vector<double> counts;
-  counts.reserve(words.size());
-  for (const std::string& w : words) counts.push_back(learner.Count(w));
-  return WriteEmbeddingCounts(counts, sink);
+  return streamvec::WriteServingEntries(learner, words, slots, slot_rows, stride, rows_per_chunk,
+                                        sink);
 }
 
 std::string CharSgns::MetadataJson() const {
@@ -341,16 +347,12 @@ Status CharSgns::Save(const SnapshotSink& sink, bool checkpoint) const {
 StatusOr<std::unique_ptr<CharSgns>> CharSgns::Load(const StateSource& source, int threads) {
   StatusOr<std::string> entry = source(kCharSgnsEntry);
   if (!entry.ok()) return entry.status();
-  StatusOr<std::string> state = source(kCharModelStateEntry);
-  if (!state.ok()) {
-    if (state.status().code() == StatusCode::kNotFound) {
+  StatusOr<std::unique_ptr<CharModel>> model = LoadCharModelState(source);
+  if (!model.ok()) {
+    if (model.status().code() == StatusCode::kNotFound) {
       return Status::Corruption(std::string(kCharModelStateEntry) + " is missing");
     }
-    return state.status();
-  }
-  StatusOr<std::unique_ptr<CharModel>> model = CharModel::Deserialize(*state);
-  if (!model.ok()) {
-    return Status::Corruption(std::string(kCharModelStateEntry) + ": " + model.status().message());
+    return model.status();
   }
   try {
     const json j = json::parse(*entry);

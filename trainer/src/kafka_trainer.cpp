@@ -1300,8 +1300,15 @@ Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& 
   int stride = 0;
   size_t rows_per_chunk = 0;
   learner.ExportRowsBySlot(&words, &slots, &rows, &stride, &rows_per_chunk);
-  SV_RETURN_IF_ERROR(
-      WriteEmbeddingTable(words, slots, rows, learner.options().dim, stride, rows_per_chunk, sink));
+  return WriteServingEntries(learner, words, slots, rows, stride, rows_per_chunk, sink);
+}
+
+Status WriteServingEntries(const StreamingLearner& learner, const std::vector<std::string>& words,
+                           const std::vector<uint32_t>& slots,
+                           const std::vector<const float*>& slot_rows, int stride,
+                           size_t rows_per_chunk, const SnapshotSink& sink) {
+  SV_RETURN_IF_ERROR(WriteEmbeddingTable(words, slots, slot_rows, learner.options().dim, stride,
+                                         rows_per_chunk, sink));
   // The words' running counts, for browsing the vocabulary (GET /v1/words): 8 bytes a word.
   std::vector<double> counts;
   counts.reserve(words.size());

@@ -41,6 +41,11 @@ namespace streamvec {
 inline constexpr char kCharModelStateEntry[] = "charmodel/state";
 inline constexpr char kCharDistillEntry[] = "charmodel/distill";
 
+// The character model of a checkpoint with Adam's state (kCharModelStateEntry), shared by the
+// distiller's and CharSgns's Load: NotFound when the entry is missing, Corruption naming it when
+// malformed, or the source's I/O error.
+StatusOr<std::unique_ptr<CharModel>> LoadCharModelState(const StateSource& source);
+
 struct CharDistillOptions {
   CharModelOptions model;          // dim is set to the learner's
   int batch_types = 256;           // word types drawn per step (--char-distill-batch)

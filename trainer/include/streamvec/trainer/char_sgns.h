@@ -108,6 +108,11 @@ class CharSgns {
   static StatusOr<std::unique_ptr<CharSgns>> Load(const StateSource& source, int threads);
 
  private:
+  // v(w) of `words` (words.size() x dim): sum mode their input rows (zeros for a word without
+  // one) plus the model's vectors, replace mode the model's; a word the model cannot read keeps
+  // its row.
+  Status ServedVectors(const StreamingLearner& learner, const std::vector<std::string>& words,
+                       std::vector<float>* vectors) const;
   // TrainChunk's text (ending at whitespace or the stream's end) in pieces of batch_words words.
   Status TrainPieces(StreamingLearner* learner, std::string_view text);
   // The forward passes of EncodeParallel's parts, kept for the backward pass.
@@ -129,6 +134,9 @@ class CharSgns {
   CharModel model_;
   CharSgnsStats stats_;
   std::string carry_;  // TrainChunk: text after the last whitespace, waiting for the next chunk
+  // Step: per learner slot, the number of the last piece that looked at its word.
+  std::vector<uint32_t> seen_;
+  uint32_t piece_ = 0;
 };
 
 }  // namespace streamvec

@@ -280,6 +280,13 @@ Status WriteLearnerSnapshot(const StreamingLearner& learner, const SnapshotSink&
 // once), and the words' running counts (WriteEmbeddingCounts). What a serving publication
 // writes.
 Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink);
+// The same with other rows than the learner's (CharSgns: the served vectors): the words, slots,
+// rows_per_chunk and stride of StreamingLearner::ExportRowsBySlot, slot_rows[slots[i]] pointing
+// at word i's row (stride floats, the vector first).
+Status WriteServingEntries(const StreamingLearner& learner, const std::vector<std::string>& words,
+                           const std::vector<uint32_t>& slots,
+                           const std::vector<const float*>& slot_rows, int stride,
+                           size_t rows_per_chunk, const SnapshotSink& sink);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",
 // "words_trained", "vocab_size", "admitted", "evictions", "dim", "window", "negative", "sample",
