@@ -112,7 +112,7 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--hold-group", flags->hold_groups,
                   "keep this consumer group non-empty with a member of the broker's own, so a "
-                  "trainer joining it consumes after ~0.25 s instead of the mock's 3 s first join "
+                  "trainer joining it consumes after ~0.3 s instead of the mock's 3 s first join "
                   "(repeatable; ~7 s more at start). Its members join with session.timeout.ms "
                   "1150 (a trainer does so itself) and keep the default "
                   "partition.assignment.strategy; for one trainer or a few: under heavy load a "

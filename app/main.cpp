@@ -1,7 +1,8 @@
 // The streamvec executable: parses flags and hands over to one subcommand (see commands.h).
-#include <cstdio>
+#include <spdlog/cfg/env.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "commands.h"
 
@@ -10,6 +11,8 @@
 #endif
 
 int main(int argc, char** argv) {
+  // SPDLOG_LEVEL=debug (or e.g. "info,kafka=debug") sets the log level from the environment.
+  spdlog::cfg::load_env_levels();
   CLI::App root{"streamvec: word embeddings learned from a text stream, served while they learn"};
   root.require_subcommand(1);
   root.set_version_flag("--version", "streamvec 0.1.0");

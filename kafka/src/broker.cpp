@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,6 +17,45 @@
 namespace streamvec {
 
 namespace {
+
+// How long a keeper holds back after each JoinGroup response before it goes on to sync.
+// The keeper is the group's first member, hence the leader of every rebalance, and its
+// SyncGroup carries every member's assignment. librdkafka 2.0's mock completes the sync as soon
+// as the leader's SyncGroup arrives, and answers a member whose own SyncGroup comes after that
+// with INVALID_REQUEST; that member rejoins at librdkafka's next join interval, 1-2 s later.
+// On 2 busy cores (a trainer starting beside `ingest`) a trainer lost that race in about one
+// join in five and took 2.25 s instead of 0.25 s to its first message. Holding the keeper back
+// lets every other member's SyncGroup arrive first; a join takes this much longer.
+constexpr int kKeeperYieldMs = 40;
+
+// The JoinGroup response a keeper last yielded after, by its round-trip time: librdkafka 2.0.2
+// calls an on_response_received interceptor twice for one response (with the same arguments,
+// not always on the same thread), and the second call is skipped.
+struct KeeperYieldState {
+  std::atomic<int64_t> last_join_rtt{-1};
+};
+
+// on_response_received interceptor of a keeper: sleeps kKeeperYieldMs after a JoinGroup
+// response, on the keeper's own broker thread (nothing else of the keeper's client waits on it
+// but its heartbeats, which its session allows for).
+rd_kafka_resp_err_t KeeperYield(rd_kafka_t*, int, const char*, int32_t, int16_t api_key, int16_t,
+                                int32_t, size_t, int64_t rtt, rd_kafka_resp_err_t err,
+                                void* opaque) {
+  constexpr int16_t kJoinGroup = 11;
+  if (api_key != kJoinGroup || err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+  if (static_cast<KeeperYieldState*>(opaque)->last_join_rtt.exchange(rtt) != rtt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kKeeperYieldMs));
+  }
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+rd_kafka_resp_err_t AddKeeperYield(rd_kafka_t* rk, const rd_kafka_conf_t*, void* state, char*,
+                                   size_t) {
+  return rd_kafka_interceptor_add_on_response_received(rk, "streamvec-keeper-yield", KeeperYield,
+                                                       state);
+}
 
 // A consumer that keeps one group non-empty (EmbeddedBroker::HoldGroup): it polls on a thread
 // of its own so that it heartbeats and takes part in every rebalance.
@@ -45,6 +85,12 @@ class GroupKeeper {
         return Status::Internal(std::string("group keeper: ") + err);
       }
     }
+    auto yield = std::make_unique<KeeperYieldState>();
+    if (rd_kafka_conf_interceptor_add_on_new(conf, "streamvec-keeper-yield", AddKeeperYield,
+                                             yield.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_conf_destroy(conf);
+      return Status::Internal("group keeper: cannot add its interceptor");
+    }
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (rk == nullptr) {
       rd_kafka_conf_destroy(conf);
@@ -60,7 +106,7 @@ class GroupKeeper {
       return Status::Internal("group keeper: cannot subscribe to " + config.topic + ": " +
                               rd_kafka_err2str(se));
     }
-    return std::unique_ptr<GroupKeeper>(new GroupKeeper(rk));
+    return std::unique_ptr<GroupKeeper>(new GroupKeeper(rk, std::move(yield)));
   }
   ~GroupKeeper() {
     stop_.store(true);
@@ -75,7 +121,8 @@ class GroupKeeper {
   bool Assigned() const { return assigned_.load(); }
 
  private:
-  explicit GroupKeeper(rd_kafka_t* rk) : rk_(rk), thread_([this] { Loop(); }) {}
+  GroupKeeper(rd_kafka_t* rk, std::unique_ptr<KeeperYieldState> yield)
+      : yield_(std::move(yield)), rk_(rk), thread_([this] { Loop(); }) {}
 
   void Loop() {
     while (!stop_.load()) {
@@ -89,6 +136,7 @@ class GroupKeeper {
     }
   }
 
+  std::unique_ptr<KeeperYieldState> yield_;  // outlives rk_, destroyed in ~GroupKeeper()
   rd_kafka_t* rk_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> assigned_{false};

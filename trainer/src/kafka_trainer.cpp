@@ -746,9 +746,10 @@ Status KafkaTrainer::Impl::SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf)
   if (!held || producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
   if (options.assign) {
     return Status::InvalidArgument(
-        "--assign: group " + group + " is held by the embedded broker (streamvec broker "
+        "--assign: group " + group +
+        " is held by the embedded broker (streamvec broker "
         "--hold-group), and the broker refuses offset commits from a consumer outside a group "
-        "that has members; drop --assign (a trainer joins a held group in about 0.25 s) or start "
+        "that has members; drop --assign (a trainer joins a held group in about 0.3 s) or start "
         "the broker without --hold-trainers / --hold-group");
   }
   for (const auto& [name, value] : options.kafka.properties) {

@@ -50,7 +50,7 @@ class EmbeddedBroker {
   Status CreateTopic(const std::string& name, int partitions = 0);
 
   // Keeps consumer group `group` from ever being empty, so that a trainer joining it starts
-  // consuming about 0.25 s after it asks instead of 3 s. The mock, like a real broker with its
+  // consuming about 0.3 s after it asks instead of 3 s. The mock, like a real broker with its
   // group.initial.rebalance.delay.ms (3 s by default; a real cluster sets it per broker), holds
   // the first join of an empty group for 3 s waiting for more members, and librdkafka 2.0's mock
   // has no setting for it. A consumer of the broker's own (the group's keeper) joins `group`,
@@ -59,14 +59,15 @@ class EmbeddedBroker {
   // runs the assignor (librdkafka's default, range: members must keep the default
   // partition.assignment.strategy, or the mock aborts). A trainer joining then waits for the
   // rebalance of a non-empty group: the group's session timeout (on the mock, the last
-  // joiner's for the whole group) less 1 s. Members must therefore join with the keeper's
-  // session, kHeldGroupSessionMs, and heartbeat every kHeldGroupHeartbeatMs (a trainer that finds
-  // the keeper's topic on the mock sets both itself); a killed member leaves the group after
-  // 1.15 s. Returns once the keeper holds its partition: about 7 s (a ladder of keepers
-  // with shorter and shorter sessions, broker.cpp says why). Idempotent per group.
-  // Errors: InvalidArgument (empty group), Internal (librdkafka refused the consumer), IoError
-  // (no assignment within timeout_ms). Under heavy load a member that misses the short session
-  // and rejoins has made librdkafka 2.0's mock abort (an assertion in its group code), so
+  // joiner's for the whole group) less 1 s; the keeper syncs 40 ms after the others (the mock
+  // refuses a SyncGroup that comes after the leader's, broker.cpp says more). Members must
+  // therefore join with the keeper's session, kHeldGroupSessionMs, and heartbeat every
+  // kHeldGroupHeartbeatMs (a trainer that finds the keeper's topic on the mock sets both itself); a
+  // killed member leaves the group after 1.15 s. Returns once the keeper holds its partition: about
+  // 7 s (a ladder of keepers with shorter and shorter sessions, broker.cpp says why). Idempotent
+  // per group. Errors: InvalidArgument (empty group), Internal (librdkafka refused the consumer),
+  // IoError (no assignment within timeout_ms). Under heavy load a member that misses the short
+  // session and rejoins has made librdkafka 2.0's mock abort (an assertion in its group code), so
   // `streamvec broker` holds a group only when asked (--hold-trainers, --hold-group).
   Status HoldGroup(const std::string& group, int timeout_ms = 15000);
 
