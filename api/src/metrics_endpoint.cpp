@@ -61,13 +61,22 @@ struct MetricsEndpoint::Impl {
 
   Status Listen(const std::string& host, int port_to_try) {
     const std::string url = "http://" + HostForUri(host) + ":" + std::to_string(port_to_try) + "/";
+    StatusOr<std::string> listener_host = ListenerHost(host);
+    if (!listener_host.ok()) return listener_host.status();
     try {
-      auto l = std::make_unique<http_listener>(url);
+      auto l = std::make_unique<http_listener>("http://" + *listener_host + ":" +
+                                               std::to_string(port_to_try) + "/");
       l->support([this](http::http_request r) { Handle(std::move(r)); });
       // cpprest answers OPTIONS and TRACE itself (TRACE echoing the headers) unless told not to.
       l->support(http::methods::OPTIONS, [this](http::http_request r) { Handle(std::move(r)); });
       l->support(http::methods::TRCE, [this](http::http_request r) { Handle(std::move(r)); });
       l->open().wait();
+      if (*listener_host != host && !ListeningOn(host, port_to_try)) {
+        l->close().wait();
+        return Status::IoError("--metrics: cannot listen on " + url +
+                               ": the HTTP listener bound "
+                               "another loopback address (the resolver lists 127.0.0.1 first)");
+      }
       listener = std::move(l);
       port = port_to_try;
       return Status::Ok();

@@ -121,8 +121,11 @@ struct Server::Impl {
   Status Listen(int port_to_try) {
     const std::string url =
         "http://" + HostForUri(options.host) + ":" + std::to_string(port_to_try) + "/";
+    StatusOr<std::string> listener_host = ListenerHost(options.host);
+    if (!listener_host.ok()) return listener_host.status();
     try {
-      auto l = std::make_unique<http_listener>(url);
+      auto l = std::make_unique<http_listener>("http://" + *listener_host + ":" +
+                                               std::to_string(port_to_try) + "/");
       l->support([this](http::http_request r) { Handle(std::move(r)); });
       // cpprest answers OPTIONS itself unless told otherwise: CORS preflights (or 405) are ours.
       l->support(http::methods::OPTIONS, [this](http::http_request r) { Handle(std::move(r)); });
@@ -130,6 +133,12 @@ struct Server::Impl {
       // Cookie): ours too, so it gets the 405 every unsupported method gets.
       l->support(http::methods::TRCE, [this](http::http_request r) { Handle(std::move(r)); });
       l->open().wait();
+      if (*listener_host != options.host && !ListeningOn(options.host, port_to_try)) {
+        l->close().wait();
+        return Status::IoError("cannot listen on " + url +
+                               ": the HTTP listener bound another "
+                               "loopback address (this system's resolver lists 127.0.0.1 first)");
+      }
       listener = std::move(l);
       port = port_to_try;
       return Status::Ok();
