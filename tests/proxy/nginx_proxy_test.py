@@ -6,7 +6,9 @@ on a free port of 127.0.0.1 and, for each configuration, nginx on another one (i
 upstream rewritten to those ports, nothing else changed), then over raw sockets:
   1. answers pass through: a vector (200), an unknown word (streamvec's own 404 JSON), a POST;
      nginx's own refusals are JSON too (TRACE: 405);
-  2. the four requests the bare cpprestsdk listener mishandles (issue 24) get a 4xx or a closed
+  2. request lines the bare listener answers without JSON or truncates (a malformed %-escape, a
+     raw 0xFF, raw UTF-8, a raw NUL) get the API's 400 JSON from the proxy;
+     the four requests the bare cpprestsdk listener mishandles (issue 24) get a 4xx or a closed
      connection through the proxy, which reads each request whole before passing it on (serve
      never sees them): two conflicting Content-Length
      headers, Content-Length: -1, a chunk size of 2^64-1 (each 20 times) and a 256 MiB
@@ -125,6 +127,30 @@ BAD_REQUESTS = [
 ]
 
 
+# Request lines the bare listener answers with a 400 without JSON (cpprestsdk refuses them
+# before streamvec sees them) or, for a NUL, truncates ("GET /v1/vectors/the\\0x" answered as
+# "the"): through the proxy each is a 400 with the API's JSON error.
+MALFORMED_LINES = [
+    ("a malformed percent-escape in the path", b"GET /v1/vectors/bad%zzescape HTTP/1.1"),
+    ("a malformed percent-escape in the query", b"GET /v1/neighbors?word=bad%zz HTTP/1.1"),
+    ("a raw 0xFF byte in the path", b"GET /v1/vectors/the\xffx HTTP/1.1"),
+    ("raw UTF-8 in the path", "GET /v1/vectors/naïve HTTP/1.1".encode()),
+    ("a raw NUL in the path", b"GET /v1/vectors/the\x00x HTTP/1.1"),
+]
+
+
+def malformed_lines(port, where):
+    # A well-formed escape of UTF-8 still reaches streamvec (its own 404 for an unknown word).
+    status, head, body = request(port, "GET", "/v1/vectors/na%C3%AFve%2Fqqq")
+    error = json_error(status, head, body, f"{where}: percent-encoded UTF-8")
+    expect(status == 404 and "naïve/qqq" in error,
+           f"{where}: a well-formed escape passes through to streamvec: {error}")
+    for name, line in MALFORMED_LINES:
+        status, head, body = exchange(port, line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+        error = json_error(status, head, body, f"{where}: {name}")
+        expect(status == 400, f"{where}: {name}: 400 JSON: {error}")
+
+
 def hostile_cases(port, where):
     for name, data, times, stream in BAD_REQUESTS:
         for _ in range(times):
@@ -201,6 +227,7 @@ def main():
             status, head, body = request(port, "TRACE", "/v1/vectors/the")
             error = json_error(status, head, body, "TRACE")
             expect(status == 405, f"{conf}: TRACE refused by nginx: {error}")
+            malformed_lines(port, conf)
             hostile_cases(port, conf)
             proxy.terminate()
             proxy.wait(timeout=30)
