@@ -95,6 +95,7 @@ struct RunFlags {
   int hnsw_ef = 120;
   double index_rebuild_s = 30;
   double min_carried_recall = 0.95;
+  std::string index_dir;        // --index-dir
   size_t pinned_snapshots = 2;  // as `serve`'s flag
   StreamingOptions learner;
   bool char_distill = false;  // --char-distill (docs/char-model.md)
@@ -425,6 +426,7 @@ int RunPipeline(RunFlags f) {
   so.index_policy = f.trainer_policy;
   so.index_rebuild_interval_s = f.index_rebuild_s;
   so.min_carried_recall = f.min_carried_recall;
+  so.index_dir = f.index_dir;
   so.pinned_snapshots = f.pinned_snapshots;
   // Index builds wait (a minute at most) while the trainer is saturated: on two cores a build
   // took a core from training; queries scan unindexed words exactly meanwhile. Saturated: over
@@ -752,7 +754,8 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
           std::map<std::string, BackgroundPolicy>{{"idle", BackgroundPolicy::kIdle},
                                                   {"nice", BackgroundPolicy::kNice}}))
       ->default_str("nice");
-  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->min_carried_recall);
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->index_dir,
+                &flags->min_carried_recall);
   AddPinnedSnapshotsFlag(cmd, &flags->pinned_snapshots);
   AddCharModelFlags(cmd, &flags->char_distill, &flags->char_distill_options, &flags->char_mode,
                     &flags->char_batch_words);

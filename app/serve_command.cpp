@@ -39,6 +39,7 @@ struct ServeFlags {
   int index_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double index_rebuild_s = 30;
   double min_carried_recall = 0.95;
+  std::string index_dir;  // --index-dir
   size_t history = 4;
   size_t pinned_snapshots = 2;
   std::string web_root = api::DefaultWebRoot();
@@ -58,6 +59,7 @@ int RunServe(const ServeFlags& flags) {
   options.index_threads = flags.index_threads;
   options.index_rebuild_interval_s = flags.index_rebuild_s;
   options.min_carried_recall = flags.min_carried_recall;
+  options.index_dir = flags.index_dir;
   options.history_snapshots = flags.history;
   options.pinned_snapshots = flags.pinned_snapshots;
   options.web_root = flags.web_root;
@@ -161,7 +163,8 @@ void RegisterServeCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--exact-max-words", flags->exact_max_words,
                   "Exact neighbour scan up to this vocabulary size; an HNSW index above")
       ->capture_default_str();
-  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->min_carried_recall);
+  AddIndexFlags(cmd, &flags->hnsw_ef, &flags->index_rebuild_s, &flags->index_dir,
+                &flags->min_carried_recall);
   cmd->add_option("--index-threads", flags->index_threads,
                   "Threads building an HNSW index (default: one a core)")
       ->check(CLI::Range(1, 1024));  // no default shown: it depends on the machine

@@ -12,7 +12,7 @@ void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads) {
       ->check(CLI::Range(0, 1024));  // no default shown: it depends on the machine
 }
 
-void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s,
+void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s, std::string* index_dir,
                    double* min_carried_recall) {
   cmd->add_option("--hnsw-ef", *hnsw_ef, "HNSW search candidate list (recall vs speed)")
       ->check(CLI::Range(1, 100000))
@@ -22,6 +22,10 @@ void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s,
                   "snapshot carries the last index over meanwhile)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--index-dir", *index_dir,
+                  "Save each built HNSW index here (one file, replaced) and load it instead of "
+                  "building when the served snapshot is the one it was built for, as after a "
+                  "restart (default: never saved)");
   cmd->add_option("--min-carried-recall", *min_carried_recall,
                   "A new snapshot whose carried-over index has a lower recall@10 on it (against "
                   "the exact scan, 50 sampled words) is served by the exact scan until a fresh "

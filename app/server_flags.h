@@ -12,8 +12,9 @@ namespace streamvec::app {
 void AddHttpThreadsFlag(CLI::App* cmd, size_t* http_threads);
 
 // --hnsw-ef (search candidate list, in [1, 100000]) and --index-rebuild-interval (seconds, >= 0)
-// of the served HNSW index (api::ServeOptions::hnsw_ef_search, index_rebuild_interval_s).
-void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s,
+// of the served HNSW index (api::ServeOptions::hnsw_ef_search, index_rebuild_interval_s),
+// --index-dir (index_dir) and --min-carried-recall (min_carried_recall).
+void AddIndexFlags(CLI::App* cmd, int* hnsw_ef, double* index_rebuild_s, std::string* index_dir,
                    double* min_carried_recall);
 
 // --pinned-snapshots N: older published snapshots loaded on demand for ?snapshot=N requests

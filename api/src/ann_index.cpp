@@ -2,12 +2,18 @@
 #include "ann_index.h"
 
 #include <hnswlib/hnswlib.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "streamvec/kernels/dot.h"
@@ -65,6 +71,46 @@ class Sq8CosineSpace : public hnswlib::SpaceInterface<float> {
   Param param_;
 };
 
+// FNV-1a over the snapshot's words in row order (each followed by a 0 byte): which words, in
+// which rows, an index was built over.
+uint64_t WordsHash(const ServingSnapshot& snapshot) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (size_t r = 0; r < snapshot.rows(); ++r) {
+    for (const char c : snapshot.word(r)) mix(static_cast<unsigned char>(c));
+    mix(0);
+  }
+  return h;
+}
+
+StatusOr<std::pair<uint64_t, uint64_t>> FileSizeAndHash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError("cannot read " + path);
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  std::vector<char> buf(size_t{1} << 20);
+  uint64_t size = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<size_t>(in.gcount());
+    XXH64_update(state, buf.data(), n);
+    size += n;
+  }
+  const uint64_t hash = XXH64_digest(state);
+  XXH64_freeState(state);
+  if (in.bad()) return Status::IoError("cannot read " + path);
+  return std::make_pair(size, hash);
+}
+
+std::string Hex(uint64_t v) {
+  std::ostringstream out;
+  out << std::hex << v;
+  return out.str();
+}
+
 }  // namespace
 
 struct AnnIndex::Impl {
@@ -109,6 +155,105 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   index->build_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  return index;
+}
+
+Status AnnIndex::Save(const std::string& path, const ServingSnapshot& snapshot) const {
+  // Per process: several servers may share a directory.
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  if (const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+      !parent.empty()) {
+    std::error_code dir_error;
+    std::filesystem::create_directories(parent, dir_error);
+    if (dir_error)
+      return Status::IoError("cannot create " + parent.string() + ": " + dir_error.message());
+  }
+  try {
+    impl_->graph->saveIndex(tmp);
+  } catch (const std::exception& e) {
+    return Status::IoError("cannot write the index to " + tmp + ": " + e.what());
+  }
+  StatusOr<std::pair<uint64_t, uint64_t>> written = FileSizeAndHash(tmp);
+  if (!written.ok()) return written.status();
+  const nlohmann::json meta = {{"format", "streamvec-hnsw-sq8 1"},
+                               {"snapshot", snapshot.version()},
+                               {"rows", snapshot.rows()},
+                               {"dim", snapshot.dim()},
+                               {"words_xxh", Hex(WordsHash(snapshot))},
+                               {"m", impl_->graph->M_},
+                               {"ef_construction", impl_->graph->ef_construction_},
+                               {"recall_at_10", recall_at_10_},
+                               {"build_seconds", build_seconds_},
+                               {"bytes", written->first},
+                               {"xxh64", Hex(written->second)}};
+  const std::string meta_tmp = path + ".json.tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(meta_tmp, std::ios::trunc);
+    out << meta.dump() << "\n";
+    if (!out.flush()) return Status::IoError("cannot write " + meta_tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (!ec) std::filesystem::rename(meta_tmp, path + ".json", ec);
+  if (ec) return Status::IoError("cannot rename the index into " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<AnnIndex>> AnnIndex::Load(const std::string& path,
+                                                   const ServingSnapshot& snapshot,
+                                                   const AnnOptions& options) {
+  std::ifstream meta_in(path + ".json");
+  if (!meta_in || !std::filesystem::exists(path)) return Status::NotFound("no index at " + path);
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(meta_in);
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ".json: " + e.what());
+  }
+  auto field = [&meta](const char* name) -> std::string {
+    return meta.contains(name) ? meta[name].dump() : std::string("null");
+  };
+  const std::pair<const char*, std::string> expected[] = {
+      {"format", nlohmann::json("streamvec-hnsw-sq8 1").dump()},
+      {"snapshot", std::to_string(snapshot.version())},
+      {"rows", std::to_string(snapshot.rows())},
+      {"dim", std::to_string(snapshot.dim())},
+      {"words_xxh", nlohmann::json(Hex(WordsHash(snapshot))).dump()}};
+  for (const auto& [name, want] : expected) {
+    if (field(name) != want) {
+      return Status::InvalidArgument(path + " was saved for another snapshot: " + name + " " +
+                                     field(name) + ", this snapshot's " + want);
+    }
+  }
+  StatusOr<std::pair<uint64_t, uint64_t>> found = FileSizeAndHash(path);
+  if (!found.ok()) return found.status();
+  if (field("bytes") != std::to_string(found->first) ||
+      field("xxh64") != nlohmann::json(Hex(found->second)).dump()) {
+    return Status::Corruption(path + ": " + std::to_string(found->first) + " bytes with XXH64 " +
+                              Hex(found->second) + ", saved " + field("bytes") + " bytes with " +
+                              field("xxh64"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<Impl>(snapshot.dim());
+  try {
+    impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(&impl->space, path, false,
+                                                                    snapshot.rows());
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": " + e.what());
+  }
+  if (impl->graph->cur_element_count != snapshot.rows() ||
+      impl->graph->data_size_ != impl->space.get_data_size()) {
+    return Status::Corruption(path + ": " + std::to_string(impl->graph->cur_element_count) +
+                              " rows of " + std::to_string(impl->graph->data_size_) +
+                              " bytes, not " + std::to_string(snapshot.rows()) + " of " +
+                              std::to_string(impl->space.get_data_size()));
+  }
+  const size_t ef = static_cast<size_t>(std::max(options.ef_search, 10));
+  impl->graph->setEf(ef);
+  std::unique_ptr<AnnIndex> index(new AnnIndex(std::move(impl)));
+  index->ef_search_ = ef;
+  index->build_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return index;
 }
 

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "streamvec/api/serving_snapshot.h"
+#include "streamvec/base/status.h"
 
 namespace streamvec::api {
 
@@ -37,6 +39,20 @@ class AnnIndex {
   static std::unique_ptr<AnnIndex> Build(const ServingSnapshot& snapshot,
                                          const AnnOptions& options);
   ~AnnIndex();
+
+  // Writes the graph to `path` (hnswlib's format, with its SQ8 rows: about rows x (dim + 4 +
+  // 2 M x 4) bytes) and beside it `path`.json: the snapshot it was built for (version, rows,
+  // dim, a hash of its words), the options, the recall and the file's size and XXH64. Both go
+  // through temporary files renamed into place, the JSON last; the directory is created if it
+  // is missing. Errors: IoError.
+  Status Save(const std::string& path, const ServingSnapshot& snapshot) const;
+  // Reads a graph Save wrote for `snapshot` (the same version, rows, dim and words), with
+  // options.ef_search for its searches. Errors: NotFound (no such files), InvalidArgument (saved
+  // for another snapshot: which field differs), Corruption (a size or checksum that does not
+  // match, or a file hnswlib cannot read). The caller still checks its recall on the snapshot.
+  static StatusOr<std::unique_ptr<AnnIndex>> Load(const std::string& path,
+                                                  const ServingSnapshot& snapshot,
+                                                  const AnnOptions& options);
 
   // Candidates for the rows closest in cosine to `unit_query` (dim floats, unit length): the
   // best `count` of the graph search's max(ef_search, count) candidates, best first, each with

@@ -176,6 +176,32 @@ std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot
   return index;
 }
 
+std::string IndexPath(const ServeOptions& options) {
+  return (std::filesystem::path(options.index_dir) / "streamvec-index.hnsw").string();
+}
+
+StatusOr<std::shared_ptr<const AnnIndex>> LoadSavedIndex(
+    std::shared_ptr<const ServingSnapshot> snapshot, const ServeOptions& options) {
+  if (options.index_dir.empty()) return Status::NotFound("no index directory");
+  AnnOptions ann;
+  ann.ef_search = options.hnsw_ef_search;
+  StatusOr<std::unique_ptr<AnnIndex>> loaded = AnnIndex::Load(IndexPath(options), *snapshot, ann);
+  if (!loaded.ok()) return loaded.status();
+  std::shared_ptr<AnnIndex> index = std::move(loaded).value();
+  Served probe;
+  probe.snapshot = snapshot;
+  probe.index_snapshot = snapshot;
+  probe.index = index;
+  const double recall = MeasureRecallAt10(probe, options.recall_queries);
+  if (recall < options.min_carried_recall) {
+    return Status::FailedPrecondition("the saved index's recall@10 on snapshot " +
+                                      std::to_string(snapshot->version()) + " is " +
+                                      std::to_string(recall));
+  }
+  index->set_recall_at_10(recall);
+  return std::shared_ptr<const AnnIndex>(std::move(index));
+}
+
 std::shared_ptr<const Served> WithIndex(const Served& served,
                                         std::shared_ptr<const AnnIndex> index,
                                         std::shared_ptr<const ServingSnapshot> index_snapshot) {

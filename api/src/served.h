@@ -112,6 +112,16 @@ std::shared_ptr<const AnnIndex> BuildIndex(std::shared_ptr<const ServingSnapshot
                                            const ServeOptions& options,
                                            const std::atomic<bool>* cancel = nullptr);
 
+// The index options.index_dir holds for `snapshot` (IndexPath), if its recall@10 on the
+// snapshot (options.recall_queries rows, measured here) is at least options.min_carried_recall.
+// Errors: NotFound (options.index_dir unset, or no index saved), InvalidArgument (saved for
+// another snapshot), Corruption (AnnIndex::Load), FailedPrecondition (its recall is too low).
+StatusOr<std::shared_ptr<const AnnIndex>> LoadSavedIndex(
+    std::shared_ptr<const ServingSnapshot> snapshot, const ServeOptions& options);
+
+// Where options.index_dir keeps the index (one: each save replaces it).
+std::string IndexPath(const ServeOptions& options);
+
 // A copy of `served` searched by `index`, which was built over `index_snapshot` (carried over
 // when that is not served.snapshot). quality["index"] describes it.
 std::shared_ptr<const Served> WithIndex(const Served& served,

@@ -170,8 +170,20 @@ void Service::IndexOnce() {
     if (it != evaluations_.end()) it->second["quality"]["index"]["recall_at_10"] = recall;
   }
   std::shared_ptr<const AnnIndex> index;
+  bool from_disk = false;
+  if (!options_.index_dir.empty()) {
+    StatusOr<std::shared_ptr<const AnnIndex>> saved = LoadSavedIndex(served->snapshot, options_);
+    if (saved.ok()) {
+      index = std::move(saved).value();
+      from_disk = true;
+      index_loads_++;
+    } else if (saved.status().code() != StatusCode::kNotFound) {
+      spdlog::info("serve: the index in {} is not used: {}", options_.index_dir,
+                   saved.status().ToString());
+    }
+  }
   try {
-    index = BuildIndex(served->snapshot, options_, &cancel_index_);
+    if (!index) index = BuildIndex(served->snapshot, options_, &cancel_index_);
   } catch (const std::exception& e) {
     spdlog::warn("serve: building the index of snapshot {} failed: {}", version, e.what());
     next_build_ = std::chrono::steady_clock::now() +
@@ -191,7 +203,14 @@ void Service::IndexOnce() {
                std::chrono::duration<double>(built - now));
   next_build_ = built + std::chrono::duration_cast<std::chrono::steady_clock::duration>(pause);
   next_early_build_ = built + (built - now);
-  index_builds_++;
+  if (!from_disk) {
+    index_builds_++;
+    if (!options_.index_dir.empty()) {
+      if (Status saved = index->Save(IndexPath(options_), *served->snapshot); !saved.ok()) {
+        spdlog::warn("serve: cannot save the index: {}", saved.ToString());
+      }
+    }
+  }
   std::shared_ptr<const Served> indexed;
   {
     std::lock_guard<std::mutex> swap(swap_mu_);
@@ -209,10 +228,11 @@ void Service::IndexOnce() {
       it->second["quality"]["index"]["recall_at_10"] = index_recall_.load();
     }
   }
-  spdlog::info("serve: HNSW index over snapshot {} built in {:.1f} s, serving snapshot {} "
-               "(recall@10 {:.3f})",
-               version, index->build_seconds(), indexed->snapshot->version(),
-               index_recall_.load());
+  spdlog::info(
+      "serve: HNSW index over snapshot {} {} in {:.1f} s, serving snapshot {} "
+      "(recall@10 {:.3f})",
+      version, from_disk ? "loaded" : "built", index->build_seconds(), indexed->snapshot->version(),
+      index_recall_.load());
 }
 
 void Service::IndexLoop() {
@@ -342,6 +362,10 @@ std::string Service::Metrics() const {
     AppendMetric(&out, "streamvec_index_builds_total", "counter",
                  "HNSW indexes built since the server started.",
                  static_cast<double>(index_builds_.load()));
+    AppendMetric(&out, "streamvec_index_loads_total", "counter",
+                 "HNSW indexes loaded from --index-dir instead of built, since the server "
+                 "started.",
+                 static_cast<double>(index_loads_.load()));
     AppendMetric(&out, "streamvec_index_builds_deferred_total", "counter",
                  "Times an index build waited because the trainer of this process was "
                  "saturated (words no index holds are scanned exactly meanwhile).",

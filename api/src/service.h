@@ -75,6 +75,7 @@ class Service {
   std::mutex swap_mu_;  // serialises stores to current_ by the polling and index threads
   std::atomic<double> index_recall_{1.0};
   std::atomic<uint64_t> index_builds_{0};
+  std::atomic<uint64_t> index_loads_{0};            // from ServeOptions::index_dir
   std::atomic<uint64_t> index_builds_deferred_{0};  // index thread rounds that waited
   std::optional<std::chrono::steady_clock::time_point> deferring_since_;  // index thread only
   std::chrono::steady_clock::time_point next_build_{};        // index thread only

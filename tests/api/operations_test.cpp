@@ -3,6 +3,8 @@
 // and its gate, and a word's history across Procrustes-aligned snapshots.
 #define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -339,6 +341,48 @@ Embeddings Drifted(const Embeddings& v1, uint32_t seed) {
     }
   }
   return e;
+}
+
+// --index-dir: the built index is saved; a server restarted on the same snapshot loads it
+// instead of building one and answers the same; restarted on a newer snapshot it builds (the
+// saved index is for another snapshot) and saves that one.
+TEST_F(OperationsTest, IndexDirSavesTheBuiltIndexAndARestartOnTheSameSnapshotLoadsIt) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("streamvec-index-dir-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  source_->Publish(Clustered(3000, 16, 31, 0.5f), 1);
+  ServeOptions options;
+  options.exact_max_words = 1000;
+  options.index_dir = dir.string();
+  auto start = [&](double builds, double loads) {
+    client_.reset();
+    server_.reset();
+    StartServer(options);
+    ASSERT_TRUE(WaitFor([&] { return ParseMetrics(Text("/metrics")).at("streamvec_index_hnsw"); }));
+    const std::map<std::string, double> m = ParseMetrics(Text("/metrics"));
+    EXPECT_EQ(m.at("streamvec_index_builds_total"), builds);
+    EXPECT_EQ(m.at("streamvec_index_loads_total"), loads);
+    EXPECT_GE(m.at("streamvec_index_recall_at_10"), 0.9);
+  };
+  auto saved_for = [&] {
+    std::ifstream in(dir / "streamvec-index.hnsw.json");
+    return in ? json::parse(in).value("snapshot", 0) : 0;
+  };
+
+  start(/*builds=*/1, /*loads=*/0);  // the directory does not exist yet: created
+  EXPECT_EQ(saved_for(), 1);
+  const Reply built = client_->Get("/v1/neighbors?word=w5&k=10");
+  ASSERT_EQ(built.status, 200) << built.body;
+
+  start(/*builds=*/0, /*loads=*/1);
+  const Reply loaded = client_->Get("/v1/neighbors?word=w5&k=10");
+  ASSERT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_EQ(loaded.body["neighbors"], built.body["neighbors"]);
+
+  source_->Publish(Clustered(3000, 16, 32, 0.5f), 2);
+  start(/*builds=*/1, /*loads=*/0);
+  EXPECT_EQ(saved_for(), 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(OperationsTest, CarriedOverIndexAnswersWithTheNewSnapshotsWordsAndCosines) {

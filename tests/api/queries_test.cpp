@@ -3,8 +3,12 @@
 // scan (eval::TopKByDot) on unit rows, the arithmetic gensim's KeyedVectors.most_similar does.
 #define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -234,6 +238,67 @@ TEST(AnnIndexTest, EveryDimFindsItsOwnRow) {
           << "dim " << dim << " row " << row;
     }
   }
+}
+
+// A saved index loads for the snapshot it was built for and answers as the built one; for any
+// other snapshot (another version, another word in a row), a damaged file or none it is refused
+// with the reason.
+TEST(AnnIndexTest, SavedIndexLoadsOnlyForItsSnapshotAndIntact) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("streamvec-ann-save-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "index.hnsw").string();
+  const Embeddings e = RandomEmbeddings(1500, 24, 8);
+  const ServingSnapshot snapshot(e, SnapshotInfo{.version = 7});
+  AnnOptions options;
+  options.ef_search = 40;
+  EXPECT_EQ(AnnIndex::Load(path, snapshot, options).status().code(), StatusCode::kNotFound);
+  std::unique_ptr<AnnIndex> built = AnnIndex::Build(snapshot, options);
+  ASSERT_NE(built, nullptr);
+  built->set_recall_at_10(0.97);
+  ASSERT_TRUE(built->Save(path, snapshot).ok());
+
+  StatusOr<std::unique_ptr<AnnIndex>> loaded = AnnIndex::Load(path, snapshot, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->ef_search(), 40u);
+  std::vector<float> unit(24);
+  for (size_t row : {0u, 700u, 1499u}) {
+    snapshot.UnitVector(row, unit.data());
+    const auto want = built->Search(unit.data(), 10);
+    const auto got = (*loaded)->Search(unit.data(), 10);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].row, want[i].row) << row;
+  }
+
+  const ServingSnapshot newer(e, SnapshotInfo{.version = 8});
+  StatusOr<std::unique_ptr<AnnIndex>> other = AnnIndex::Load(path, newer, options);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("snapshot"), std::string::npos)
+      << other.status().ToString();
+  Embeddings renamed = e;
+  renamed.words[3] = "someone-else";
+  const ServingSnapshot moved(renamed, SnapshotInfo{.version = 7});
+  other = AnnIndex::Load(path, moved, options);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("words_xxh"), std::string::npos)
+      << other.status().ToString();
+
+  {  // one byte of the graph changed
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(1000);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(1000);
+    f.write(&c, 1);
+  }
+  other = AnnIndex::Load(path, snapshot, options);
+  EXPECT_EQ(other.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(other.status().message().find("XXH64"), std::string::npos) << other.status().ToString();
+  std::ofstream(path + ".json") << "{\"format\":";
+  EXPECT_EQ(AnnIndex::Load(path, snapshot, options).status().code(), StatusCode::kCorruption);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
