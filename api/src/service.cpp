@@ -178,8 +178,10 @@ void Service::IndexOnce() {
       from_disk = true;
       index_loads_++;
     } else if (saved.status().code() != StatusCode::kNotFound) {
-      spdlog::info("serve: the index in {} is not used: {}", options_.index_dir,
-                   saved.status().ToString());
+      // Expected at every rebuild (the saved index is the last build's): said once, at start.
+      spdlog::log(served->index ? spdlog::level::debug : spdlog::level::info,
+                  "serve: the index in {} is not used: {}", options_.index_dir,
+                  saved.status().ToString());
     }
   }
   try {
