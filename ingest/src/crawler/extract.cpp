@@ -321,10 +321,11 @@ StatusOr<Article> ExtractArticle(std::string_view html, std::string_view http_ch
           Counts c;
           Count(s, false, &c);
           const double density = c.text ? double(c.link_text) / c.text : 0;
-          const std::string text = internal::NodeText(s);
+          const std::string text = internal::NodeText(s);  // may be empty: Count counts bytes NodeText drops
           if ((c.text > 80 && density < 0.25) ||
               (c.text > 0 && c.text <= 80 && density == 0 &&
-               (text.find(". ") != std::string::npos || text.back() == '.'))) {
+               (text.find(". ") != std::string::npos ||
+                (!text.empty() && text.back() == '.')))) {
             append = true;
           }
         }
