@@ -211,10 +211,14 @@ def make_feeds(corpus: Path, folder: Path, feeds: int, items: int) -> Path:
                 f.seek(0)
                 continue
             text = line.decode("utf-8", "replace").strip()
-            while len(text) > 200 and len(texts) < feeds * items:
-                cut = text.rfind(" ", 0, 2000) if len(text) > 2000 else len(text)
-                texts.append(text[:cut])
-                text = text[cut:].strip()
+            # An index into the line, not slices of its rest: a one-line corpus (text8-style,
+            # 100 MB) would be copied once per item.
+            start = 0
+            while len(text) - start > 200 and len(texts) < feeds * items:
+                cut = text.rfind(" ", start, start + 2000) if len(text) - start > 2000 else -1
+                end = cut if cut > start else min(len(text), start + 2000)
+                texts.append(text[start:end].strip())
+                start = end
     names = []
     for i in range(feeds):
         body = "".join(
