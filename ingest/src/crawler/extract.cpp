@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <memory>
-#include <regex>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "encoding.h"
@@ -32,34 +34,44 @@ std::string Attr(const xmlNode* n, const char* name) {
   return out;
 }
 
-const std::regex& Unlikely() {
-  static const std::regex r(
-      "-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|"
-      "gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|"
-      "sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote|share|newsletter|"
-      "subscribe|promo|cookie",
-      std::regex::icase | std::regex::optimize);
-  return r;
+// Readability's class/id patterns (Readability.js REGEXPS: unlikelyCandidates,
+// okMaybeItsACandidate, positive, negative): alternations of literals, matched as substrings of
+// the lowercased class and id (Attr lowercases). A plain scan: std::regex took a third of an
+// extraction.
+constexpr std::string_view kUnlikely[] = {
+    "-ad-",         "ai2html",    "banner",     "breadcrumbs", "combx",  "comment",
+    "community",    "cover-wrap", "disqus",     "extra",       "footer", "gdpr",
+    "header",       "legends",    "menu",       "related",     "remark", "replies",
+    "rss",          "shoutbox",   "sidebar",    "skyscraper",  "social", "sponsor",
+    "supplemental", "ad-break",   "agegate",    "pagination",  "pager",  "popup",
+    "yom-remote",   "share",      "newsletter", "subscribe",   "promo",  "cookie"};
+constexpr std::string_view kMaybeCandidate[] = {"and",     "article", "body",  "column",
+                                                "content", "main",    "shadow"};
+constexpr std::string_view kPositive[] = {"article", "body", "content", "entry",      "hentry",
+                                          "h-entry", "main", "page",    "pagination", "post",
+                                          "text",    "blog", "story"};
+// Besides these, "hid" as a whole space-separated word (the pattern's ^hid$, hid$, hid , ^hid ).
+constexpr std::string_view kNegative[] = {
+    "-ad-",       "hidden",  "banner",   "combx",  "comment",  "com-",     "contact",
+    "foot",       "footer",  "footnote", "gdpr",   "masthead", "media",    "meta",
+    "outbrain",   "promo",   "related",  "scroll", "share",    "shoutbox", "sidebar",
+    "skyscraper", "sponsor", "shopping", "tags",   "tool",     "widget"};
+
+template <size_t N>
+bool ContainsAny(std::string_view s, const std::string_view (&needles)[N]) {
+  return std::any_of(std::begin(needles), std::end(needles),
+                     [&](std::string_view n) { return s.find(n) != std::string_view::npos; });
 }
-const std::regex& MaybeCandidate() {
-  static const std::regex r("and|article|body|column|content|main|shadow",
-                            std::regex::icase | std::regex::optimize);
-  return r;
+
+bool HasWord(std::string_view s, std::string_view word) {
+  for (size_t p = s.find(word); p != std::string_view::npos; p = s.find(word, p + 1)) {
+    const size_t e = p + word.size();
+    if ((p == 0 || s[p - 1] == ' ') && (e == s.size() || s[e] == ' ')) return true;
+  }
+  return false;
 }
-const std::regex& Positive() {
-  static const std::regex r(
-      "article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
-      std::regex::icase | std::regex::optimize);
-  return r;
-}
-const std::regex& Negative() {
-  static const std::regex r(
-      "-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|foot|footer|"
-      "footnote|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|"
-      "skyscraper|sponsor|shopping|tags|tool|widget",
-      std::regex::icase | std::regex::optimize);
-  return r;
-}
+
+bool IsNegative(std::string_view s) { return ContainsAny(s, kNegative) || HasWord(s, "hid"); }
 
 bool IsChrome(const std::string& name) {
   static const char* kNames[] = {"script", "style",  "noscript", "iframe", "svg",    "form",
@@ -91,10 +103,9 @@ void Prune(xmlNode* root) {
                            Attr(c, "aria-hidden") == "true" ||
                            Attr(c, "style").find("display:none") != std::string::npos ||
                            Attr(c, "style").find("display: none") != std::string::npos);
-      const bool unlikely = name != "body" && name != "a" && name != "article" &&
-                            name != "main" && match.size() > 1 &&
-                            std::regex_search(match, Unlikely()) &&
-                            !std::regex_search(match, MaybeCandidate());
+      const bool unlikely = name != "body" && name != "a" && name != "article" && name != "main" &&
+                            match.size() > 1 && ContainsAny(match, kUnlikely) &&
+                            !ContainsAny(match, kMaybeCandidate);
       if (IsChrome(name) || hidden || unlikely || role == "navigation" || role == "menu" ||
           role == "menubar" || role == "complementary" || role == "dialog" ||
           role == "alert" || role == "banner" || role == "contentinfo") {
@@ -154,8 +165,8 @@ int ClassWeight(const xmlNode* n) {
   for (const char* attr : {"class", "id"}) {
     const std::string v = Attr(n, attr);
     if (v.empty()) continue;
-    if (std::regex_search(v, Negative())) w -= 25;
-    if (std::regex_search(v, Positive())) w += 25;
+    if (IsNegative(v)) w -= 25;
+    if (ContainsAny(v, kPositive)) w += 25;
   }
   return w;
 }
