@@ -85,6 +85,13 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
     }
   }
+  if (f.epochs < 1 || (f.epochs > 1 && f.input == "-")) {
+    return Fail(Status::InvalidArgument("--epochs " + std::to_string(f.epochs) +
+                                        (f.epochs < 1 ? ": at least one pass"
+                                                      : ": more than one pass needs --input FILE "
+                                                        "(stdin is read once)")),
+                2);
+  }
   int fd = 0;
   if (f.input != "-") {
     fd = ::open(f.input.c_str(), O_RDONLY | O_CLOEXEC);
@@ -200,6 +207,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   // --normalize: whole lines go through NormalizeText (a chunk's unfinished line waits for the
   // next; a line over 1 MiB is cut at its last space, or as it is).
   std::string carry;
+  int epoch = 0;  // passes over the file finished
   auto train_chunk = [&](std::string_view chunk) -> Status {
     return char_sgns ? char_sgns->TrainChunk(learner.get(), chunk) : learner->TrainChunk(chunk);
   };
@@ -224,8 +232,22 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       break;
     }
     if (got == 0) {
-      if (Status s = train({}, /*last=*/true); !s.ok()) read_error = s;
-      break;
+      Status s = train({}, /*last=*/true);
+      // Another pass follows: the file's last word and sentence end here, not in its first.
+      if (s.ok() && epoch + 1 < f.epochs) s = train_chunk("\n");
+      if (!s.ok()) {
+        read_error = s;
+        break;
+      }
+      if (++epoch >= f.epochs) break;
+      if (::lseek(fd, 0, SEEK_SET) < 0) {
+        read_error = Status::IoError(std::string("--input: rewind for the next epoch failed: ") +
+                                     std::strerror(errno));
+        break;
+      }
+      spdlog::info("epoch {} of {}: {} words so far", epoch + 1, f.epochs,
+                   learner->stats().words_seen - start_words);
+      continue;
     }
     if (Status s = train(std::string_view(buffer.data(), got), false); !s.ok()) {
       read_error = s;

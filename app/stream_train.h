@@ -21,6 +21,9 @@ struct StreamTrainFlags {
   std::string output;           // optional: vectors written at the end
   std::string format = "text";  // of output
   std::string snapshot_every = "300s";  // "<N>" words or "<S>s" seconds
+  // Passes over `input` (> 1 only for a file: batch `train --model char-lstm --epochs N`); the
+  // learner goes on across passes as over one stream.
+  int epochs = 1;
   bool progress_bar = false;
   // Natural text: NormalizeText (lowercase, punctuation and symbols to spaces, NFKC) line by
   // line before the learner (--normalize).

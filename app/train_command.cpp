@@ -1,25 +1,29 @@
 // `streamvec train`: batch SGNS / CBOW training of a text file into word2vec-format vectors.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
+#include "char_flags.h"
 #include "commands.h"
 #include "stream_train.h"
-#include "streamvec/kafka/client_config.h"
 #include "streamvec/base/cpu_features.h"
-#include "streamvec/store/word2vec_format.h"
+#include "streamvec/kafka/client_config.h"
 #include "streamvec/kernels/cuda.h"
+#include "streamvec/store/word2vec_format.h"
 #include "streamvec/trainer/batch_trainer.h"
-#include "streamvec/trainer/cuda_batch_trainer.h"
 #include "streamvec/trainer/corpus.h"
-#include "char_flags.h"
+#include "streamvec/trainer/cuda_batch_trainer.h"
 
 namespace streamvec::app {
 namespace {
@@ -50,6 +54,8 @@ struct TrainFlags {
   std::vector<std::string> explicit_flags;
   // Flags of the batch trainer alone that were given (refused with --stream or --brokers).
   std::vector<std::string> batch_only_flags;
+  // Passes over --input for the streaming learner: 1, or --epochs for batch --model char-lstm.
+  int epochs_for_stream = 1;
   // Kafka (docs/pipeline.md): consume <prefix>.docs instead of --input.
   std::string brokers;
   std::string bootstrap_file;
@@ -146,6 +152,7 @@ int RunStream(TrainFlags& f) {
   s.explicit_flags = f.explicit_flags;
   s.progress_bar = f.progress == "always" || (f.progress == "auto" && isatty(fileno(stderr)));
   s.normalize = f.normalize;
+  s.epochs = f.epochs_for_stream;
   if (int code = StreamOptionsFromFlags(f, "--stream", &s.options); code != 0) return code;
   s.char_distill = f.char_distill;
   s.char_distill_options = f.char_distill_options;
@@ -155,6 +162,47 @@ int RunStream(TrainFlags& f) {
     return Fail(st, 2);
   }
   return RunStreamTrain(s);
+}
+
+// Batch `train --model char-lstm --input FILE --output V [--epochs N] [--state DIR]`: the
+// streaming learner with the character model as its input side (CharSgns), --epochs passes over
+// the file, the vectors of its vocabulary written to --output. The model is kept in --state
+// (for serve, vectors and eval --oov); without it, in a temporary state removed at the end.
+int RunCharLstmBatch(TrainFlags& f) {
+  if (!f.batch_only_flags.empty()) {
+    return Fail(Status::InvalidArgument(f.batch_only_flags.front() +
+                                        " applies to the sgns and cbow batch trainer only"),
+                2);
+  }
+  if (f.output.empty()) return Fail(Status::InvalidArgument("--output is required"), 2);
+  if (f.options.epochs > 1 && f.input == "-") {
+    return Fail(Status::InvalidArgument("--epochs " + std::to_string(f.options.epochs) +
+                                        ": more than one pass needs --input FILE (stdin is read "
+                                        "once)"),
+                2);
+  }
+  std::string temporary;
+  if (f.state.empty()) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "streamvec-char-lstm-XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return Fail(Status::IoError("cannot make a temporary state directory: " +
+                                  std::string(std::strerror(errno))),
+                  1);
+    }
+    temporary = pattern;
+    f.state = temporary;
+    spdlog::info(
+        "no --state: the character model is trained in {} and removed at the end "
+        "(give --state DIR to keep it for serve, vectors and eval --oov)",
+        temporary);
+  }
+  f.epochs_for_stream = f.options.epochs;
+  const int code = RunStream(f);
+  if (!temporary.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(temporary, ec);
+  }
+  return code;
 }
 
 int RunKafka(TrainFlags& f) {
@@ -255,11 +303,7 @@ int RunTrain(TrainFlags& f) {
                                         "Kafka)"), 2);
   }
   if (f.stream) return RunStream(f);
-  if (f.model == "char-lstm" || f.char_mode_given) {
-    return Fail(Status::InvalidArgument("--model char-lstm trains one pass over a stream: add "
-                                        "--stream --state DIR (or train from --brokers)"),
-                2);
-  }
+  if (f.model == "char-lstm" || f.char_mode_given) return RunCharLstmBatch(f);
   if (!f.state.empty()) {
     return Fail(Status::InvalidArgument("--state needs --stream (batch training keeps no state)"),
                 2);
@@ -375,8 +419,9 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->add_option("--output", flags->output,
                   "Vectors file to write (word2vec format); required unless --stream");
   cmd->add_option("--model", flags->model,
-                  "sgns (skip-gram), cbow, or char-lstm (--stream and Kafka: SGNS with a "
-                  "character LSTM as the input side, docs/char-model.md)")
+                  "sgns (skip-gram), cbow, or char-lstm (SGNS with a character LSTM as the "
+                  "input side; batch: --epochs passes of the streaming learner over --input, "
+                  "the model kept in --state if given; docs/char-model.md)")
       ->check(CLI::IsMember({"sgns", "cbow", "char-lstm"}))
       ->capture_default_str();
   cmd->add_option("--dim", o.dim, "Vector size")->capture_default_str();
@@ -437,7 +482,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
                 "One pass over an unbounded stream (stdin until EOF, SIGINT or SIGTERM) with a "
                 "bounded vocabulary; needs --state");
   cmd->add_option("--state", flags->state,
-                  "--stream: state directory (RocksDB); an existing state is resumed");
+                  "--stream, --brokers and batch --model char-lstm: state directory (RocksDB); an "
+                  "existing state is resumed");
   cmd->add_option("--snapshot-every", flags->snapshot_every,
                   "--stream: write the state every N words (1000000) or S seconds (300s), and "
                   "at the end; with --brokers: every S seconds (default 5s) or N message bytes")

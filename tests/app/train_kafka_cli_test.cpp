@@ -126,8 +126,11 @@ TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
       {sv + " --model char-lstm --char-distill", "--char-distill"},
       {sv + " --char-mode replace", "--model char-lstm"},
       {sv + " --model char-lstm --char-batch-words 0", "--char-batch-words"},
-      {"SV train --input " + Path("in.txt") + " --output " + Path("v.txt") + " --model char-lstm",
-       "--stream"},
+      {"SV train --input - --epochs 2 --output " + Path("v.txt") + " --model char-lstm",
+       "--epochs 2: more than one pass needs --input FILE"},
+      {"SV train --input " + Path("in.txt") + " --output " + Path("v.txt") +
+           " --model char-lstm --replica-sync 4",
+       "--replica-sync applies to the sgns and cbow batch trainer only"},
   };
   for (const auto& [command, named] : cases) {
     const CliRun run = Shell(command);

@@ -147,6 +147,40 @@ TEST_F(VectorsCliTest, CharLstmReplaceModeServesTheModelsVectorsForEveryWord) {
   EXPECT_EQ(nlohmann::json::parse(oov.output)["source"], "char-lstm");
 }
 
+// Batch --model char-lstm: --epochs passes of the streaming learner over the file, the
+// vocabulary's vectors in --output and the model in --state; without --state, a temporary state
+// that is gone at the end.
+TEST_F(VectorsCliTest, BatchCharLstmTrainsItsEpochsAndKeepsTheModelInItsState) {
+  const CliRun train = Shell("SV train --input " + Path("corpus.txt") + " --output " +
+                             Path("batch.txt") + " --state " + Path("batch") + " --epochs 3" +
+                             kTrain + "--model char-lstm --char-batch-words 500 2>&1");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  // 400 lines of 15 words, three times.
+  EXPECT_THAT(train.output, HasSubstr("18000 words (18000 in total)"));
+  EXPECT_THAT(train.output, HasSubstr("character model (--model char-lstm, --char-mode sum)"));
+  const CliRun state = Shell("SV vectors --state " + Path("batch") + " w0 w3 2>/dev/null");
+  const CliRun file = Shell("SV vectors --vectors " + Path("batch.txt") + " w0 w3 2>/dev/null");
+  ASSERT_EQ(state.exit_code, 0) << state.output;
+  EXPECT_EQ(file.output, state.output);
+  const CliRun oov = Shell("SV vectors --json --state " + Path("batch") + " zqxjvwordish");
+  ASSERT_EQ(oov.exit_code, 0) << oov.output;
+  EXPECT_EQ(nlohmann::json::parse(oov.output)["source"], "char-lstm");
+
+  const CliRun bare =
+      Shell("SV train --input " + Path("corpus.txt") + " --output " + Path("bare.txt") +
+            " --epochs 2" + kTrain + "--model char-lstm --char-batch-words 500 2>&1");
+  ASSERT_EQ(bare.exit_code, 0) << bare.output;
+  EXPECT_THAT(bare.output, HasSubstr("12000 words (12000 in total)"));
+  const size_t at = bare.output.find("trained in ");
+  ASSERT_NE(at, std::string::npos) << bare.output;
+  const std::string temporary =
+      bare.output.substr(at + 11, bare.output.find(' ', at + 11) - (at + 11));
+  EXPECT_FALSE(fs::exists(temporary)) << temporary;
+  const CliRun rows = Shell("SV vectors --vectors " + Path("bare.txt") + " w0 2>/dev/null");
+  ASSERT_EQ(rows.exit_code, 0) << rows.output;
+  EXPECT_EQ(Fields(rows.output).size(), static_cast<size_t>(kDim + 1));
+}
+
 TEST_F(VectorsCliTest, ReadsWordsFromStdinOnePerLine) {
   const CliRun args = Shell("SV vectors --state " + Path("char") + " w1 unseenword 2>/dev/null");
   ASSERT_EQ(args.exit_code, 0) << args.output;
