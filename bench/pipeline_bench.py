@@ -45,8 +45,6 @@ DEFAULT_CORPUS = DATA / "corpus" / "enwiki-text8style-100m.txt"
 SMALL_CORPUS = DATA / "corpus" / "enwiki-text8style-small-5m.txt"
 FRESH_SOURCE = REPO / "data" / "demo" / "enwiki-small-5m.txt"
 PARTS = ("e2e", "run", "freshness", "kill", "wrk")
-EMBEDDED_KAFKA = ["--kafka-config", "session.timeout.ms=6000",
-                  "--kafka-config", "heartbeat.interval.ms=500"]
 
 
 def log(msg: str):
@@ -258,7 +256,7 @@ def start_broker(sv: Path, work: Path, tag: str, a, hold_group: bool = True) -> 
 def kafka_trainer(sv: Path, work: Path, name: str, bs: Path, state: Path, max_idle: float, a,
                   extra: list[str] | None = None) -> Proc:
     return Proc(name, [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(state),
-                       "--max-idle", f"{max_idle:g}"] + EMBEDDED_KAFKA + learner_flags(a)
+                       "--max-idle", f"{max_idle:g}"] + learner_flags(a)
                 + (extra or []) + a.train_arg, work)
 
 
