@@ -56,6 +56,7 @@ struct TrainFlags {
   std::vector<std::string> batch_only_flags;
   // Passes over --input for the streaming learner: 1, or --epochs for batch --model char-lstm.
   int epochs_for_stream = 1;
+  bool epochs_given = false;  // --epochs on the command line (refused with --stream and Kafka)
   // Kafka (docs/pipeline.md): consume <prefix>.docs instead of --input.
   std::string brokers;
   std::string bootstrap_file;
@@ -277,6 +278,11 @@ int RunTrain(TrainFlags& f) {
                                         "--brokers or --bootstrap-file)"),
                 2);
   }
+  if (streaming && f.epochs_given) {
+    return Fail(Status::InvalidArgument("--epochs applies to batch training: --stream, --brokers "
+                                        "and --bootstrap-file make one pass over the stream"),
+                2);
+  }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.metrics.empty() || f.param_shards > 0) {
     const std::string flag = f.param_shards > 0 ? "--param-shards" : "--metrics";
@@ -456,12 +462,15 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--min-count", flags->min_count, "Drop words seen fewer times")
       ->capture_default_str();
-  cmd->add_option("--epochs", o.epochs, "Passes over the corpus")->capture_default_str();
+  cmd->add_option("--epochs", o.epochs,
+                  "Batch: passes over the corpus (--stream and Kafka make one pass)")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "Training threads (default: one a core)");
   cmd->add_option("--alpha", flags->alpha,
                   "Initial learning rate (default 0.025 for sgns, 0.05 for cbow)");
   cmd->add_option("--min-alpha", flags->min_alpha,
-                  "Final learning rate; decays linearly from --alpha (default alpha/4 for sgns, alpha/2 for cbow)");
+                  "Batch sgns/cbow: final learning rate; decays linearly from --alpha (default "
+                  "alpha/4 for sgns, alpha/2 for cbow)");
   cmd->add_option("--seed", o.seed, "Random seed (thread t uses seed + t)")->capture_default_str();
   cmd->add_option("--format", flags->format, "Output format: text or binary")
       ->capture_default_str();
@@ -571,7 +580,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
     for (const char* flag : kCharModelFlags) {
       if (cmd->count(flag) > 0) flags->explicit_flags.push_back(flag);
     }
-    for (const char* flag : {"--replica-sync"}) {
+    flags->epochs_given = cmd->count("--epochs") > 0;
+    for (const char* flag : {"--replica-sync", "--min-alpha"}) {
       if (cmd->count(flag) > 0) flags->batch_only_flags.push_back(flag);
     }
     *exit_code = RunTrain(*flags);

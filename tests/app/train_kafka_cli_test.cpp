@@ -126,6 +126,9 @@ TEST_F(TrainKafkaCliTest, UsageErrorsNameTheFlag) {
       {sv + " --model char-lstm --char-distill", "--char-distill"},
       {sv + " --char-mode replace", "--model char-lstm"},
       {sv + " --model char-lstm --char-batch-words 0", "--char-batch-words"},
+      {sv + " --epochs 3", "--epochs applies to batch training"},
+      {"SV train --input - --stream --state " + Path("st") + " --min-alpha 0.001",
+       "--min-alpha applies to batch training only"},
       {"SV train --input - --epochs 2 --output " + Path("v.txt") + " --model char-lstm",
        "--epochs 2: more than one pass needs --input FILE"},
       {"SV train --input " + Path("in.txt") + " --output " + Path("v.txt") +
