@@ -124,6 +124,10 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rejected_total", "counter",
                     "Publications that did not decode (skipped).",
                     static_cast<double>(ps.rejected));
+  api::AppendMetric(out, "streamvec_train_param_repushed_messages_total", "counter",
+                    "Push messages sent again because a shard reported them dropped by the "
+                    "broker before it read them.",
+                    static_cast<double>(ps.repushed_messages));
   api::AppendMetric(out, "streamvec_train_param_node_clock", "gauge",
                     "Newest node clock applied (push messages the node had merged).",
                     static_cast<double>(ps.node_clock));
@@ -175,6 +179,10 @@ void AppendParamNodeMetrics(std::string* out, const std::vector<ParamNodeStats>&
          [](const S& s) { return s.rows_dropped; });
   family("streamvec_param_node_rejected_total", "counter", "Messages sent to <prefix>.rejected.",
          [](const S& s) { return s.rejected; });
+  family("streamvec_param_node_lost_messages_total", "counter",
+         "<prefix>.updates messages the broker dropped before the shard read them (announced "
+         "as gaps: their senders push them again).",
+         [](const S& s) { return s.lost_messages; });
   family("streamvec_param_node_published_messages_total", "counter",
          "Messages produced to <prefix>.params.", [](const S& s) { return s.published_messages; });
   family("streamvec_param_node_published_bytes_total", "counter",

@@ -12,8 +12,9 @@ Reported per run: wall (the ingest's start to the last trainer's exit, less --ma
 (the corpus's words over that wall), the ratio to the baseline of the same rep, WS-353, MEN and
 Google analogy (3CosAdd, --restrict 30000) of the shards' union (`export --state` per shard) or of
 the baseline trainer, pushed and pulled bytes per trained word (the trainers' summary lines), the
-node's push messages merged per CPU-second and its CPU seconds (wait4), and messages lost
-(merged < the partition's end: pushes dropped by the broker's ring). Then a scaling model from
+node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
+the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
+and how many were never merged (dropped, not pushed again). Then a scaling model from
 the measured figures (docs/distributed.md, "Scaling").
 
   /usr/bin/python3 bench/distributed_bench.py                       # cost: 1x0 vs 2x1, 3 reps
@@ -111,7 +112,8 @@ TRAIN_RE = re.compile(r"streamvec train: kafka .*?(\d+) documents \((\d+) reject
 PUSH_RE = re.compile(r"parameter shards: (\d+) pushes \((\d+) rows, ([0-9.]+) MB.*?"
                      r"(\d+) publications read \(([0-9.]+) MB\)")
 NODE_RE = re.compile(r"param-node shard \d+ of \d+: (\d+) messages \((\d+) rejected\), (\d+) merged"
-                     r".*?offset (\d+)")
+                     r", (\d+) lost to gaps.*?offset (\d+)")
+REPUSH_RE = re.compile(r"(\d+) push messages sent again")
 
 
 def drain(node: Child, timeout: float):
@@ -197,6 +199,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
             pass
         broker.stop()
         words = trained = push_mb = pull_mb = 0.0
+        repushed = 0
         for t in trainers:
             text = t.text()
             m = TRAIN_RE.search(text)
@@ -204,6 +207,9 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
                 raise RuntimeError(f"{t.name} rc {t.rc}: {text[-400:]}")
             words += int(m.group(3))
             trained += int(m.group(4))
+            rp = REPUSH_RE.search(text)
+            if rp:
+                repushed += int(rp.group(1))
             p = PUSH_RE.search(text)
             if p:
                 push_mb += float(p.group(3))
@@ -219,11 +225,12 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
                     raise RuntimeError(f"{nd.name} rc {nd.rc}: {nd.text()[-400:]}")
                 messages += int(m.group(1))
                 merged += int(m.group(3))
-                lost += int(m.group(4)) - int(m.group(1))
+                lost += int(m.group(4))
             node_cpu = sum(nd.cpu for nd in nodes)
             row.update(push_bytes_per_word=push_mb * 1e6 / trained,
                        pull_bytes_per_word=pull_mb * 1e6 / trained, push_mb=push_mb,
                        node_messages=messages, node_merged=merged, lost_messages=lost,
+                       repushed_messages=repushed, never_merged=max(0, lost - repushed),
                        node_cpu_s=node_cpu, merges_per_core_s=merged / max(node_cpu, 1e-9),
                        push_mb_per_node_core_s=push_mb / max(node_cpu, 1e-9))
             ex = subprocess.run([str(sv), "export"] + sum(
@@ -301,7 +308,7 @@ def main() -> int:
           f"--reps {a.reps}" + "".join(f" --train-arg={x}" for x in a.train_arg)
           + "".join(f" --node-arg={x}" for x in a.node_arg))
     print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
-          "| pull B/word | node CPU s | merges/core-s | lost |")
+          "| pull B/word | node CPU s | merges/core-s | dropped / pushed again / never merged |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "failed" in r:
@@ -313,7 +320,8 @@ def main() -> int:
               f"| {fmt(ratio, '.3f')} | {fmt(r.get('ws353'), '.3f')} | {fmt(r.get('men'), '.3f')} "
               f"| {fmt(r.get('analogy'), '.3f')} | {fmt(r.get('push_bytes_per_word'), '.1f')} "
               f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
-              f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} |")
+              f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} / "
+              f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} |")
     # The scaling model (docs/distributed.md): a shard core merges C push bytes a second; a
     # trainer training w words/s pushes b bytes a trained word; a shard serves C / (b w)
     # trainers before it saturates.

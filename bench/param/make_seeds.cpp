@@ -1,6 +1,6 @@
 // Writes the fuzzer's seed messages into the directory given (bench/param/seeds/): one message
-// of each kind at both precisions, with every record shape. Built and run by
-// `bench/param/fuzz --seeds`; the committed seeds are its output.
+// of each kind with records at both precisions, with every record shape, and a gap. Built and run
+// by `bench/param/fuzz --seeds`; the committed seeds are its output.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -65,6 +65,20 @@ int main(int argc, char** argv) {
       ++written;
     }
   }
+  ParamMessageHeader gap;
+  gap.kind = ParamMessageKind::kGap;
+  gap.dim = 4;
+  gap.sender = 1;
+  gap.sequence = 7;
+  gap.sender_clock = 120;
+  gap.base_clock = 131;
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(gap, {});
+  if (!m.ok() || m->size() != 1) {
+    std::fprintf(stderr, "%s\n", m.ok() ? "not one message" : m.status().ToString().c_str());
+    return 1;
+  }
+  std::ofstream(std::string(argv[1]) + "/gap.bin", std::ios::binary) << '\0' << m->front();
+  ++written;
   std::printf("%d seeds in %s\n", written, argv[1]);
   return 0;
 }

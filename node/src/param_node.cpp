@@ -161,6 +161,11 @@ struct ParamNode::Impl {
   int64_t snapshot_offset = -1;
   std::string cluster_id;
   int64_t next_offset = -1;  // next `.updates` offset; covered by the rows once merged
+  // The offset the next consumed message should have (the start offset, then the one after the
+  // last consumed): a message past it means the broker dropped the ones between (a gap), which
+  // are published as kGap messages so that their senders push them again. -1: not assigned.
+  int64_t expected_offset = -1;
+  std::vector<std::pair<int64_t, int64_t>> pending_gaps;  // [first lost, end), not published
   // When each trainer last pushed (MergeRule::kScaledSum's T: those seen in the last
   // kActiveTrainerSeconds).
   std::map<uint32_t, std::chrono::steady_clock::time_point> trainer_seen;
@@ -393,6 +398,17 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   for (const auto& m : batch) {
     bytes += m->len();
     next_offset = std::max(next_offset, m->offset() + 1);
+    if (expected_offset >= 0 && m->offset() > expected_offset) {
+      spdlog::warn(
+          "param-node: {}/{} offsets {}..{} were dropped by the broker before this shard "
+          "read them: their senders push them again",
+          updates_topic, options.shard, expected_offset, m->offset() - 1);
+      pending_gaps.emplace_back(expected_offset, m->offset());
+      std::lock_guard<std::mutex> lock(mu);
+      stats.gaps += 1;
+      stats.lost_messages += static_cast<uint64_t>(m->offset() - expected_offset);
+    }
+    expected_offset = std::max(expected_offset, m->offset() + 1);
     const std::string_view payload(static_cast<const char*>(m->payload()),
                                    m->payload() ? m->len() : 0);
     StatusOr<ParamMessage> decoded =
@@ -493,8 +509,30 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
 }
 
 Status ParamNode::Impl::Publish(bool everything) {
-  if (pending_rows.empty() && pending_vocab.empty()) return Status::Ok();
   if (options.dim == 0) return Status::Ok();
+  // Gaps first: a trainer must learn of its lost pushes before a publication whose watermark
+  // passes them (it would take them as merged).
+  for (const auto& [first, end] : pending_gaps) {
+    ParamMessageHeader gap;
+    gap.kind = ParamMessageKind::kGap;
+    gap.model = ParamModelKind::kSgns;
+    gap.dim = options.dim;
+    gap.sender = options.shard;
+    gap.sequence = sequence;
+    gap.sender_clock = static_cast<uint64_t>(first);
+    gap.base_clock = static_cast<uint64_t>(end);
+    StatusOr<std::vector<std::string>> m = EncodeParamMessages(gap, {});
+    if (!m.ok()) return m.status();
+    sequence += 1;
+    Produce(params_topic, static_cast<int32_t>(options.shard), m->front(),
+            std::to_string(options.shard));
+    changed = true;
+    std::lock_guard<std::mutex> lock(mu);
+    stats.published_messages += 1;
+    stats.bytes_out += m->front().size();
+  }
+  pending_gaps.clear();
+  if (pending_rows.empty() && pending_vocab.empty()) return Status::Ok();
   const int dim = rows.dim;
   ParamMessageHeader header;
   header.model = ParamModelKind::kSgns;
@@ -759,6 +797,7 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
     // An ignored offset must not be recorded again under this cluster's id.
     if (next_offset < 0) snapshot_offset = -1;
   }
+  expected_offset = offset >= 0 ? offset : 0;
   std::vector<RdKafka::TopicPartition*> list{
       RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
   list[0]->set_offset(offset);

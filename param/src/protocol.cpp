@@ -26,7 +26,7 @@ constexpr uint8_t kKnownFields =
 
 size_t ValueBytes(ParamPrecision p) { return p == ParamPrecision::kFp16 ? 2 : 4; }
 
-bool KnownKind(uint8_t k) { return k >= 1 && k <= 3; }
+bool KnownKind(uint8_t k) { return k >= 1 && k <= 4; }
 bool KnownModel(uint8_t m) { return m >= 1 && m <= 2; }
 bool KnownPrecision(uint8_t p) { return p >= 1 && p <= 2; }
 
@@ -59,6 +59,8 @@ std::string CheckFields(ParamMessageKind kind, uint8_t fields) {
       if (rows) return "a vocabulary record cannot carry a row";
       if (count == removed) return "a vocabulary record needs exactly one of count or removed";
       return "";
+    case ParamMessageKind::kGap:
+      return "a gap message carries no records";
   }
   return "unknown message kind";
 }
@@ -183,6 +185,8 @@ std::string ParamMessageKindName(ParamMessageKind kind) {
     case ParamMessageKind::kPush: return "push";
     case ParamMessageKind::kRows: return "rows";
     case ParamMessageKind::kVocabulary: return "vocabulary";
+    case ParamMessageKind::kGap:
+      return "gap";
   }
   return "unknown(" + std::to_string(static_cast<int>(kind)) + ")";
 }
@@ -243,6 +247,15 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
                                    std::to_string(kMaxParamDim) + "]");
   }
   std::vector<std::string> messages;
+  if (h.kind == ParamMessageKind::kGap) {
+    if (!records.empty()) return Status::InvalidArgument("a gap message carries no records");
+    if (h.sender_clock >= h.base_clock) {
+      return Status::InvalidArgument("a gap's first lost offset " + std::to_string(h.sender_clock) +
+                                     " is not below its end " + std::to_string(h.base_clock));
+    }
+    messages.push_back(PutHeader(h, 0));
+    return messages;
+  }
   std::string body;
   uint32_t in_body = 0;
   auto flush = [&] {
@@ -346,6 +359,16 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
   if (expect.dim != 0 && h.dim != expect.dim) {
     return Status::InvalidArgument("dim " + std::to_string(h.dim) + " != expected " +
                                    std::to_string(expect.dim));
+  }
+  if (h.kind == ParamMessageKind::kGap) {
+    if (h.record_count != 0) {
+      return Status::InvalidArgument("a gap message carries no records, not " +
+                                     std::to_string(h.record_count));
+    }
+    if (h.sender_clock >= h.base_clock) {
+      return Status::InvalidArgument("a gap's first lost offset " + std::to_string(h.sender_clock) +
+                                     " is not below its end " + std::to_string(h.base_clock));
+    }
   }
   // Every record takes at least 4 bytes: a count beyond what is left is refused before any
   // allocation (a forged count must not reserve gigabytes).

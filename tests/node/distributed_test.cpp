@@ -144,6 +144,29 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
   fs::remove_all(dir);
 }
 
+// A learner of dim 100 that admits 12,000 words (w0 .. w11999) in one micro-batch: a first push
+// of about 10 MB, twice the embedded broker's ring per partition.
+StreamingOptions TwelveThousandWordsOptions() {
+  StreamingOptions lo;
+  lo.dim = 100;
+  lo.vocab_capacity = 16384;
+  lo.min_count = 2;
+  lo.noise_table_size = 1 << 16;
+  lo.sample = 0;
+  return lo;
+}
+
+void TrainTwelveThousandWords(StreamingLearner* learner) {
+  std::vector<std::string> lines;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int d = 0; d < 120; ++d) {
+      std::string line;
+      for (int w = 0; w < 100; ++w) line += "w" + std::to_string(d * 100 + w) + " ";
+      lines.push_back(line);
+    }
+  }
+  ASSERT_TRUE(learner->TrainMicroBatch({lines.begin(), lines.end()}).ok());
+}
 
 // A first push of about 10 MB (12,000 new words of dim 100) through one shard: twice the
 // embedded broker's ring per partition. The trainer waits for the shard's snapshots (flow
@@ -166,22 +189,8 @@ TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
   Status node_status;
   std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
 
-  StreamingOptions lo;
-  lo.dim = 100;
-  lo.vocab_capacity = 16384;
-  lo.min_count = 2;
-  lo.noise_table_size = 1 << 16;
-  lo.sample = 0;
-  StreamingLearner learner(lo);
-  std::vector<std::string> lines;
-  for (int rep = 0; rep < 2; ++rep) {
-    for (int d = 0; d < 120; ++d) {
-      std::string line;
-      for (int w = 0; w < 100; ++w) line += "w" + std::to_string(d * 100 + w) + " ";
-      lines.push_back(line);
-    }
-  }
-  ASSERT_TRUE(learner.TrainMicroBatch({lines.begin(), lines.end()}).ok());
+  StreamingLearner learner(TwelveThousandWordsOptions());
+  TrainTwelveThousandWords(&learner);
   ParamClientOptions po;
   po.kafka.brokers = (*broker)->bootstrap();
   po.kafka.topic_prefix = "ring";
@@ -203,6 +212,58 @@ TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
   EXPECT_EQ((*node)->stats().merges, ps.push_messages);
   EXPECT_EQ((*node)->stats().rows, 12000u);
   EXPECT_EQ((*node)->stats().rows_dropped, 0u);
+  fs::remove_all(dir);
+}
+
+// The same push without flow control (as when several trainers pass the lag check at once) and
+// before the shard runs: the broker's ring drops the oldest half. The shard finds the gap in its
+// partition's offsets and publishes it; the trainer pushes those messages again, so every row
+// still reaches the shard.
+TEST(DistributedTest, PushesTheBrokerDroppedArePushedAgain) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamvec_dist_gap_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ParamNodeOptions no;
+  no.kafka.brokers = (*broker)->bootstrap();
+  no.kafka.topic_prefix = "gap";
+  no.state_dir = (dir / "node").string();
+  no.create_topics_on = broker->get();
+  no.publish_every_s = 0.05;
+  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+
+  StreamingLearner learner(TwelveThousandWordsOptions());
+  TrainTwelveThousandWords(&learner);
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "gap";
+  po.sender = 1;
+  po.max_lag_bytes = 0;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  EXPECT_GT((*client)->stats().push_bytes, uint64_t{8} << 20);  // more than the ring holds
+
+  std::atomic<bool> stop_node{false};
+  Status node_status;
+  std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
+  for (int i = 0; i < 1200 && (*node)->stats().rows < 12000; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());  // reads the gap, pushes again
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop_node = true;
+  node_thread.join();
+  ASSERT_TRUE(node_status.ok()) << node_status.ToString();
+  const ParamNodeStats ns = (*node)->stats();
+  EXPECT_GE(ns.gaps, 1u);
+  EXPECT_GT(ns.lost_messages, 0u);
+  EXPECT_GE((*client)->stats().repushed_messages, ns.lost_messages);
+  EXPECT_EQ(ns.rows, 12000u);
+  EXPECT_EQ(ns.rows_dropped, 0u);
   fs::remove_all(dir);
 }
 

@@ -492,6 +492,51 @@ TEST(ParamProtocolTest, APublicationCarriesItsMergedWatermark) {
   EXPECT_EQ(back->header.base_clock, 4711u);
 }
 
+// A gap (node -> trainers): one message without records, the lost offsets [sender_clock,
+// base_clock) in its header; records, an empty range or a forged record count are refused.
+TEST(ParamProtocolTest, AGapCarriesItsLostOffsetsAndNoRecords) {
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kGap;
+  h.dim = 2;
+  h.sender = 3;
+  h.sender_clock = 17;
+  h.base_clock = 40;
+  StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, {});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->size(), 1u);
+  EXPECT_EQ((*m)[0].size(), kParamHeaderBytes);
+  StatusOr<ParamMessage> back = DecodeParamMessage((*m)[0], {ParamModelKind::kSgns, 2});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->header.kind, ParamMessageKind::kGap);
+  EXPECT_EQ(ParamMessageKindName(back->header.kind), "gap");
+  EXPECT_EQ(back->header.sender, 3u);
+  EXPECT_EQ(back->header.sender_clock, 17u);
+  EXPECT_EQ(back->header.base_clock, 40u);
+  EXPECT_TRUE(back->records.empty());
+
+  ParamRecord r;
+  r.word = "w";
+  r.has_count = true;
+  r.count = 1.0;
+  StatusOr<std::vector<std::string>> with = EncodeParamMessages(h, std::vector{r});
+  ASSERT_FALSE(with.ok());
+  EXPECT_THAT(with.status().message(), HasSubstr("a gap message carries no records"));
+  ParamMessageHeader empty = h;
+  empty.sender_clock = 40;
+  StatusOr<std::vector<std::string>> none = EncodeParamMessages(empty, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "a gap's first lost offset 40 is not below its end 40");
+  std::string b = (*m)[0];
+  Poke<uint64_t>(b, 32, 41);
+  EXPECT_EQ(Rejection(b), "a gap's first lost offset 41 is not below its end 40");
+  // A vocabulary message relabelled as a gap: its records are refused by count.
+  ParamMessageHeader vocab = h;
+  vocab.kind = ParamMessageKind::kVocabulary;
+  std::string forged = EncodeOne(vocab, {r});
+  forged[6] = static_cast<char>(ParamMessageKind::kGap);
+  EXPECT_EQ(Rejection(forged), "a gap message carries no records, not 1");
+}
+
 // Which records went into which message: each message's header record count, read without
 // decoding; bytes shorter than a header give 0.
 TEST(ParamProtocolTest, RecordCountOfEachEncodedMessage) {

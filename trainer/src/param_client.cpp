@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "streamvec/kafka/consumer_lag.h"
@@ -114,7 +115,24 @@ struct ParamClient::Impl {
   std::unordered_map<uint64_t, int64_t> message_offset;  // id -> offset (INT64_MAX: lost)
   static constexpr size_t kKeptRounds = 8;
   std::deque<RoundDeltas> kept;
+  // Push messages the shards may still need again (param/protocol.h, kGap): a shard that finds
+  // offsets of its .updates partition dropped by the broker before it read them publishes a gap,
+  // and the messages this trainer had there are pushed again. A message is kept from its
+  // production until it is safe: below the shard's committed offset (in a snapshot) when flow
+  // control reads it, else below the shard's merged watermark; at most kMaxUnsafeBytes a shard
+  // (the oldest go first, and a gap over them can no longer be repaired: logged).
+  struct UnsafeMessage {
+    uint64_t round = 0;
+    int64_t offset = -1;  // delivered offset; -1 while in flight
+    std::string bytes;
+  };
+  static constexpr size_t kMaxUnsafeBytes = size_t{64} << 20;
+  std::vector<std::map<uint64_t, UnsafeMessage>> unsafe;  // shard -> id -> message
+  std::vector<size_t> unsafe_bytes;                       // shard -> their bytes
+  std::vector<int64_t> watermark;                         // shard -> newest merged watermark
   std::vector<uint64_t> initial_round;  // slot -> round of its last initial (whole-row) push
+  std::unordered_set<uint64_t> repushed;  // ids pushed again, not yet re-delivered
+  Clock::time_point last_unsafe_log{};
 
   // True when the message `id` is below the shard's merged watermark (so merged).
   bool Merged(uint64_t id, uint64_t watermark) const {
@@ -197,12 +215,29 @@ struct ParamClient::Impl {
   // a push message of `round` got on partition `shard`. A failed delivery counts as delivered
   // (the push is lost and will never be merged; waiting for it would stall every later row).
   void OnDelivered(int32_t shard, uint64_t id, int64_t offset, rd_kafka_resp_err_t err) {
+    if (shard >= 0 && static_cast<size_t>(shard) < unsafe.size()) {
+      auto& u = unsafe[static_cast<size_t>(shard)];
+      if (auto it = u.find(id); it != u.end()) {
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          it->second.offset = offset;
+        } else {  // lost for good (as a failed delivery always was): nothing to push again
+          unsafe_bytes[static_cast<size_t>(shard)] -= it->second.bytes.size();
+          u.erase(it);
+        }
+      }
+    }
     const auto found = message_round.find(id);
     if (found == message_round.end()) return;
     const uint64_t round = found->second;
     message_round.erase(found);
-    message_offset[id] =
+    const int64_t at =
         err == RD_KAFKA_RESP_ERR_NO_ERROR ? offset : std::numeric_limits<int64_t>::max();
+    if (auto it = message_offset.find(id); it != message_offset.end()) {
+      it->second = at;  // (a message pushed again: its new offset)
+    } else if (!repushed.count(id)) {
+      message_offset[id] = at;
+    }
+    repushed.erase(id);
     if (shard < 0 || static_cast<size_t>(shard) >= pending.size()) return;
     for (PendingRound& p : pending[static_cast<size_t>(shard)]) {
       if (p.round != round) continue;
@@ -219,12 +254,81 @@ struct ParamClient::Impl {
   // Shard `shard` has merged every push below offset `watermark`: the rounds wholly delivered
   // below it are acknowledged.
   void Acknowledge(uint32_t shard, uint64_t watermark) {
+    this->watermark[shard] = std::max(this->watermark[shard], static_cast<int64_t>(watermark));
+    if (!lag_probe) ForgetSafe(shard, this->watermark[shard]);
     std::deque<PendingRound>& q = pending[shard];
     while (!q.empty() && q.front().delivered == q.front().messages &&
            q.front().max_offset < static_cast<int64_t>(watermark)) {
       acked_round[shard] = q.front().round;
       q.pop_front();
     }
+  }
+
+  // Forgets the kept messages of `shard` below offset `safe` (UnsafeMessage).
+  void ForgetSafe(uint32_t shard, int64_t safe) {
+    auto& u = unsafe[shard];
+    for (auto it = u.begin(); it != u.end();) {
+      if (it->second.offset >= 0 && it->second.offset < safe) {
+        unsafe_bytes[shard] -= it->second.bytes.size();
+        it = u.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Keeps a copy of push message `id` of `round` to `shard` until it is safe (UnsafeMessage).
+  void KeepUnsafe(uint32_t shard, uint64_t id, uint64_t round, const std::string& message) {
+    auto& u = unsafe[shard];
+    while (!u.empty() && unsafe_bytes[shard] + message.size() > kMaxUnsafeBytes) {
+      if (Clock::now() - last_unsafe_log > std::chrono::seconds(10)) {
+        spdlog::warn(
+            "trainer: more than {} MiB of pushes to {} partition {} not yet in a node "
+            "snapshot: the oldest can no longer be pushed again if the broker drops it",
+            kMaxUnsafeBytes >> 20, updates_topic, shard);
+        last_unsafe_log = Clock::now();
+      }
+      unsafe_bytes[shard] -= u.begin()->second.bytes.size();
+      u.erase(u.begin());
+    }
+    u[id] = UnsafeMessage{.round = round, .offset = -1, .bytes = message};
+    unsafe_bytes[shard] += message.size();
+  }
+
+  // A gap published by `shard`: offsets [first, end) of its .updates partition were dropped
+  // before the shard read them. Pushes again this trainer's messages there; their rounds wait
+  // for the new deliveries (and their deltas count as unmerged until the watermark passes the
+  // new offsets).
+  Status PushAgain(uint32_t shard, int64_t first, int64_t end) {
+    std::vector<uint64_t> ids;
+    for (const auto& [id, m] : unsafe[shard]) {
+      if (m.offset >= first && m.offset < end) ids.push_back(id);
+    }
+    if (ids.empty()) return Status::Ok();
+    spdlog::warn(
+        "trainer: {} of this trainer's pushes to {} partition {} were dropped by the "
+        "broker before the shard read them (offsets {}..{}): pushing them again",
+        ids.size(), updates_topic, shard, first, end - 1);
+    for (const uint64_t id : ids) {
+      auto it = unsafe[shard].find(id);
+      if (it == unsafe[shard].end()) continue;
+      const uint64_t round = it->second.round;
+      it->second.offset = -1;
+      const std::string bytes = it->second.bytes;  // (Produce may serve delivery reports)
+      for (PendingRound& p : pending[shard]) {
+        if (p.round != round) continue;
+        if (p.delivered > 0) p.delivered -= 1;
+        break;
+      }
+      message_round[id] = round;
+      repushed.insert(id);
+      if (auto o = message_offset.find(id); o != message_offset.end()) {
+        o->second = std::numeric_limits<int64_t>::max();  // not merged until re-delivered
+      }
+      stats.repushed_messages += 1;
+      SV_RETURN_IF_ERROR(Produce(shard, bytes, id));
+    }
+    return Status::Ok();
   }
 
   // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
@@ -239,6 +343,10 @@ struct ParamClient::Impl {
                               ? static_cast<double>(stats.push_bytes) / stats.push_messages
                               : static_cast<double>(next);
       StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
+      if (lag.ok() && shard < lag->partitions.size() && lag->partitions[shard].committed >= 0) {
+        committed[shard] = std::max(committed[shard], lag->partitions[shard].committed);
+        ForgetSafe(shard, committed[shard]);
+      }
       if (lag.ok() && shard < lag->partitions.size() &&
           static_cast<double>(lag->partitions[shard].lag) * mean + static_cast<double>(next) <=
               static_cast<double>(options.max_lag_bytes)) {
@@ -258,14 +366,14 @@ struct ParamClient::Impl {
     stats.throttled_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
-  Status Produce(uint32_t shard, std::string& message, uint64_t id) {
+  Status Produce(uint32_t shard, const std::string& message, uint64_t id) {
     WaitForShard(shard, message.size());
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (true) {
       const rd_kafka_resp_err_t e = rd_kafka_producev(
           producer, RD_KAFKA_V_TOPIC(updates_topic.c_str()),
           RD_KAFKA_V_PARTITION(static_cast<int32_t>(shard)),
-          RD_KAFKA_V_VALUE(message.data(), message.size()),
+          RD_KAFKA_V_VALUE(const_cast<char*>(message.data()), message.size()),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(id))), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
@@ -397,6 +505,7 @@ struct ParamClient::Impl {
       }
       const uint64_t first_id = next_message_id - messages->size();
       for (size_t k = 0; k < messages->size(); ++k) {
+        KeepUnsafe(shard, first_id + k, round, (*messages)[k]);
         SV_RETURN_IF_ERROR(Produce(shard, (*messages)[k], first_id + k));
       }
     }
@@ -454,7 +563,13 @@ struct ParamClient::Impl {
         StatusOr<ParamMessage> msg = DecodeParamMessage(
             std::string_view(static_cast<const char*>(m->payload), m->len),
             {.model = ParamModelKind::kSgns, .dim = static_cast<uint32_t>(dim)});
-        if (!msg.ok() || msg->header.kind == ParamMessageKind::kPush) {
+        if (msg.ok() && msg->header.kind == ParamMessageKind::kGap) {
+          if (msg->header.sender < options.shards) {
+            Status s = PushAgain(msg->header.sender, static_cast<int64_t>(msg->header.sender_clock),
+                                 static_cast<int64_t>(msg->header.base_clock));
+            if (!s.ok()) spdlog::error("trainer: {}", s.message());
+          }
+        } else if (!msg.ok() || msg->header.kind == ParamMessageKind::kPush) {
           stats.rejected += 1;
           if (Clock::now() - last_reject_log > std::chrono::seconds(10)) {
             spdlog::warn("trainer: skipped a publication on {} partition {} offset {}: {}",
@@ -600,6 +715,7 @@ struct ParamClient::Impl {
             if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
               int64_t& c = committed[static_cast<uint32_t>(p.partition)];
               c = std::max(c, p.committed);
+              ForgetSafe(static_cast<uint32_t>(p.partition), c);
             }
           }
         }
@@ -655,6 +771,9 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->pending.resize(options.shards);
   impl->acked_round.assign(options.shards, 0);
   impl->committed.assign(options.shards, -1);
+  impl->unsafe.resize(options.shards);
+  impl->unsafe_bytes.assign(options.shards, 0);
+  impl->watermark.assign(options.shards, 0);
   impl->node_rows_cap = learner->options().vocab_capacity;
   impl->EnsureTrackers();
   Impl* raw = impl.get();

@@ -32,6 +32,13 @@
 // payload), is counted, and the stream goes on. The expected dim is `dim` when set, else the
 // snapshot's, else the first valid push's (then fixed for the state's life).
 //
+// Gaps. The shard checks the offsets it consumes: a message past the expected one (the start
+// offset, then the one after the last consumed) means the broker dropped the ones between
+// before they were read (the embedded broker's ~5 MiB ring overrun by several trainers at once,
+// a cluster's retention). The run is logged, counted (`lost_messages`) and published as a kGap
+// message (param/protocol.h) before any publication whose watermark passes it, so that the
+// senders push those messages again (ParamClient).
+//
 // Delivery: at least once, as the trainer. Snapshots (every snapshot_every_s while something
 // changed, and at stop) hold the rows, Adagrad accumulators, counts and the next `.updates`
 // offset; the offset is committed to group `<prefix>.param-nodes` only once the snapshot is
@@ -122,6 +129,9 @@ struct ParamNodeStats {
   uint64_t contributions = 0; // (row, sender) contributions merged
   uint64_t rows_dropped = 0;  // row records of words the shard does not hold (dropped)
   uint64_t rejected = 0;      // messages sent to `<prefix>.rejected` by this process
+  uint64_t gaps = 0;          // runs of `.updates` offsets the broker dropped before this shard
+                              // read them (each published as a kGap message)
+  uint64_t lost_messages = 0;       // the offsets in those runs (pushes their senders push again)
   uint64_t published_messages = 0;  // `.params` messages produced
   uint64_t bytes_out = 0;     // their bytes
   uint64_t published_rows = 0;      // row records published

@@ -44,6 +44,13 @@
 // with them is the node's count and error). vocabulary: exactly one of count (the node's count and
 // error for an admitted word) or removed (the word left the node's vocabulary).
 //
+// gap (added in version 1 as a fourth kind; an older reader rejects it as an unknown kind): no
+// records. The shard found offsets [sender_clock, base_clock) of its `.updates` partition gone
+// before it read them (the broker dropped them: the embedded broker's ring of about 5 MiB, or a
+// cluster's retention), so the pushes they held were never merged; base_clock is the merged
+// watermark as in the other publications (everything below it is merged or lost) and
+// sender_clock < base_clock. A trainer pushes again its messages at those offsets.
+//
 // Thread safety: free functions on values; safe from any thread.
 #ifndef STREAMVEC_PARAM_PROTOCOL_H_
 #define STREAMVEC_PARAM_PROTOCOL_H_
@@ -77,6 +84,8 @@ enum class ParamMessageKind : uint8_t {
   kPush = 1,        // trainer -> node, on <prefix>.updates
   kRows = 2,        // node -> trainers, on <prefix>.params: fresh rows
   kVocabulary = 3,  // node -> trainers, on <prefix>.params: count changes and removals
+  kGap = 4,         // node -> trainers, on <prefix>.params: pushes lost before the shard read
+                    // them (no records; the header comment above)
 };
 
 enum class ParamModelKind : uint8_t {
@@ -89,8 +98,8 @@ enum class ParamPrecision : uint8_t {
   kFp16 = 2,  // IEEE binary16 (Eigen::half, round to nearest even); halves the bytes of a row
 };
 
-// "push", "rows", "vocabulary"; "sgns", "char-lstm"; "fp32", "fp16" (as --delta-precision takes
-// them). Unknown values give "unknown(N)".
+// "push", "rows", "vocabulary", "gap"; "sgns", "char-lstm"; "fp32", "fp16" (as --delta-precision
+// takes them). Unknown values give "unknown(N)".
 std::string ParamMessageKindName(ParamMessageKind kind);
 std::string ParamModelKindName(ParamModelKind model);
 std::string ParamPrecisionName(ParamPrecision precision);
@@ -106,7 +115,8 @@ struct ParamMessageHeader {
   uint32_t sender = 0;        // trainer id (push) or shard index (publications)
   uint32_t record_count = 0;  // set by the encoder; the decoder reports the read one
   uint64_t sequence = 0;      // per sender; the encoder numbers its messages from this one
-  uint64_t sender_clock = 0;  // words trained (trainer) or merged (node) at writing
+  uint64_t sender_clock = 0;  // words trained (trainer) or merged (node) at writing; in a gap,
+                              // its first lost offset
   uint64_t base_clock = 0;    // push: node clock the deltas are against; publications: the
                               // merged watermark on .updates (the header comment above)
 };
@@ -136,7 +146,8 @@ struct ParamExpectations {
 
 // Encodes `records` as messages of at most `max_message_bytes` bytes each (records are never
 // split; as many as fit go in each message, in order). Message i carries header.sequence + i;
-// header.version and record_count are filled in. An empty `records` gives no message.
+// header.version and record_count are filled in. An empty `records` gives no message, except
+// for kGap: exactly one message, without records.
 // InvalidArgument (naming the record and the word) for anything the decoder would reject: a
 // header field out of range, an empty, too long or invalid UTF-8 word, a vector whose size is
 // not dim, a non-finite count or value (or one beyond fp16's range with kFp16), fields the kind

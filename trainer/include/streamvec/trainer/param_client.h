@@ -15,6 +15,10 @@
 // ParamClientOptions::push_hot_rows). Publications are consumed at every Sync but applied every
 // pull_every_words trained words (the newest row of each word waits until then), and
 // max_staleness bounds how many of its push rounds the shards have not merged (bounded delay).
+// The trainer keeps a copy of each push message until it is safe (below the shard's committed
+// offset, in a node snapshot; below its merged watermark without flow control), at most 64 MiB
+// a shard, and pushes again the messages a shard's gap (param/protocol.h, kGap) names: the broker
+// dropped them before the shard read them.
 // Not yet: the vocabulary and noise distribution from the node's counts, and a late trainer's
 // start from the node's newest rows beyond what .params still holds.
 //
@@ -88,6 +92,8 @@ struct ParamClientStats {
   uint64_t rows_stale = 0;       // published rows skipped: older than this trainer's last push
                                  // of the row (the shard's watermark had not passed it)
   uint64_t rejected = 0;         // publications that did not decode (logged, skipped)
+  uint64_t repushed_messages = 0;  // push messages sent again: a shard's gap (param/protocol.h,
+                                   // kGap) said the broker dropped them before it read them
   uint64_t node_clock = 0;       // newest node clock applied (the pushes' base clock)
   double throttled_seconds = 0;  // waiting for the shards (flow control)
   double staleness_wait_seconds = 0;  // waiting for acknowledgements (max_staleness)
