@@ -233,6 +233,9 @@ TEST_P(ParamNodeMergeTest, PublishedRowsEqualTheHandComputedMerge) {
     case MergeRule::kAverage:
       for (int j = 0; j < 2; ++j) want[j] += (d1[j] + d2[j]) / 2;
       break;
+    case MergeRule::kScaledSum:  // the sum over sqrt(T), T = 2 trainers seen on the shard
+      for (int j = 0; j < 2; ++j) want[j] += (d1[j] + d2[j]) / std::sqrt(2.0);
+      break;
     case MergeRule::kAdaSum: {
       // (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b
       const double dot = d1[0] * d2[0] + d1[1] * d2[1];
@@ -262,7 +265,8 @@ TEST_P(ParamNodeMergeTest, PublishedRowsEqualTheHandComputedMerge) {
 
 INSTANTIATE_TEST_SUITE_P(Rules, ParamNodeMergeTest,
                          ::testing::Values(MergeRule::kDownpour, MergeRule::kAverage,
-                                           MergeRule::kSum, MergeRule::kAdaSum),
+                                           MergeRule::kSum, MergeRule::kAdaSum,
+                                           MergeRule::kScaledSum),
                          [](const auto& info) { return std::string(MergeRuleName(info.param)); });
 
 // A trainer that admits a word anew pushes its whole, randomly initialised rows marked initial:
