@@ -264,16 +264,14 @@ struct ParamClient::Impl {
     }
   }
 
-  // Forgets the kept messages of `shard` below offset `safe` (UnsafeMessage).
+  // Forgets the kept messages of `shard` below offset `safe` (UnsafeMessage), oldest first up to
+  // the first that is not (offsets grow with the ids, except for a message pushed again, which
+  // holds the later ones until it is safe too): a call costs what it forgets.
   void ForgetSafe(uint32_t shard, int64_t safe) {
     auto& u = unsafe[shard];
-    for (auto it = u.begin(); it != u.end();) {
-      if (it->second.offset >= 0 && it->second.offset < safe) {
-        unsafe_bytes[shard] -= it->second.bytes.size();
-        it = u.erase(it);
-      } else {
-        ++it;
-      }
+    while (!u.empty() && u.begin()->second.offset >= 0 && u.begin()->second.offset < safe) {
+      unsafe_bytes[shard] -= u.begin()->second.bytes.size();
+      u.erase(u.begin());
     }
   }
 
