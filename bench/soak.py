@@ -5,8 +5,9 @@ server's capacity; RSS, open files and threads sampled every --sample seconds.
 The feeder writes the corpus into a followed folder at --feed-mbps, alternating two files (each
 pass replaces the other file: a new inode, read from its start), so `run` trains without end.
 The server's capacity is measured first (wrk, 8 connections, --probe seconds, the request mix
-below); the soak's wrk then paces each of its connections with a Lua delay so that together they
-ask for half of it. Request mix, in turn: GET /v1/vectors/<w>, /v1/most_similar?positive=<w>,
+below); the soak's wrk then paces each of its connections with a 4 ms Lua delay, over as many
+connections as ask together for half of it (a paced trial of --probe seconds measures each
+answer's own time, which adds to the delay). Request mix, in turn: GET /v1/vectors/<w>, /v1/most_similar?positive=<w>,
 /v1/similarity?w1=<w>&w2=<w2>, /healthz, /metrics.
 
 Bars (issue 24): RSS and open files flat within 10% (after a warm-up, the last third of the
@@ -140,12 +141,22 @@ def main():
             time.sleep(1)
         probe = wrk(a, base, a.probe, 8, 0, work, "probe")
         cap = probe.get("rps") or 0
-        # wrk's delay is in whole milliseconds: enough connections that each waits several.
-        connections = 16
-        delay_ms = max(1, round(connections * 1000 / max(1.0, cap / 2)))
+        target = cap / 2
+        # A paced connection asks every delay + L ms, L its answer's time (besides the delay),
+        # which a paced trial measures; wrk's delay is in whole milliseconds, so each connection
+        # waits several and the connection count sets the rate.
+        delay_ms = 4
+        trial = wrk(a, base, a.probe, 16, delay_ms, work, "calibrate")
+        trial_rps = trial.get("rps") or 1.0
+        answer_ms = max(0.0, 16 * 1000 / trial_rps - delay_ms)
+        connections = max(4, round(target * (delay_ms + answer_ms) / 1000))
         res["capacity_rps"] = cap
-        res["paced"] = {"connections": connections, "delay_ms": delay_ms}
-        pb.log(f"capacity {cap:.0f} req/s; soak: {connections} connections, {delay_ms} ms apart")
+        res["paced"] = {"connections": connections, "delay_ms": delay_ms,
+                        "answer_ms": round(answer_ms, 2), "target_rps": target,
+                        "calibration_rps": trial_rps}
+        pb.log(f"capacity {cap:.0f} req/s; a paced connection answered every "
+               f"{delay_ms + answer_ms:.2f} ms ({delay_ms} ms delay); soak: {connections} "
+               f"connections for {target:.0f} req/s")
         seconds = int(a.minutes * 60)
         result = {}
         wt = threading.Thread(target=lambda: result.update(
@@ -187,7 +198,9 @@ def main():
              f"{a.feed_mbps:g} MB/s ({len(passes)} passes), wrk paced to half of "
              f"{res.get('capacity_rps', 0):.0f} req/s",
              f"  command: {res['command']}",
-             f"  wrk: {w.get('requests')} requests, {w.get('rps', 0):.0f} req/s, p99 "
+             f"  wrk: {w.get('requests')} requests, {w.get('rps', 0):.0f} req/s "
+             f"({w.get('rps', 0) / max(1.0, res.get('capacity_rps') or 1.0):.2f} of the "
+             f"capacity), p99 "
              f"{w.get('p99_ms', 0):.1f} ms, non-2xx {w.get('non_2xx')}, socket errors "
              f"{w.get('socket_errors')}",
              f"  run: exit status {res.get('run_rc')} after SIGTERM"
