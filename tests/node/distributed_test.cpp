@@ -168,22 +168,39 @@ void TrainTwelveThousandWords(StreamingLearner* learner) {
   ASSERT_TRUE(learner->TrainMicroBatch({lines.begin(), lines.end()}).ok());
 }
 
+// One shard's options on `broker` (one partition) for topic prefix `prefix`, its state in
+// `dir`/node; a fresh `dir`.
+ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& prefix,
+                                 const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ParamNodeOptions no;
+  no.kafka.brokers = broker->bootstrap();
+  no.kafka.topic_prefix = prefix;
+  no.state_dir = (dir / "node").string();
+  no.create_topics_on = broker;
+  return no;
+}
+
+// A trainer's options towards that shard, as sender 1.
+ParamClientOptions OneShardClientOptions(EmbeddedBroker* broker, const std::string& prefix) {
+  ParamClientOptions po;
+  po.kafka.brokers = broker->bootstrap();
+  po.kafka.topic_prefix = prefix;
+  po.sender = 1;
+  return po;
+}
+
 // A first push of about 10 MB (12,000 new words of dim 100) through one shard: twice the
 // embedded broker's ring per partition. The trainer waits for the shard's snapshots (flow
 // control on the shard's committed lag), so every push message is merged and no row is lost.
 TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
   const fs::path dir =
       fs::temp_directory_path() / ("streamvec_dist_ring_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ParamNodeOptions no;
-  no.kafka.brokers = (*broker)->bootstrap();
-  no.kafka.topic_prefix = "ring";
-  no.state_dir = (dir / "node").string();
-  no.create_topics_on = broker->get();
-  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
+  StatusOr<std::unique_ptr<ParamNode>> node =
+      ParamNode::Create(OneShardOptions(broker->get(), "ring", dir));
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   std::atomic<bool> stop_node{false};
   Status node_status;
@@ -191,10 +208,7 @@ TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
 
   StreamingLearner learner(TwelveThousandWordsOptions());
   TrainTwelveThousandWords(&learner);
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "ring";
-  po.sender = 1;
+  ParamClientOptions po = OneShardClientOptions(broker->get(), "ring");
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());
@@ -222,25 +236,16 @@ TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
 TEST(DistributedTest, PushesTheBrokerDroppedArePushedAgain) {
   const fs::path dir =
       fs::temp_directory_path() / ("streamvec_dist_gap_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ParamNodeOptions no;
-  no.kafka.brokers = (*broker)->bootstrap();
-  no.kafka.topic_prefix = "gap";
-  no.state_dir = (dir / "node").string();
-  no.create_topics_on = broker->get();
+  ParamNodeOptions no = OneShardOptions(broker->get(), "gap", dir);
   no.publish_every_s = 0.05;
   StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
 
   StreamingLearner learner(TwelveThousandWordsOptions());
   TrainTwelveThousandWords(&learner);
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "gap";
-  po.sender = 1;
+  ParamClientOptions po = OneShardClientOptions(broker->get(), "gap");
   po.max_lag_bytes = 0;
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok());
