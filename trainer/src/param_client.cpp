@@ -129,7 +129,6 @@ struct ParamClient::Impl {
   static constexpr size_t kMaxUnsafeBytes = size_t{64} << 20;
   std::vector<std::map<uint64_t, UnsafeMessage>> unsafe;  // shard -> id -> message
   std::vector<size_t> unsafe_bytes;                       // shard -> their bytes
-  std::vector<int64_t> watermark;                         // shard -> newest merged watermark
   std::vector<uint64_t> initial_round;  // slot -> round of its last initial (whole-row) push
   std::unordered_set<uint64_t> repushed;  // ids pushed again, not yet re-delivered
   Clock::time_point last_unsafe_log{};
@@ -254,8 +253,7 @@ struct ParamClient::Impl {
   // Shard `shard` has merged every push below offset `watermark`: the rounds wholly delivered
   // below it are acknowledged.
   void Acknowledge(uint32_t shard, uint64_t watermark) {
-    this->watermark[shard] = std::max(this->watermark[shard], static_cast<int64_t>(watermark));
-    if (!lag_probe) ForgetSafe(shard, this->watermark[shard]);
+    if (!lag_probe) ForgetSafe(shard, static_cast<int64_t>(watermark));
     std::deque<PendingRound>& q = pending[shard];
     while (!q.empty() && q.front().delivered == q.front().messages &&
            q.front().max_offset < static_cast<int64_t>(watermark)) {
@@ -771,7 +769,6 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->committed.assign(options.shards, -1);
   impl->unsafe.resize(options.shards);
   impl->unsafe_bytes.assign(options.shards, 0);
-  impl->watermark.assign(options.shards, 0);
   impl->node_rows_cap = learner->options().vocab_capacity;
   impl->EnsureTrackers();
   Impl* raw = impl.get();
