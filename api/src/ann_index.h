@@ -59,7 +59,13 @@ class AnnIndex {
   // its SQ8 cosine (within a few 1e-3 of the float one; re-score them with the snapshot's rows
   // before ranking). Fewer than `count` for a small vocabulary. Cost: about ef_search x M SQ8
   // distances (tens of microseconds at 200k rows).
+  // The search is ours over hnswlib's graph (SearchGraph in ann_index.cpp: hnswlib's steps, with
+  // every unvisited neighbour's code prefetched before its distance is computed).
   std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t count) const;
+  // The same search by hnswlib's own searchKnn: Search must answer exactly as it does (tests,
+  // and the benchmark that compares the two).
+  std::vector<ServingSnapshot::Neighbor> SearchWithHnswlib(const float* unit_query,
+                                                           size_t count) const;
 
   // Recall@10 against the exact scan over the snapshot it was built for, as measured by the
   // builder (MeasureRecallAt10 in served.h) and recorded with set_recall_at_10; 0 until then.

@@ -220,6 +220,31 @@ TEST(AnnIndexTest, Sq8CandidatesHoldTheExactTopTenWithCosinesNearTheFloatOnes) {
   }
 }
 
+// Search walks hnswlib's graph with its own loop (prefetching each expanded node's neighbours):
+// it must find what hnswlib's searchKnn finds, in the same order, for any count (below and above
+// ef) and from any part of the graph.
+TEST(AnnIndexTest, SearchAnswersAsHnswlibsOwnSearch) {
+  const ServingSnapshot snapshot(RandomEmbeddings(5000, 24, 8), SnapshotInfo{});
+  AnnOptions options;
+  options.ef_search = 40;
+  std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, options);
+  ASSERT_NE(index, nullptr);
+  std::vector<float> unit(24);
+  for (size_t row = 0; row < snapshot.rows(); row += 97) {
+    snapshot.UnitVector(row, unit.data());
+    for (size_t count : {1u, 10u, 40u, 150u}) {
+      const auto ours = index->Search(unit.data(), count);
+      const auto theirs = index->SearchWithHnswlib(unit.data(), count);
+      ASSERT_EQ(ours.size(), theirs.size()) << "row " << row << " count " << count;
+      ASSERT_EQ(ours.size(), count);
+      for (size_t i = 0; i < ours.size(); ++i) {
+        EXPECT_EQ(ours[i].row, theirs[i].row) << "row " << row << " count " << count << " #" << i;
+        EXPECT_EQ(ours[i].similarity, theirs[i].similarity);
+      }
+    }
+  }
+}
+
 // Any dim, not only multiples of 4: hnswlib stores its elements back to back, so a row's bytes
 // are padded to keep the next element's link counts aligned (the sanitizer build reports a
 // misaligned load otherwise, as `serve` at --dim 50 once did).

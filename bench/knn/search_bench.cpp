@@ -1,0 +1,100 @@
+// The HNSW search alone, in one thread, without HTTP: streamvec's search loop (AnnIndex::Search,
+// api/src/ann_index.cpp) against hnswlib's own searchKnn over the same graph, alternating, on
+// --queries rows spread evenly over the vectors file (word2vec format, as `streamvec export`
+// writes), plus recall@10 (the candidates re-scored with the float rows, as Served::Nearest does)
+// against the exact scan, for a few ef values. Built and run by search_bench.sh.
+//   search_bench VECTORS [M] [EF_CONSTRUCTION] [REPS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "ann_index.h"
+#include "streamvec/api/serving_snapshot.h"
+#include "streamvec/store/word2vec_format.h"
+
+using namespace streamvec;
+using namespace streamvec::api;
+using Clock = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s VECTORS [M] [EF_CONSTRUCTION] [REPS]\n", argv[0]);
+    return 2;
+  }
+  StatusOr<Embeddings> emb = ReadWord2Vec(argv[1]);
+  if (!emb.ok()) {
+    std::fprintf(stderr, "%s\n", emb.status().ToString().c_str());
+    return 1;
+  }
+  const ServingSnapshot snapshot(std::move(*emb), SnapshotInfo{});
+  const size_t rows = snapshot.rows(), dim = static_cast<size_t>(snapshot.dim());
+  const size_t queries = std::min<size_t>(1000, rows);
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 5;
+  AnnOptions options;  // serve's defaults: M 16, ef_construction 120, ef 120, a thread a core
+  options.m = argc > 2 ? std::atoi(argv[2]) : 16;
+  options.ef_construction = argc > 3 ? std::atoi(argv[3]) : 120;
+  options.ef_search = 10;  // the candidate count below sets the list length
+  options.threads = 2;
+
+  std::vector<std::vector<float>> query(queries, std::vector<float>(dim));
+  std::vector<size_t> query_row(queries);
+  std::vector<std::vector<size_t>> exact(queries);
+  for (size_t i = 0; i < queries; ++i) {
+    query_row[i] = i * (rows / queries);
+    snapshot.UnitVector(query_row[i], query[i].data());
+    const size_t self[] = {query_row[i]};
+    for (const auto& n : snapshot.NearestToVector(query[i].data(), 10, self, rows))
+      exact[i].push_back(n.row);
+  }
+  const auto start = Clock::now();
+  const std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, options);
+  std::printf("%zu rows x %zu, M %d, ef_construction %d: built in %.1f s (2 threads)\n", rows, dim,
+              options.m, options.ef_construction,
+              std::chrono::duration<double>(Clock::now() - start).count());
+
+  for (const size_t ef : {60, 80, 120, 160}) {
+    double recall = 0;
+    for (size_t i = 0; i < queries; ++i) {
+      std::vector<ServingSnapshot::Neighbor> found;
+      for (const auto& c : index->Search(query[i].data(), ef)) {
+        if (c.row != query_row[i])
+          found.push_back({c.row, snapshot.UnitDot(c.row, query[i].data())});
+      }
+      const size_t keep = std::min<size_t>(10, found.size());
+      std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep),
+                        found.end(), ServingSnapshot::Neighbor::Better);
+      for (size_t j = 0; j < keep; ++j)
+        recall += std::count(exact[i].begin(), exact[i].end(), found[j].row) / 10.0;
+    }
+    // Alternating, `reps` passes over the queries each, by two threads at once (as serve's two
+    // request threads): the medians of microseconds per search (per thread).
+    std::vector<double> ours, theirs;
+    for (int r = 0; r < reps; ++r) {
+      for (const bool own : {true, false}) {
+        const auto t = Clock::now();
+        auto pass = [&](size_t first) {
+          size_t sink = 0;
+          for (size_t i = 0; i < queries; ++i) {
+            const float* q = query[(first + i) % queries].data();
+            sink += own ? index->Search(q, ef)[0].row : index->SearchWithHnswlib(q, ef)[0].row;
+          }
+          return sink;
+        };
+        std::thread other([&] { pass(queries / 2); });
+        pass(0);
+        other.join();
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+        (own ? ours : theirs).push_back(us / static_cast<double>(queries));
+      }
+    }
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    const double a = ours[ours.size() / 2], b = theirs[theirs.size() / 2];
+    std::printf("ef %3zu: recall@10 %.3f  streamvec %.1f us/search  hnswlib %.1f us  ratio %.2f\n",
+                ef, recall / static_cast<double>(queries), a, b, a / b);
+    std::fflush(stdout);
+  }
+}
