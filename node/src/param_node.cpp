@@ -153,7 +153,13 @@ struct ParamNode::Impl {
   NodeRows rows;
   NodeEventLogger consumer_events{"param-node consumer"};
   NodeEventLogger producer_events{"param-node producer"};
+  NodeEventLogger read_events{"param-node read-offset committer"};
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+  // Commits the read position (next_offset, merged but perhaps not yet in a snapshot) to
+  // ParamNodesReadGroup; never consumes.
+  std::unique_ptr<RdKafka::KafkaConsumer> read_committer;
+  int64_t read_committed = -1;
+  Clock::time_point last_read_commit{};
   std::unique_ptr<RdKafka::Producer> producer;
 
   // Resume point (from the snapshot).
@@ -223,6 +229,9 @@ struct ParamNode::Impl {
   // StartSnapshot + FinishSnapshot(wait): a synchronous snapshot (the final one).
   Status Snapshot(const char* why);
   std::string OffsetsJson() const;
+  // Commits next_offset to ParamNodesReadGroup (asynchronously, at most every 20 ms unless
+  // `now`); the trainers' flow control waits on it.
+  void CommitRead(bool now);
   bool Assign(const std::atomic<bool>& stop);
   void UpdateLag();
 };
@@ -808,11 +817,42 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
                   RdKafka::err2str(e));
     return false;
   }
+  // The read group restarts from here too: a read position from before a crash would let the
+  // trainers push past what the broker keeps for the re-read.
+  {
+    const int64_t saved = next_offset;
+    if (next_offset < 0) {
+      int64_t low = -1, high = -1;
+      if (consumer->query_watermark_offsets(updates_topic, static_cast<int32_t>(options.shard),
+                                            &low, &high, 5000) == RdKafka::ERR_NO_ERROR) {
+        next_offset = low;
+      }
+    }
+    CommitRead(/*now=*/true);
+    next_offset = saved;
+  }
   spdlog::info("param-node: shard {} of {}: consuming {}/{} from {}", options.shard,
                options.shards, updates_topic, options.shard,
                offset >= 0 ? "offset " + std::to_string(offset) : std::string("the beginning"));
   last_activity = Clock::now();
   return true;
+}
+
+void ParamNode::Impl::CommitRead(bool now) {
+  if (!read_committer || next_offset < 0 || next_offset == read_committed) return;
+  if (!now && SecondsSince(last_read_commit) < 0.02) return;
+  std::vector<RdKafka::TopicPartition*> list{
+      RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
+  list[0]->set_offset(next_offset);
+  const RdKafka::ErrorCode e = read_committer->commitAsync(list);
+  RdKafka::TopicPartition::destroy(list);
+  if (e != RdKafka::ERR_NO_ERROR) {
+    spdlog::warn("param-node: committing the read offset failed: {}", RdKafka::err2str(e));
+    return;
+  }
+  read_committed = next_offset;
+  last_read_commit = Clock::now();
+  delete read_committer->consume(0);  // serves its events; it is assigned nothing
 }
 
 void ParamNode::Impl::UpdateLag() {
@@ -832,6 +872,7 @@ ParamNode::ParamNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ParamNode::~ParamNode() {
   if (impl_->snapshot_job) impl_->snapshot_job->writer.join();
   if (impl_->consumer) impl_->consumer->close();
+  if (impl_->read_committer) impl_->read_committer->close();
   if (impl_->producer) impl_->producer->flush(2000);
 }
 
@@ -872,7 +913,16 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   // Kafka configuration first: a bad property is a usage error and must not touch the state.
   std::unique_ptr<RdKafka::Conf> cconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::unique_ptr<RdKafka::Conf> pconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::unique_ptr<RdKafka::Conf> rconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   const std::string client = "streamvec-param-node-" + std::to_string(o.shard);
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", o.kafka.brokers},
+           {"group.id", ParamNodesReadGroup(o.kafka.topic_prefix)},
+           {"client.id", client + "-read"},
+           {"enable.auto.commit", "false"},
+           {"enable.auto.offset.store", "false"}}) {
+    SV_RETURN_IF_ERROR(SetProperty(rconf.get(), name, value));
+  }
   for (const auto& [name, value] :
        std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", o.kafka.brokers},
                                                         {"group.id", m.group},
@@ -889,12 +939,14 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "enable.idempotence", "true"));
   std::string err;
   if (cconf->set("event_cb", &m.consumer_events, err) != RdKafka::Conf::CONF_OK ||
-      pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK) {
+      pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK ||
+      rconf->set("event_cb", &m.read_events, err) != RdKafka::Conf::CONF_OK) {
     return Status::Internal("librdkafka configuration: " + err);
   }
   for (const auto& [name, value] : o.kafka.properties) {
     SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
     SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
+    SV_RETURN_IF_ERROR(SetProperty(rconf.get(), name, value));
   }
 
   // A damaged live database is rebuilt from the newest intact checkpoint (its rows, counts and
@@ -932,6 +984,8 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
   m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
   if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
+  m.read_committer.reset(RdKafka::KafkaConsumer::create(rconf.get(), err));
+  if (!m.read_committer) return Status::InvalidArgument("Kafka consumer: " + err);
   return std::unique_ptr<ParamNode>(new ParamNode(std::move(impl)));
 }
 
@@ -979,7 +1033,10 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
                msg->err() != RdKafka::ERR__TIMED_OUT) {
       spdlog::warn("param-node: consume: {}", msg->errstr());
     }
-    if (!batch.empty()) m.ProcessBatch(batch);
+    if (!batch.empty()) {
+      m.ProcessBatch(batch);
+      m.CommitRead(/*now=*/false);
+    }
     if (m.consumer_events.fatal() || m.producer_events.fatal()) {
       fatal = Status::Internal("fatal librdkafka error (see the log)");
       break;
@@ -1001,6 +1058,7 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
       last_snapshot = Clock::now();
     }
     if (SecondsSince(last_lag) >= 0.5) {
+      m.CommitRead(/*now=*/true);
       m.UpdateLag();
       last_lag = Clock::now();
     }

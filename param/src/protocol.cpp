@@ -454,5 +454,6 @@ uint32_t ShardOf(std::string_view word, uint32_t shards) {
   return static_cast<uint32_t>(wide >> 64);
 }
 std::string ParamNodesGroup(const std::string& prefix) { return prefix + ".param-nodes"; }
+std::string ParamNodesReadGroup(const std::string& prefix) { return prefix + ".param-nodes.read"; }
 
 }  // namespace streamvec

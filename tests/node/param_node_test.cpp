@@ -322,6 +322,56 @@ TEST_F(ParamNodeTest, BadMessagesAreRejectedWithTheReasonAndTheStreamGoesOn) {
   ASSERT_TRUE(StopNode().ok());
 }
 
+// The trainers' flow control waits on the node's read position, not on its snapshots: the
+// node commits what it merged to the read group at once, while the snapshot group (what a
+// restart resumes from) moves only with a snapshot. A restarted node resets the read group to
+// where it resumes.
+TEST_F(ParamNodeTest, ReadPositionIsCommittedAsItMergesAndResetOnRestart) {
+  ParamNodeOptions o = Options();
+  o.snapshot_bytes = 0;  // only the final snapshot
+  StartNode(o);
+  Send({PushMessage(1, 0, {Push("cat", 1, {1.0f, 2.0f})}),
+        PushMessage(1, 1, {Push("dog", 1, {3.0f, 4.0f})})});
+  ReadParams(2);
+  auto committed = [&](const std::string& group) {
+    StatusOr<GroupLag> lag = ConsumerGroupLag(o.kafka, group, UpdatesTopic(kPrefix));
+    return lag.ok() && !lag->partitions.empty() ? lag->partitions[0].committed : int64_t{-2};
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (committed(ParamNodesReadGroup(kPrefix)) != 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(committed(ParamNodesReadGroup(kPrefix)), 2);
+  EXPECT_EQ(committed(ParamNodesGroup(kPrefix)), -1);  // no snapshot yet
+  ASSERT_TRUE(StopNode().ok());                        // final snapshot: offset 2
+  EXPECT_EQ(committed(ParamNodesGroup(kPrefix)), 2);
+
+  // A read position ahead of the snapshot (as after a crash) is set back to it on start.
+  {
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    std::string err;
+    ASSERT_EQ(conf->set("bootstrap.servers", o.kafka.brokers, err), RdKafka::Conf::CONF_OK);
+    ASSERT_EQ(conf->set("group.id", ParamNodesReadGroup(kPrefix), err), RdKafka::Conf::CONF_OK);
+    std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+    ASSERT_NE(c, nullptr) << err;
+    std::vector<RdKafka::TopicPartition*> list{
+        RdKafka::TopicPartition::create(UpdatesTopic(kPrefix), 0, 5)};
+    EXPECT_EQ(c->commitSync(list), RdKafka::ERR_NO_ERROR);
+    RdKafka::TopicPartition::destroy(list);
+    c->close();
+  }
+  ASSERT_EQ(committed(ParamNodesReadGroup(kPrefix)), 5);
+  StartNode(o);
+  const auto restart_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (committed(ParamNodesReadGroup(kPrefix)) != 2 &&
+         std::chrono::steady_clock::now() < restart_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(committed(ParamNodesReadGroup(kPrefix)), 2);
+  ASSERT_TRUE(StopNode().ok());
+}
+
 TEST_F(ParamNodeTest, RestartResumesFromTheSnapshotAndMergesNothingTwice) {
   ParamNodeOptions o = Options();
   o.merge.rule = MergeRule::kSum;

@@ -41,6 +41,9 @@ struct ParamClient::Impl {
   rd_kafka_t* producer = nullptr;
   rd_kafka_t* consumer = nullptr;  // assigned every partition of .params, no group membership
   std::unique_ptr<ConsumerGroupLagProbe> lag_probe;  // the shards' committed lag on .updates
+  // The shards' read positions on .updates (ParamNodesReadGroup): what flow control waits on.
+  std::unique_ptr<ConsumerGroupLagProbe> read_probe;
+  Clock::time_point last_durable_probe{};
   Clock::time_point last_wait_log{};
   bool params_assigned = false;
   Clock::time_point last_assign_try{};
@@ -73,6 +76,9 @@ struct ParamClient::Impl {
   // Only the staleness bound uses it, not acked_round: a publication from before that merge may
   // still be on its way, and must be taken with our deltas added back.
   std::vector<int64_t> committed;
+  // shard -> the furthest read position seen in ParamNodesReadGroup (-1: none): below it every
+  // push is merged (not necessarily snapshotted). The staleness bound uses it as `committed`.
+  std::vector<int64_t> read_position;
   Clock::time_point last_staleness_log{};
   // Published rows consumed but not applied yet (pull_every_words), slot -> the newest
   // publication of the slot's word (input then output, dim floats each). The correction for
@@ -322,14 +328,17 @@ struct ParamClient::Impl {
         o->second = std::numeric_limits<int64_t>::max();  // not merged until re-delivered
       }
       stats.repushed_messages += 1;
+      WaitForShard(shard, bytes.size());  // a shard's whole backlog at once would overrun it again
       SV_RETURN_IF_ERROR(Produce(shard, bytes, id));
     }
     return Status::Ok();
   }
 
   // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
-  // that the shard has not committed: messages past its committed offset (past the low
-  // watermark when it has none) times the mean size of this trainer's pushes.
+  // that the shard has not read: messages past its read position (ParamNodesReadGroup, or its
+  // committed offset when that is further or the only one known; past the low watermark when it
+  // has neither) times the mean size of this trainer's pushes. The committed offset (a node
+  // snapshot) is asked for at most once a second, to forget the copies it makes safe.
   void WaitForShard(uint32_t shard, size_t next) {
     if (options.max_lag_bytes <= 0 || !lag_probe) return;
     const auto start = Clock::now();
@@ -338,23 +347,33 @@ struct ParamClient::Impl {
       const double mean = stats.push_messages > 0
                               ? static_cast<double>(stats.push_bytes) / stats.push_messages
                               : static_cast<double>(next);
-      StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
-      if (lag.ok() && shard < lag->partitions.size() && lag->partitions[shard].committed >= 0) {
-        committed[shard] = std::max(committed[shard], lag->partitions[shard].committed);
-        ForgetSafe(shard, committed[shard]);
+      if (Clock::now() - last_durable_probe >= std::chrono::seconds(1)) {
+        StatusOr<GroupLag> durable = lag_probe->Query(updates_topic, 2000);
+        if (durable.ok() && shard < durable->partitions.size() &&
+            durable->partitions[shard].committed >= 0) {
+          committed[shard] = std::max(committed[shard], durable->partitions[shard].committed);
+          ForgetSafe(shard, committed[shard]);
+        }
+        last_durable_probe = Clock::now();
       }
-      if (lag.ok() && shard < lag->partitions.size() &&
-          static_cast<double>(lag->partitions[shard].lag) * mean + static_cast<double>(next) <=
-              static_cast<double>(options.max_lag_bytes)) {
-        break;
+      StatusOr<GroupLag> read_lag = read_probe->Query(updates_topic, 2000);
+      if (read_lag.ok() && shard >= read_lag->partitions.size()) break;  // not this topic's
+      int64_t unread = -1;
+      if (read_lag.ok()) {
+        const PartitionLag& p = read_lag->partitions[shard];
+        read_position[shard] = std::max(read_position[shard], p.committed);
+        const int64_t position = std::max(p.committed, committed[shard]);
+        unread = std::max<int64_t>(0, position >= p.low ? p.high - position : p.high - p.low);
+        if (static_cast<double>(unread) * mean + static_cast<double>(next) <=
+            static_cast<double>(options.max_lag_bytes)) {
+          break;
+        }
       }
-      if (lag.ok() && shard >= lag->partitions.size()) break;  // not this topic's partition
       if (Clock::now() - last_wait_log > std::chrono::seconds(10)) {
         spdlog::warn("trainer: waiting for parameter-node shard {} ({} partition {}: {})", shard,
                      updates_topic, shard,
-                     lag.ok() ? std::to_string(lag->partitions[shard].lag) +
-                                    " messages not yet in its snapshot"
-                              : lag.status().message());
+                     read_lag.ok() ? std::to_string(unread) + " messages not yet read by it"
+                                   : read_lag.status().message());
         last_wait_log = Clock::now();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -665,7 +684,10 @@ struct ParamClient::Impl {
   uint64_t OldestUnacknowledged(uint32_t shard) const {
     for (const PendingRound& p : pending[shard]) {
       if (!p.rows) continue;
-      if (p.delivered == p.messages && p.max_offset < committed[shard]) continue;
+      if (p.delivered == p.messages &&
+          p.max_offset < std::max(committed[shard], read_position[shard])) {
+        continue;
+      }
       return p.round;
     }
     return 0;
@@ -702,9 +724,9 @@ struct ParamClient::Impl {
       Consume();
       const int64_t shard = behind();
       if (shard < 0) break;
-      if (lag_probe && Clock::now() - last_probe > std::chrono::seconds(1)) {
+      if (lag_probe && Clock::now() - last_probe > std::chrono::milliseconds(200)) {
         // A round that led to no publication (rows the shard dropped) is acknowledged by the
-        // shard's commit, once a node snapshot covers it.
+        // shard's read position once it passes the round (or its snapshot's commit).
         StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
         if (lag.ok()) {
           for (const PartitionLag& p : lag->partitions) {
@@ -712,6 +734,15 @@ struct ParamClient::Impl {
               int64_t& c = committed[static_cast<uint32_t>(p.partition)];
               c = std::max(c, p.committed);
               ForgetSafe(static_cast<uint32_t>(p.partition), c);
+            }
+          }
+        }
+        StatusOr<GroupLag> read_lag = read_probe->Query(updates_topic, 2000);
+        if (read_lag.ok()) {
+          for (const PartitionLag& p : read_lag->partitions) {
+            if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
+              int64_t& r = read_position[static_cast<uint32_t>(p.partition)];
+              r = std::max(r, p.committed);
             }
           }
         }
@@ -767,6 +798,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->pending.resize(options.shards);
   impl->acked_round.assign(options.shards, 0);
   impl->committed.assign(options.shards, -1);
+  impl->read_position.assign(options.shards, -1);
   impl->unsafe.resize(options.shards);
   impl->unsafe_bytes.assign(options.shards, 0);
   impl->node_rows_cap = learner->options().vocab_capacity;
@@ -810,6 +842,10 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
         ConsumerGroupLagProbe::Create(options.kafka, ParamNodesGroup(options.kafka.topic_prefix));
     if (!probe.ok()) return probe.status();
     impl->lag_probe = std::move(probe).value();
+    StatusOr<std::unique_ptr<ConsumerGroupLagProbe>> read_probe = ConsumerGroupLagProbe::Create(
+        options.kafka, ParamNodesReadGroup(options.kafka.topic_prefix));
+    if (!read_probe.ok()) return read_probe.status();
+    impl->read_probe = std::move(read_probe).value();
   }
   return std::unique_ptr<ParamClient>(new ParamClient(std::move(impl)));
 }

@@ -42,8 +42,10 @@
 // Delivery: at least once, as the trainer. Snapshots (every snapshot_every_s while something
 // changed, and at stop) hold the rows, Adagrad accumulators, counts and the next `.updates`
 // offset; the offset is committed to group `<prefix>.param-nodes` only once the snapshot is
-// durable. A restarted node resumes from its snapshot: what was merged after it is consumed and
-// merged again, nothing before it twice. The snapshot's offset is ignored (the partition starts
+// durable. The offset read and merged so far is committed to `<prefix>.param-nodes.read` as the
+// node goes (every 20 ms at most; reset to the start offset when the node starts): the trainers'
+// flow control. A restarted node resumes from its snapshot: what was merged after it is consumed
+// and merged again, nothing before it twice. The snapshot's offset is ignored (the partition starts
 // at its beginning, the rows kept) when it names another cluster (a fresh embedded broker) or lies
 // beyond the partition's high watermark.
 //
@@ -97,11 +99,11 @@ struct ParamNodeOptions {
   uint32_t dim = 0;          // expected dim; 0: the snapshot's, else the first valid push's
   double snapshot_every_s = 5;     // seconds between snapshots while something changed (> 0)
   // A snapshot (and the commit of the `.updates` offset it covers) is also taken once this many
-  // message bytes were consumed since the last one (0: no such trigger). Trainers wait while the
-  // shard's committed lag exceeds ParamClientOptions::max_lag_bytes (4 MiB), so the embedded
-  // broker's ~5 MiB ring never drops a push not yet in a snapshot: committing at 3 MiB keeps
-  // them pushing.
-  uint64_t snapshot_bytes = uint64_t{3} << 20;
+  // message bytes were consumed since the last one (0: no such trigger). Trainers wait on the
+  // shard's read position (committed to ParamNodesReadGroup as it merges), not on snapshots, and
+  // keep a copy of each push until a snapshot covers it (ParamClient: up to 64 MiB a shard), to
+  // push it again when a restarted shard finds it gone from the broker: this bounds that.
+  uint64_t snapshot_bytes = uint64_t{24} << 20;
   double publish_every_s = 0.2;    // seconds between publications (coalescing), >= 0
   // Encoded row bytes per publication turn, at most (the rest waits for the next turn): with
   // publish_every_s, at most 2.5 MiB/s on the partition by default, half the embedded broker's

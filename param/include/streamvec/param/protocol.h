@@ -181,6 +181,10 @@ std::string ParamsTopic(const std::string& prefix);
 // The consumer group the node shards commit their `.updates` offsets to, once a snapshot covers
 // them ("<prefix>.param-nodes"): what trainers' flow control reads.
 std::string ParamNodesGroup(const std::string& prefix);
+// The consumer group the node shards commit the `.updates` offset they have read and merged to,
+// as they go, before any snapshot covers it ("<prefix>.param-nodes.read"): what keeps the
+// trainers' pushes within the embedded broker's ring (ParamClientOptions::max_lag_bytes).
+std::string ParamNodesReadGroup(const std::string& prefix);
 
 // The shard (0..shards-1) that owns `word`'s rows and count: the high bits of HashWord(word)
 // scaled to [0, shards) (Lemire's multiply-shift), so the shard is independent of the low bits

@@ -64,14 +64,17 @@ struct ParamClientOptions {
   // publications' watermark shows) each of this trainer's rounds up to r - max_staleness - 1
   // that carried rows to it, so at most max_staleness pushed rounds are unmerged when a round
   // goes out. 0: every push is merged before the next; -1: no bound (--max-staleness). A
-  // shard's committed offset on .updates (ParamNodesGroup) also ends a wait, so a round that
-  // led to no publication (its rows dropped by the shard) delays by a node snapshot at most.
+  // shard's read position on .updates (ParamNodesReadGroup, or its committed offset) passing the
+  // round also ends a wait, so a round that led to no publication (its rows dropped by the
+  // shard) is not waited for long.
   // The stop flag ends the wait; the round then goes out.
   int64_t max_staleness = -1;
-  // Flow control: before each push message to a shard, wait while that `.updates` partition
-  // holds more than this many bytes the shard has not committed (ParamNodesGroup: a node
-  // commits once a snapshot covers what it merged), so the embedded broker's ~5 MiB ring never
-  // drops a push. 0: no waiting (a Kafka cluster with real retention).
+  // Flow control: before each push message to a shard (a push sent again included), wait
+  // while that `.updates` partition holds more than this many bytes the shard has not read
+  // (ParamNodesReadGroup: a node commits its read position as it merges), so the embedded
+  // broker's ~5 MiB ring does not drop a push before the shard reads it. What a restarted shard
+  // finds dropped since its snapshot is pushed again from this trainer's copies. 0: no waiting
+  // (a Kafka cluster with real retention).
   int64_t max_lag_bytes = int64_t{4} << 20;
   // Raised while waiting (the trainer's stop): the push then goes out without waiting more.
   const std::atomic<bool>* stop = nullptr;
