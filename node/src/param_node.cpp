@@ -230,8 +230,10 @@ struct ParamNode::Impl {
   Status Snapshot(const char* why);
   std::string OffsetsJson() const;
   // Commits next_offset to ParamNodesReadGroup (asynchronously, at most every 20 ms unless
-  // `now`); the trainers' flow control waits on it.
+  // `now`, and only when it moved); the trainers' flow control waits on it.
   void CommitRead(bool now);
+  // Commits `offset` to ParamNodesReadGroup now (asynchronously).
+  void CommitReadOffset(int64_t offset);
   bool Assign(const std::atomic<bool>& stop);
   void UpdateLag();
 };
@@ -787,15 +789,15 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
   }
   cluster_id = consumer->clusterid(5000);
   int64_t offset = RdKafka::Topic::OFFSET_BEGINNING;
+  int64_t low = -1, high = -1;
+  const RdKafka::ErrorCode watermarks = consumer->query_watermark_offsets(
+      updates_topic, static_cast<int32_t>(options.shard), &low, &high, 5000);
   if (snapshot_offset >= 0) {
-    int64_t low = -1, high = -1;
-    const RdKafka::ErrorCode e = consumer->query_watermark_offsets(
-        updates_topic, static_cast<int32_t>(options.shard), &low, &high, 5000);
     if (!snapshot_cluster_id.empty() && !cluster_id.empty() && snapshot_cluster_id != cluster_id) {
       spdlog::info("param-node: the snapshot's offset is from Kafka cluster '{}', this is '{}': "
                    "the partition starts from the beginning (the rows are kept)",
                    snapshot_cluster_id, cluster_id);
-    } else if (e == RdKafka::ERR_NO_ERROR && snapshot_offset > high) {
+    } else if (watermarks == RdKafka::ERR_NO_ERROR && snapshot_offset > high) {
       spdlog::info("param-node: the snapshot's offset {} is beyond the high watermark {}: the "
                    "partition starts from the beginning (the rows are kept)",
                    snapshot_offset, high);
@@ -819,17 +821,10 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
   }
   // The read group restarts from here too: a read position from before a crash would let the
   // trainers push past what the broker keeps for the re-read.
-  {
-    const int64_t saved = next_offset;
-    if (next_offset < 0) {
-      int64_t low = -1, high = -1;
-      if (consumer->query_watermark_offsets(updates_topic, static_cast<int32_t>(options.shard),
-                                            &low, &high, 5000) == RdKafka::ERR_NO_ERROR) {
-        next_offset = low;
-      }
-    }
-    CommitRead(/*now=*/true);
-    next_offset = saved;
+  if (offset >= 0) {
+    CommitReadOffset(offset);
+  } else if (watermarks == RdKafka::ERR_NO_ERROR && low >= 0) {
+    CommitReadOffset(low);
   }
   spdlog::info("param-node: shard {} of {}: consuming {}/{} from {}", options.shard,
                options.shards, updates_topic, options.shard,
@@ -839,20 +834,23 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
 }
 
 void ParamNode::Impl::CommitRead(bool now) {
-  if (!read_committer || next_offset < 0 || next_offset == read_committed) return;
+  if (next_offset < 0 || next_offset == read_committed) return;
   if (!now && SecondsSince(last_read_commit) < 0.02) return;
+  CommitReadOffset(next_offset);
+}
+
+void ParamNode::Impl::CommitReadOffset(int64_t offset) {
   std::vector<RdKafka::TopicPartition*> list{
       RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
-  list[0]->set_offset(next_offset);
+  list[0]->set_offset(offset);
   const RdKafka::ErrorCode e = read_committer->commitAsync(list);
   RdKafka::TopicPartition::destroy(list);
   if (e != RdKafka::ERR_NO_ERROR) {
     spdlog::warn("param-node: committing the read offset failed: {}", RdKafka::err2str(e));
     return;
   }
-  read_committed = next_offset;
+  read_committed = offset;
   last_read_commit = Clock::now();
-  delete read_committer->consume(0);  // serves its events; it is assigned nothing
 }
 
 void ParamNode::Impl::UpdateLag() {
@@ -1059,6 +1057,7 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
     }
     if (SecondsSince(last_lag) >= 0.5) {
       m.CommitRead(/*now=*/true);
+      delete m.read_committer->consume(0);  // serves its events (it is assigned nothing)
       m.UpdateLag();
       last_lag = Clock::now();
     }

@@ -192,8 +192,9 @@ ParamClientOptions OneShardClientOptions(EmbeddedBroker* broker, const std::stri
 }
 
 // A first push of about 10 MB (12,000 new words of dim 100) through one shard: twice the
-// embedded broker's ring per partition. The trainer waits for the shard's snapshots (flow
-// control on the shard's committed lag), so every push message is merged and no row is lost.
+// embedded broker's ring per partition. The trainer waits for the shard to read what it pushed
+// (flow control on the shard's read position), so every push message is merged and no row is
+// lost.
 TEST(DistributedTest, APushLargerThanTheRingReachesTheShardWhole) {
   const fs::path dir =
       fs::temp_directory_path() / ("streamvec_dist_ring_" + std::to_string(getpid()));
@@ -279,13 +280,7 @@ class RunningShard {
   void Start(EmbeddedBroker* broker, const std::string& prefix) {
     dir_ =
         fs::temp_directory_path() / ("streamvec_dist_" + prefix + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ParamNodeOptions o;
-    o.kafka.brokers = broker->bootstrap();
-    o.kafka.topic_prefix = prefix;
-    o.state_dir = (dir_ / "node").string();
-    o.create_topics_on = broker;
+    ParamNodeOptions o = OneShardOptions(broker, prefix, dir_);
     o.publish_every_s = 0.05;
     StatusOr<std::unique_ptr<ParamNode>> n = ParamNode::Create(o);
     ASSERT_TRUE(n.ok()) << n.status().ToString();

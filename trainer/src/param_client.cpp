@@ -334,6 +334,20 @@ struct ParamClient::Impl {
     return Status::Ok();
   }
 
+  // Queries `probe`'s group on .updates and raises `positions` (shard -> offset, -1: none) to
+  // the group's committed offsets; the query's answer for the caller's watermarks.
+  StatusOr<GroupLag> RaisePositions(ConsumerGroupLagProbe& probe, std::vector<int64_t>& positions) {
+    StatusOr<GroupLag> lag = probe.Query(updates_topic, 2000);
+    if (!lag.ok()) return lag;
+    for (const PartitionLag& p : lag->partitions) {
+      if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
+        int64_t& position = positions[static_cast<uint32_t>(p.partition)];
+        position = std::max(position, p.committed);
+      }
+    }
+    return lag;
+  }
+
   // Waits while partition `shard` of .updates holds more than max_lag_bytes (with `next` more)
   // that the shard has not read: messages past its read position (ParamNodesReadGroup, or its
   // committed offset when that is further or the only one known; past the low watermark when it
@@ -348,20 +362,14 @@ struct ParamClient::Impl {
                               ? static_cast<double>(stats.push_bytes) / stats.push_messages
                               : static_cast<double>(next);
       if (Clock::now() - last_durable_probe >= std::chrono::seconds(1)) {
-        StatusOr<GroupLag> durable = lag_probe->Query(updates_topic, 2000);
-        if (durable.ok() && shard < durable->partitions.size() &&
-            durable->partitions[shard].committed >= 0) {
-          committed[shard] = std::max(committed[shard], durable->partitions[shard].committed);
-          ForgetSafe(shard, committed[shard]);
-        }
+        if (RaisePositions(*lag_probe, committed).ok()) ForgetSafe(shard, committed[shard]);
         last_durable_probe = Clock::now();
       }
-      StatusOr<GroupLag> read_lag = read_probe->Query(updates_topic, 2000);
+      StatusOr<GroupLag> read_lag = RaisePositions(*read_probe, read_position);
       if (read_lag.ok() && shard >= read_lag->partitions.size()) break;  // not this topic's
       int64_t unread = -1;
       if (read_lag.ok()) {
         const PartitionLag& p = read_lag->partitions[shard];
-        read_position[shard] = std::max(read_position[shard], p.committed);
         const int64_t position = std::max(p.committed, committed[shard]);
         unread = std::max<int64_t>(0, position >= p.low ? p.high - position : p.high - p.low);
         if (static_cast<double>(unread) * mean + static_cast<double>(next) <=
@@ -727,25 +735,10 @@ struct ParamClient::Impl {
       if (lag_probe && Clock::now() - last_probe > std::chrono::milliseconds(200)) {
         // A round that led to no publication (rows the shard dropped) is acknowledged by the
         // shard's read position once it passes the round (or its snapshot's commit).
-        StatusOr<GroupLag> lag = lag_probe->Query(updates_topic, 2000);
-        if (lag.ok()) {
-          for (const PartitionLag& p : lag->partitions) {
-            if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
-              int64_t& c = committed[static_cast<uint32_t>(p.partition)];
-              c = std::max(c, p.committed);
-              ForgetSafe(static_cast<uint32_t>(p.partition), c);
-            }
-          }
+        if (RaisePositions(*lag_probe, committed).ok()) {
+          for (uint32_t s = 0; s < options.shards; ++s) ForgetSafe(s, committed[s]);
         }
-        StatusOr<GroupLag> read_lag = read_probe->Query(updates_topic, 2000);
-        if (read_lag.ok()) {
-          for (const PartitionLag& p : read_lag->partitions) {
-            if (p.partition >= 0 && static_cast<uint32_t>(p.partition) < options.shards) {
-              int64_t& r = read_position[static_cast<uint32_t>(p.partition)];
-              r = std::max(r, p.committed);
-            }
-          }
-        }
+        (void)RaisePositions(*read_probe, read_position);
         last_probe = Clock::now();
         continue;
       }
