@@ -159,7 +159,6 @@ struct ParamNode::Impl {
   // ParamNodesReadGroup; never consumes.
   std::unique_ptr<RdKafka::KafkaConsumer> read_committer;
   int64_t read_committed = -1;
-  Clock::time_point last_read_commit{};
   std::unique_ptr<RdKafka::Producer> producer;
 
   // Resume point (from the snapshot).
@@ -229,9 +228,9 @@ struct ParamNode::Impl {
   // StartSnapshot + FinishSnapshot(wait): a synchronous snapshot (the final one).
   Status Snapshot(const char* why);
   std::string OffsetsJson() const;
-  // Commits next_offset to ParamNodesReadGroup (asynchronously, at most every 20 ms unless
-  // `now`, and only when it moved); the trainers' flow control waits on it.
-  void CommitRead(bool now);
+  // Commits next_offset to ParamNodesReadGroup (asynchronously, when it moved): after each
+  // merged batch, and on the 0.5 s tick. The trainers' flow control waits on it.
+  void CommitRead();
   // Commits `offset` to ParamNodesReadGroup now (asynchronously).
   void CommitReadOffset(int64_t offset);
   bool Assign(const std::atomic<bool>& stop);
@@ -833,9 +832,8 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
   return true;
 }
 
-void ParamNode::Impl::CommitRead(bool now) {
+void ParamNode::Impl::CommitRead() {
   if (next_offset < 0 || next_offset == read_committed) return;
-  if (!now && SecondsSince(last_read_commit) < 0.02) return;
   CommitReadOffset(next_offset);
 }
 
@@ -850,7 +848,6 @@ void ParamNode::Impl::CommitReadOffset(int64_t offset) {
     return;
   }
   read_committed = offset;
-  last_read_commit = Clock::now();
 }
 
 void ParamNode::Impl::UpdateLag() {
@@ -928,7 +925,12 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
                                                         {"enable.auto.commit", "false"},
                                                         {"enable.auto.offset.store", "false"},
                                                         {"auto.offset.reset", "earliest"},
-                                                        {"enable.partition.eof", "true"}}) {
+                                                        {"enable.partition.eof", "true"},
+                                                        // The embedded broker answers a fetch
+                                                        // that finds nothing only after this
+                                                        // wait, even when pushes come meanwhile
+                                                        // (500 ms by default).
+                                                        {"fetch.wait.max.ms", "10"}}) {
     SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
   }
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "bootstrap.servers", o.kafka.brokers));
@@ -1033,7 +1035,7 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
     }
     if (!batch.empty()) {
       m.ProcessBatch(batch);
-      m.CommitRead(/*now=*/false);
+      m.CommitRead();  // the trainers wait on it
     }
     if (m.consumer_events.fatal() || m.producer_events.fatal()) {
       fatal = Status::Internal("fatal librdkafka error (see the log)");
@@ -1056,7 +1058,7 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
       last_snapshot = Clock::now();
     }
     if (SecondsSince(last_lag) >= 0.5) {
-      m.CommitRead(/*now=*/true);
+      m.CommitRead();
       delete m.read_committer->consume(0);  // serves its events (it is assigned nothing)
       m.UpdateLag();
       last_lag = Clock::now();

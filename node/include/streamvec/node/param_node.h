@@ -43,10 +43,13 @@
 // changed, and at stop) hold the rows, Adagrad accumulators, counts and the next `.updates`
 // offset; the offset is committed to group `<prefix>.param-nodes` only once the snapshot is
 // durable. The offset read and merged so far is committed to `<prefix>.param-nodes.read` as the
-// node goes (every 20 ms at most; reset to the start offset when the node starts): the trainers'
-// flow control. A restarted node resumes from its snapshot: what was merged after it is consumed
-// and merged again, nothing before it twice. The snapshot's offset is ignored (the partition starts
-// at its beginning, the rows kept) when it names another cluster (a fresh embedded broker) or lies
+// node goes (after each merged batch; reset to the start offset when the node starts): the
+// trainers' flow control. Its consumer asks the broker to answer an empty fetch within 10 ms
+// (`fetch.wait.max.ms`): the embedded broker holds such a fetch for the whole wait even when
+// pushes arrive meanwhile, and librdkafka's 500 ms default stalled every trainer that long.
+// A restarted node resumes from its snapshot: what was merged after it is consumed and merged
+// again, nothing before it twice. The snapshot's offset is ignored (the partition starts at its
+// beginning, the rows kept) when it names another cluster (a fresh embedded broker) or lies
 // beyond the partition's high watermark.
 //
 // Publications on `<prefix>.params` (partition I): kRows records (word, the node's count and
