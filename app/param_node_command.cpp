@@ -147,13 +147,13 @@ int RunParamNode(const ParamNodeFlags& f) {
   const ParamNodeStats s = raw->stats();
   std::printf(
       "param-node shard %u of %u: %llu messages (%llu rejected), %llu merged, %llu lost to gaps, "
-      "%llu rounds, "
+      "%llu rounds, %llu pushed rows dropped (words the shard's counts do not hold), "
       "%llu rows held (dim %u), %llu rows published in %llu messages (%.1f MB), clock %llu, "
       "offset %lld, snapshot %llu, %.1f s\n",
       o.shard, o.shards, static_cast<unsigned long long>(s.messages),
       static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.merges),
       static_cast<unsigned long long>(s.lost_messages), static_cast<unsigned long long>(s.rounds),
-      static_cast<unsigned long long>(s.rows), s.dim,
+      static_cast<unsigned long long>(s.rows_dropped), static_cast<unsigned long long>(s.rows), s.dim,
       static_cast<unsigned long long>(s.published_rows),
       static_cast<unsigned long long>(s.published_messages), s.bytes_out / 1e6,
       static_cast<unsigned long long>(s.clock), static_cast<long long>(s.next_offset),
