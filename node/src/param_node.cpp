@@ -183,6 +183,11 @@ struct ParamNode::Impl {
   // Publication: words whose rows changed since they were last published, and vocabulary
   // changes not yet published (the latest per word).
   std::set<std::string> pending_rows;
+  // The last word published: a turn that cannot publish every pending row (publish_max_bytes)
+  // goes on after it, round robin, so that no row waits more than one pass over the pending
+  // set (from the first word every turn, the words late in the order waited for the end of a
+  // run while the cap held).
+  std::string publish_cursor;
   std::map<std::string, ParamRecord> pending_vocab;
 
   bool changed = false;  // since the last snapshot
@@ -554,7 +559,9 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
   std::vector<ParamRecord> records;
   size_t budget = 0;
-  for (auto it = pending_rows.begin(); it != pending_rows.end();) {
+  auto it = pending_rows.upper_bound(publish_cursor);
+  for (size_t left = pending_rows.size(); left > 0 && !pending_rows.empty(); --left) {
+    if (it == pending_rows.end()) it = pending_rows.begin();
     const int64_t slot = rows.Find(*it);
     if (slot < 0) {
       it = pending_rows.erase(it);
@@ -578,6 +585,7 @@ Status ParamNode::Impl::Publish(bool everything) {
     const size_t b = ParamRecordBytes(r, options.dim, header.precision);
     if (!everything && !records.empty() && budget + b > options.publish_max_bytes) break;
     budget += b;
+    publish_cursor = *it;
     records.push_back(std::move(r));
     it = pending_rows.erase(it);
   }

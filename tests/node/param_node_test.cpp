@@ -477,5 +477,71 @@ TEST_F(ParamNodeTest, PublicationsStayWithinTheByteBudgetPerTurnAndCarryEveryRow
   ASSERT_TRUE(StopNode().ok());
 }
 
+// A turn that cannot publish every pending row goes on where the last one stopped: rows that
+// change again at every turn (the frequent words) do not hold back the others. Before, every
+// turn started from the first word in order, and the words late in it waited while pushes came.
+TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
+  ParamNodeOptions o = Options();
+  o.publish_max_bytes = 1024;  // about 30 rows a turn
+  o.publish_every_s = 0.05;    // pushes come in between any two turns
+  StartNode(o);
+  auto word = [](int i) {
+    char b[8];
+    std::snprintf(b, sizeof b, "w%03d", i);
+    return std::string(b);
+  };
+  std::vector<ParamRecord> all;
+  for (int i = 0; i < 100; ++i) all.push_back(Push(word(i), 1, {1.0f, 2.0f}));
+  Send({PushMessage(1, 0, all)});
+  // The first 40 words (more than a turn holds) change again and again while the test reads.
+  // Their own producer, without the fixture's linger: a push reaches the node before each turn.
+  std::string err;
+  std::unique_ptr<RdKafka::Conf> pconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  ASSERT_EQ(pconf->set("bootstrap.servers", broker_->bootstrap(), err), RdKafka::Conf::CONF_OK);
+  ASSERT_EQ(pconf->set("linger.ms", "0", err), RdKafka::Conf::CONF_OK);
+  std::unique_ptr<RdKafka::Producer> hot_producer(RdKafka::Producer::create(pconf.get(), err));
+  ASSERT_TRUE(hot_producer) << err;
+  std::atomic<bool> done{false};
+  std::thread pusher([&] {
+    for (uint64_t seq = 1; !done.load(); ++seq) {
+      std::vector<ParamRecord> hot;
+      for (int i = 0; i < 40; ++i) hot.push_back(Push(word(i), 1, {0.5f, 0.5f}));
+      std::string m = PushMessage(1, seq, hot);
+      hot_producer->produce(UpdatesTopic(kPrefix), 0, RdKafka::Producer::RK_MSG_COPY, m.data(),
+                            m.size(), nullptr, 0, 0, nullptr);
+      hot_producer->poll(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    hot_producer->flush(10000);
+  });
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  conf->set("bootstrap.servers", broker_->bootstrap(), err);
+  conf->set("group.id", "test-busy-budget", err);
+  conf->set("fetch.wait.max.ms", "10", err);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  std::vector<RdKafka::TopicPartition*> parts{
+      RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
+  c->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  std::set<std::string> words;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
+  while (words.size() < all.size() && Clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+    StatusOr<ParamMessage> d =
+        DecodeParamMessage(std::string_view(static_cast<const char*>(m->payload()), m->len()));
+    EXPECT_TRUE(d.ok()) << d.status().ToString();  // (no ASSERT: the pusher must be joined)
+    if (!d.ok() || d->header.kind != ParamMessageKind::kRows) continue;
+    for (const ParamRecord& r : d->records) words.insert(r.word);
+  }
+  done.store(true);
+  pusher.join();
+  c->close();
+  // Every word was published while the first 40 kept changing (the final publication, which
+  // carries everything, comes only at the stop below).
+  EXPECT_EQ(words.size(), all.size());
+  ASSERT_TRUE(StopNode().ok());
+}
+
 }  // namespace
 }  // namespace streamvec
