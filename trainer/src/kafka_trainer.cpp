@@ -286,8 +286,12 @@ struct KafkaTrainer::Impl {
   // Assignment mode: takes the configured partitions (waiting, until `stop`, for the topic to
   // exist). False when stopped first.
   bool AssignManually(const std::atomic<bool>& stop);
-  // On the embedded broker with the group held by a keeper (EmbeddedBroker::HoldGroup: topic
-  // GroupKeeperTopic(group) exists and the cluster id is the mock's): a group-joining trainer
+  // On the embedded broker (the cluster id is the mock's), the consumer's fetch.wait.max.ms
+  // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
+  // the end of that wait, even when documents arrive meanwhile, so librdkafka's 500 ms held each
+  // document that reached a caught-up trainer up to half a second (a Kafka broker answers as
+  // soon as data comes, and keeps the default). With the group also held by a keeper
+  // (EmbeddedBroker::HoldGroup: topic GroupKeeperTopic(group) exists): a group-joining trainer
   // gets session.timeout.ms and heartbeat.interval.ms kHeldGroupSessionMs and
   // kHeldGroupHeartbeatMs unless --kafka-config set them
   // (the mock applies the last joiner's session to the whole group and waits that less 1 s for
@@ -296,7 +300,7 @@ struct KafkaTrainer::Impl {
   // without a generation to a group with members. Elsewhere (a real cluster, whose
   // group.min.session.timeout.ms is 6 s, or a group nobody holds, whose first join outlasts
   // 1.15 s) nothing changes.
-  Status SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf);
+  Status SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_conf);
 
   // Copies the run thread's wall and phase times into stats.
   void PublishTimes(Clock::time_point run_start) {
@@ -734,16 +738,22 @@ void KafkaTrainer::Impl::UpdateLag() {
   stats.lag = known ? lag : -1;
 }
 
-Status KafkaTrainer::Impl::SuitConsumerToHeldGroup(RdKafka::Conf* consumer_conf) {
+Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_conf) {
   RdKafka::Metadata* md = nullptr;
   if (producer->metadata(/*all_topics=*/true, nullptr, &md, 2000) != RdKafka::ERR_NO_ERROR) {
     return Status::Ok();  // the broker is not up yet: nothing to learn, librdkafka's defaults
   }
   std::unique_ptr<RdKafka::Metadata> owned(md);
+  if (producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
+  bool fetch_wait_set = false;
+  for (const auto& [name, value] : options.kafka.properties) {
+    fetch_wait_set = fetch_wait_set || name == "fetch.wait.max.ms";
+  }
+  if (!fetch_wait_set) SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "fetch.wait.max.ms", "10"));
   const std::string keeper = GroupKeeperTopic(group);
   bool held = false;
   for (const RdKafka::TopicMetadata* t : *md->topics()) held = held || t->topic() == keeper;
-  if (!held || producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
+  if (!held) return Status::Ok();
   if (options.assign) {
     return Status::InvalidArgument(
         "--assign: group " + group +
@@ -1018,7 +1028,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
 
   m.producer.reset(RdKafka::Producer::create(pconf.get(), err));
   if (!m.producer) return Status::InvalidArgument("Kafka producer: " + err);
-  SV_RETURN_IF_ERROR(m.SuitConsumerToHeldGroup(cconf.get()));
+  SV_RETURN_IF_ERROR(m.SuitConsumerToEmbeddedBroker(cconf.get()));
   m.consumer.reset(RdKafka::KafkaConsumer::create(cconf.get(), err));
   if (!m.consumer) return Status::InvalidArgument("Kafka consumer: " + err);
   return std::unique_ptr<KafkaTrainer>(new KafkaTrainer(std::move(impl)));
