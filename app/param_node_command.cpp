@@ -118,8 +118,8 @@ int RunParamNode(const ParamNodeFlags& f) {
   if (!node.ok()) {
     const Status& s = node.status();
     std::fprintf(stderr, "streamvec param-node: %s\n", s.message().c_str());
-    const bool usage = s.code() == StatusCode::kInvalidArgument ||
-                       s.code() == StatusCode::kFailedPrecondition;
+    const bool usage =
+        s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
     return usage ? 2 : 1;
   }
   ParamNode* raw = node->get();
@@ -153,8 +153,8 @@ int RunParamNode(const ParamNodeFlags& f) {
       o.shard, o.shards, static_cast<unsigned long long>(s.messages),
       static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.merges),
       static_cast<unsigned long long>(s.lost_messages), static_cast<unsigned long long>(s.rounds),
-      static_cast<unsigned long long>(s.rows_dropped), static_cast<unsigned long long>(s.rows), s.dim,
-      static_cast<unsigned long long>(s.published_rows),
+      static_cast<unsigned long long>(s.rows_dropped), static_cast<unsigned long long>(s.rows),
+      s.dim, static_cast<unsigned long long>(s.published_rows),
       static_cast<unsigned long long>(s.published_messages), s.bytes_out / 1e6,
       static_cast<unsigned long long>(s.clock), static_cast<long long>(s.next_offset),
       static_cast<unsigned long long>(s.snapshot_version), s.seconds);
@@ -192,8 +192,9 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--vocab-capacity", flags->vocab_capacity, "Words this shard holds at most")
       ->capture_default_str();
-  cmd->add_option("--dim", flags->dim, "Expected dim of the pushes (0: the state's or the first "
-                                       "valid push's)")
+  cmd->add_option("--dim", flags->dim,
+                  "Expected dim of the pushes (0: the state's or the first "
+                  "valid push's)")
       ->capture_default_str();
   cmd->add_option("--snapshot-every", flags->snapshot_every,
                   "Seconds between snapshots while something changed (e.g. 5s)")
