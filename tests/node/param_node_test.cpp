@@ -483,7 +483,7 @@ TEST_F(ParamNodeTest, PublicationsStayWithinTheByteBudgetPerTurnAndCarryEveryRow
 TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
   ParamNodeOptions o = Options();
   o.publish_max_bytes = 1024;  // about 30 rows a turn
-  o.publish_every_s = 0.05;    // pushes come in between any two turns
+  o.publish_every_s = 0.2;     // many pushes come in between any two turns
   StartNode(o);
   auto word = [](int i) {
     char b[8];
@@ -492,8 +492,8 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
   };
   std::vector<ParamRecord> all;
   for (int i = 0; i < 100; ++i) all.push_back(Push(word(i), 1, {1.0f, 2.0f}));
-  Send({PushMessage(1, 0, all)});
-  // The first 40 words (more than a turn holds) change again and again while the test reads.
+  // The first 40 words (more than a turn holds) change again and again, from before the other
+  // 60 come until the test has read them all.
   // Their own producer, without the fixture's linger: a push reaches the node before each turn.
   std::string err;
   std::unique_ptr<RdKafka::Conf> pconf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -514,6 +514,11 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
     }
     hot_producer->flush(10000);
   });
+  const auto hot_deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
+  while (node_->stats().clock < 5 && Clock::now() < hot_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Send({PushMessage(2, 0, all)});
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   conf->set("bootstrap.servers", broker_->bootstrap(), err);
   conf->set("group.id", "test-busy-budget", err);
