@@ -559,8 +559,9 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
   std::vector<ParamRecord> records;
   size_t budget = 0;
+  // Every step erases the row it visits or ends the turn, so this ends.
   auto it = pending_rows.upper_bound(publish_cursor);
-  for (size_t left = pending_rows.size(); left > 0 && !pending_rows.empty(); --left) {
+  while (!pending_rows.empty()) {
     if (it == pending_rows.end()) it = pending_rows.begin();
     const int64_t slot = rows.Find(*it);
     if (slot < 0) {

@@ -126,20 +126,31 @@ class ParamNodeTest : public ::testing::Test {
     ASSERT_EQ(producer_->flush(10000), RdKafka::ERR_NO_ERROR);
   }
 
-  // Reads `.params` partition 0 from the beginning until a publication of clock >= `clock` has
-  // been seen (60 s at most: a bound on the wait, not a timed assertion).
-  Published ReadParams(uint64_t clock) {
-    Published p;
+  // A consumer of `.params` partition 0 from its beginning, in consumer group `group` (it never
+  // commits).
+  std::unique_ptr<RdKafka::KafkaConsumer> ParamsReader(const std::string& group) {
     std::string err;
     std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
     conf->set("bootstrap.servers", broker_->bootstrap(), err);
-    conf->set("group.id", "test-reader", err);
+    conf->set("group.id", group, err);
     conf->set("enable.auto.commit", "false", err);
+    conf->set("fetch.wait.max.ms", "10", err);
     std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+    EXPECT_TRUE(c) << err;
+    if (!c) return c;
     std::vector<RdKafka::TopicPartition*> parts{
         RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
     c->assign(parts);
     RdKafka::TopicPartition::destroy(parts);
+    return c;
+  }
+
+  // Reads `.params` partition 0 from the beginning until a publication of clock >= `clock` has
+  // been seen (60 s at most: a bound on the wait, not a timed assertion).
+  Published ReadParams(uint64_t clock) {
+    Published p;
+    std::unique_ptr<RdKafka::KafkaConsumer> c = ParamsReader("test-reader");
+    if (!c) return p;
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     bool seen = false;
     while (Clock::now() < deadline) {
@@ -448,15 +459,8 @@ TEST_F(ParamNodeTest, PublicationsStayWithinTheByteBudgetPerTurnAndCarryEveryRow
   std::vector<ParamRecord> records;
   for (int i = 0; i < 100; ++i) records.push_back(Push("w" + std::to_string(i), 1, {1.0f, 2.0f}));
   Send({PushMessage(1, 0, records)});
-  std::string err;
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  conf->set("bootstrap.servers", broker_->bootstrap(), err);
-  conf->set("group.id", "test-budget", err);
-  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  std::vector<RdKafka::TopicPartition*> parts{
-      RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
-  c->assign(parts);
-  RdKafka::TopicPartition::destroy(parts);
+  std::unique_ptr<RdKafka::KafkaConsumer> c = ParamsReader("test-budget");
+  ASSERT_TRUE(c);
   std::set<std::string> words;
   size_t rows_messages = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -519,18 +523,10 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Send({PushMessage(2, 0, all)});
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  conf->set("bootstrap.servers", broker_->bootstrap(), err);
-  conf->set("group.id", "test-busy-budget", err);
-  conf->set("fetch.wait.max.ms", "10", err);
-  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  std::vector<RdKafka::TopicPartition*> parts{
-      RdKafka::TopicPartition::create(ParamsTopic(kPrefix), 0, RdKafka::Topic::OFFSET_BEGINNING)};
-  c->assign(parts);
-  RdKafka::TopicPartition::destroy(parts);
+  std::unique_ptr<RdKafka::KafkaConsumer> c = ParamsReader("test-busy-budget");
   std::set<std::string> words;
   const auto deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
-  while (words.size() < all.size() && Clock::now() < deadline) {
+  while (c && words.size() < all.size() && Clock::now() < deadline) {
     std::unique_ptr<RdKafka::Message> m(c->consume(100));
     if (m->err() != RdKafka::ERR_NO_ERROR) continue;
     StatusOr<ParamMessage> d =
@@ -541,7 +537,7 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
   }
   done.store(true);
   pusher.join();
-  c->close();
+  if (c) c->close();
   // Every word was published while the first 40 kept changing (the final publication, which
   // carries everything, comes only at the stop below).
   EXPECT_EQ(words.size(), all.size());
