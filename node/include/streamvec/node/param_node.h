@@ -46,7 +46,7 @@
 // node goes (after each merged batch; reset to the start offset when the node starts): the
 // trainers' flow control. Its consumer asks the broker to answer an empty fetch within 10 ms
 // (`fetch.wait.max.ms`): the embedded broker holds such a fetch for the whole wait even when
-// pushes arrive meanwhile, and librdkafka's 500 ms default stalled every trainer that long.
+// pushes arrive meanwhile, and with librdkafka's 500 ms default every trainer would wait that long.
 // A restarted node resumes from its snapshot: what was merged after it is consumed and merged
 // again, nothing before it twice. The snapshot's offset is ignored (the partition starts at its
 // beginning, the rows kept) when it names another cluster (a fresh embedded broker) or lies
