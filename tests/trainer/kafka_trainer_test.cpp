@@ -286,6 +286,31 @@ TEST_F(KafkaTrainerTest, PositionIsTheContiguousTrainedPrefixOfOutOfOrderRanges)
   EXPECT_EQ(Entry(kSourcePositionsEntry).at("src"), 700);
 }
 
+// A partial micro-batch does not wait out micro_batch_max_wait_s once every assigned partition
+// has been read to its end: with a wait no test reaches, the documents are still trained.
+TEST_F(KafkaTrainerTest, APartialMicroBatchTrainsOnceEveryPartitionIsReadToItsEnd) {
+  KafkaTrainerOptions o = Options(*broker_);
+  o.max_idle_s = 0;  // runs until stopped
+  o.micro_batch_max_docs = 1000;
+  o.micro_batch_max_wait_s = 3600;
+  auto trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*trainer)->Run(stop).ok()); });
+  auto wait_documents = [&](uint64_t n) {  // bounded wait, not a timed assertion
+    for (int i = 0; i < 600 && (*trainer)->stats().documents < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return (*trainer)->stats().documents;
+  };
+  ProduceDocs(*broker_, 0, 3);
+  EXPECT_EQ(wait_documents(12), 12u);
+  ProduceDocs(*broker_, 3, 1);  // a caught-up trainer trains the next arrival too
+  EXPECT_EQ(wait_documents(16), 16u);
+  stop = true;
+  run.join();
+}
+
 TEST_F(KafkaTrainerTest, MalformedMessagesGoToRejectedTopicAndTrainingContinues) {
   const Document good = Doc("s0", 0);
   Produce(*broker_, {{"s0", DocumentToJson(good)},
@@ -368,6 +393,30 @@ TEST_F(KafkaTrainerTest, CleanRestartResumesFromTheSnapshotWithoutTrainingTwice)
       StreamingLearner::LoadState([&state](const std::string& k) { return state.Get(k); });
   ASSERT_TRUE(learner.ok());
   EXPECT_EQ((*learner)->stats().words_seen, words1 + words2);
+}
+
+// A trainer with a new state directory (no snapshot offsets) joining a group that has committed
+// offsets starts from them: the trainer looks them up itself at assignment (StartOffsets).
+TEST_F(KafkaTrainerTest, NewStateStartsFromTheGroupsCommittedOffsets) {
+  ProduceDocs(*broker_, 0, 10);
+  EXPECT_EQ(RunToIdle(Options(*broker_)).documents, 40u);
+  const uint64_t words2 = ProduceDocs(*broker_, 10, 5);
+  fs::remove_all(dir_ / "state");
+  const KafkaTrainerStats st = RunToIdle(Options(*broker_));
+  EXPECT_EQ(st.documents, 20u);
+  EXPECT_EQ(st.words, words2);
+  EXPECT_EQ(SumOffsets(Entry(kKafkaOffsetsEntry)), 60);
+}
+
+// Without committed offsets, a partition starts where auto.offset.reset says: earliest by
+// default, latest when --kafka-config asks for it.
+TEST_F(KafkaTrainerTest, AutoOffsetResetLatestSkipsWhatWasProducedBefore) {
+  ProduceDocs(*broker_, 0, 10);
+  KafkaTrainerOptions o = Options(*broker_, "latest-group");
+  o.kafka.properties.emplace_back("auto.offset.reset", "latest");
+  EXPECT_EQ(RunToIdle(o).documents, 0u);
+  fs::remove_all(dir_ / "state");
+  EXPECT_EQ(RunToIdle(Options(*broker_, "earliest-group")).documents, 40u);
 }
 
 TEST_F(KafkaTrainerTest, UncleanStopRetrainsOnlyWhatFollowsTheLastSnapshot) {

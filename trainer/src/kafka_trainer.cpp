@@ -279,6 +279,16 @@ struct KafkaTrainer::Impl {
   void CommitAsync(const std::map<int32_t, int64_t>& offsets);
   void Reject(const RdKafka::Message& m, const std::string& reason);
   void OnAssign(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
+  // The consumer's handle of `topic` (StartOffsets), kept while the consumer lives.
+  std::unique_ptr<RdKafka::Topic> topic_handle;
+  // Where the partitions of `parts` that the snapshot does not cover start: the group's
+  // committed offset, else auto.offset.reset's end (earliest unless --kafka-config says
+  // latest), looked up here with one OffsetFetch. Left to librdkafka (OFFSET_INVALID), its
+  // reset path waits a fixed 100 ms before the ListOffsets of a partition without a committed
+  // offset, which a fresh trainer spent before its first message. Partitions missing from the
+  // result (lookup failed, auto.offset.reset=error) are left to librdkafka.
+  std::map<int32_t, int64_t> StartOffsets(RdKafka::KafkaConsumer* consumer,
+                                          const std::vector<RdKafka::TopicPartition*>& parts);
   void OnRevoke(RdKafka::KafkaConsumer* consumer, std::vector<RdKafka::TopicPartition*>& parts);
   void UpdateLag();
   // The kafka/offsets entry: what a restart resumes from (no partitions: from the beginning).
@@ -314,6 +324,48 @@ struct KafkaTrainer::Impl {
   }
 };
 
+std::map<int32_t, int64_t> KafkaTrainer::Impl::StartOffsets(
+    RdKafka::KafkaConsumer* c, const std::vector<RdKafka::TopicPartition*>& parts) {
+  std::map<int32_t, int64_t> start;
+  std::string reset = "earliest";
+  for (const auto& [name, value] : options.kafka.properties) {
+    if (name == "auto.offset.reset") reset = value;
+  }
+  int64_t fallback;
+  if (reset == "earliest" || reset == "smallest" || reset == "beginning") {
+    fallback = RdKafka::Topic::OFFSET_BEGINNING;
+  } else if (reset == "latest" || reset == "largest" || reset == "end") {
+    fallback = RdKafka::Topic::OFFSET_END;
+  } else {
+    return start;  // "error": librdkafka reports it
+  }
+  std::vector<RdKafka::TopicPartition*> query;
+  for (const RdKafka::TopicPartition* tp : parts) {
+    if (resume_offsets.count(tp->partition()) == 0) {
+      query.push_back(RdKafka::TopicPartition::create(tp->topic(), tp->partition()));
+    }
+  }
+  if (query.empty()) return start;
+  // The partitions' leaders known before the assignment starts them: librdkafka waits a fixed
+  // 500 ms before the offset query of a partition whose leader it does not know yet.
+  if (!topic_handle) {
+    std::string err;
+    topic_handle.reset(RdKafka::Topic::create(c, topic, nullptr, err));
+  }
+  if (topic_handle) {
+    RdKafka::Metadata* md = nullptr;
+    if (c->metadata(false, topic_handle.get(), &md, 5000) == RdKafka::ERR_NO_ERROR) delete md;
+  }
+  if (c->committed(query, 5000) == RdKafka::ERR_NO_ERROR) {
+    for (const RdKafka::TopicPartition* tp : query) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) continue;
+      start[tp->partition()] = tp->offset() >= 0 ? tp->offset() : fallback;
+    }
+  }
+  RdKafka::TopicPartition::destroy(query);
+  return start;
+}
+
 void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
                                   std::vector<RdKafka::TopicPartition*>& parts) {
   if (!cluster_checked) {
@@ -334,13 +386,15 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
       }
     }
   }
+  const std::map<int32_t, int64_t> start = StartOffsets(c, parts);
   std::string where;
   for (RdKafka::TopicPartition* tp : parts) {
     const int32_t p = tp->partition();
     assigned.insert(p);
     auto it = resume_offsets.find(p);
     if (it == resume_offsets.end()) {
-      tp->set_offset(RdKafka::Topic::OFFSET_INVALID);  // committed, else auto.offset.reset
+      auto s = start.find(p);
+      tp->set_offset(s != start.end() ? s->second : RdKafka::Topic::OFFSET_INVALID);
       continue;
     }
     int64_t offset = it->second;
@@ -1064,6 +1118,10 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     if (!m.batch.empty()) {
       const double left = m.options.micro_batch_max_wait_s - SecondsSince(m.batch_started);
       timeout_ms = std::clamp(static_cast<int>(left * 1000), 0, 100);
+    } else if (m.options.max_idle_s > 0) {
+      // ... and not past the --max-idle deadline (+ 1 ms, so that it has passed on waking).
+      const double left = m.options.max_idle_s - SecondsSince(m.last_activity);
+      timeout_ms = std::clamp(static_cast<int>(left * 1000) + 1, 0, timeout_ms);
     }
     const auto consume_t0 = Clock::now();
     std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(timeout_ms));
@@ -1137,8 +1195,12 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     if (!fatal.ok()) break;
     msg.reset();
 
+    // A partial micro-batch trains at once when every assigned partition has been read to its
+    // end: nothing more is there to wait for (a caught-up trainer, or the last batch of a
+    // backlog, which would otherwise idle for the rest of micro_batch_max_wait_s).
+    const bool all_at_end = !m.assigned.empty() && m.at_end.size() == m.assigned.size();
     if (!m.batch.empty() && (m.batch.size() >= m.options.micro_batch_max_docs ||
-                             m.batch_bytes >= m.options.micro_batch_max_bytes ||
+                             m.batch_bytes >= m.options.micro_batch_max_bytes || all_at_end ||
                              SecondsSince(m.batch_started) >= m.options.micro_batch_max_wait_s)) {
       if (Status s = m.TrainPending(); !s.ok()) {
         spdlog::warn("trainer: micro-batch: {}", s.message());
@@ -1253,6 +1315,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
   m.snapshots_allowed = false;
   m.UpdateLag();
   m.consumer->close();
+  m.topic_handle.reset();  // before the consumer handle it belongs to
   m.consumer.reset();
   m.producer->flush(5000);
   m.PublishTimes(t0);
