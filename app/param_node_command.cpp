@@ -33,6 +33,7 @@ struct ParamNodeFlags {
   std::string snapshot_every = "5s";
   double publish_every = ParamNodeOptions{}.publish_every_s;
   int64_t publish_max_bytes = static_cast<int64_t>(ParamNodeOptions{}.publish_max_bytes);
+  double republish_every = ParamNodeOptions{}.republish_every_s;
   std::string publish_precision = "fp16";
   double max_idle = 0;
   std::string metrics;
@@ -101,6 +102,8 @@ int RunParamNode(const ParamNodeFlags& f) {
   o.publish_every_s = f.publish_every;
   if (f.publish_max_bytes < 1024) return Usage("--publish-max-bytes must be at least 1024");
   o.publish_max_bytes = static_cast<size_t>(f.publish_max_bytes);
+  if (!(f.republish_every >= 0)) return Usage("--republish-every must not be negative");
+  o.republish_every_s = f.republish_every;
   if (StatusOr<ParamPrecision> p = ParseParamPrecision(f.publish_precision); p.ok()) {
     o.publish_precision = *p;
   } else {
@@ -148,13 +151,15 @@ int RunParamNode(const ParamNodeFlags& f) {
   std::printf(
       "param-node shard %u of %u: %llu messages (%llu rejected), %llu merged, %llu lost to gaps, "
       "%llu rounds, %llu pushed rows dropped (words the shard's counts do not hold), "
-      "%llu rows held (dim %u), %llu rows published in %llu messages (%.1f MB), clock %llu, "
+      "%llu rows held (dim %u), %llu rows published (%llu of them by a republication sweep) in "
+      "%llu messages (%.1f MB), clock %llu, "
       "offset %lld, snapshot %llu, %.1f s\n",
       o.shard, o.shards, static_cast<unsigned long long>(s.messages),
       static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.merges),
       static_cast<unsigned long long>(s.lost_messages), static_cast<unsigned long long>(s.rounds),
       static_cast<unsigned long long>(s.rows_dropped), static_cast<unsigned long long>(s.rows),
       s.dim, static_cast<unsigned long long>(s.published_rows),
+      static_cast<unsigned long long>(s.republished_rows),
       static_cast<unsigned long long>(s.published_messages), s.bytes_out / 1e6,
       static_cast<unsigned long long>(s.clock), static_cast<long long>(s.next_offset),
       static_cast<unsigned long long>(s.snapshot_version), s.seconds);
@@ -204,6 +209,11 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--publish-max-bytes", flags->publish_max_bytes,
                   "Row bytes published per turn at most (the rest waits for the next turn)")
+      ->capture_default_str();
+  cmd->add_option("--republish-every", flags->republish_every,
+                  "Seconds between sweeps that publish every held row again, so a trainer that "
+                  "joins late or fell behind <prefix>.params gets rows that no longer change "
+                  "(0: never)")
       ->capture_default_str();
   cmd->add_option("--publish-precision", flags->publish_precision,
                   "fp16 or fp32: the published rows' precision (fp16: half the bytes every "

@@ -189,6 +189,9 @@ void AppendParamNodeMetrics(std::string* out, const std::vector<ParamNodeStats>&
          "Bytes produced to <prefix>.params.", [](const S& s) { return s.bytes_out; });
   family("streamvec_param_node_published_rows_total", "counter", "Row records published.",
          [](const S& s) { return s.published_rows; });
+  family("streamvec_param_node_republished_rows_total", "counter",
+         "Row records published again, unchanged, by a republication sweep.",
+         [](const S& s) { return s.republished_rows; });
   family("streamvec_param_node_evictions_total", "counter",
          "Words that left the shard's vocabulary.", [](const S& s) { return s.evictions; });
   family("streamvec_param_node_snapshots_total", "counter", "Snapshots written.",

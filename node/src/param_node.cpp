@@ -189,6 +189,11 @@ struct ParamNode::Impl {
   // run while the cap held).
   std::string publish_cursor;
   std::map<std::string, ParamRecord> pending_vocab;
+  // Republication (ParamNodeOptions::republish_every_s): the words held when the current sweep
+  // began, and the next one to publish; empty between sweeps.
+  std::vector<std::string> sweep_words;
+  size_t sweep_next = 0;
+  Clock::time_point last_sweep = Clock::now();
 
   bool changed = false;  // since the last snapshot
   uint64_t bytes_since_snapshot = 0;  // `.updates` bytes consumed since the last snapshot
@@ -547,7 +552,15 @@ Status ParamNode::Impl::Publish(bool everything) {
     stats.bytes_out += m->front().size();
   }
   pending_gaps.clear();
-  if (pending_rows.empty() && pending_vocab.empty()) return Status::Ok();
+  if (sweep_words.empty() && !everything && options.republish_every_s > 0 &&
+      SecondsSince(last_sweep) >= options.republish_every_s) {
+    sweep_words.reserve(rows.held());
+    for (const auto& [word, slot] : rows.slot_of) sweep_words.push_back(word);
+    sweep_next = 0;
+    last_sweep = Clock::now();
+  }
+  const bool sweeping = !everything && sweep_next < sweep_words.size();
+  if (pending_rows.empty() && pending_vocab.empty() && !sweeping) return Status::Ok();
   const int dim = rows.dim;
   ParamMessageHeader header;
   header.model = ParamModelKind::kSgns;
@@ -559,36 +572,68 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
   std::vector<ParamRecord> records;
   size_t budget = 0;
+  // The record of a held word's rows; false when the shard does not hold it or its rows are not
+  // finite (logged, not published).
+  auto record_of = [&](const std::string& word, ParamRecord* r) {
+    const int64_t slot = rows.Find(word);
+    if (slot < 0) return false;
+    const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
+    const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
+    if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
+      spdlog::warn(
+          "param-node: the row of '{}' is not finite (a diverging merge rule?): not "
+          "published",
+          word);
+      return false;
+    }
+    r->word = word;
+    r->has_count = true;
+    r->count = counts->Estimate(word);
+    r->count_error = r->count - counts->Guaranteed(word);
+    r->input.assign(in, in + dim);
+    r->output.assign(out, out + dim);
+    return true;
+  };
+  // A sweep in progress keeps a quarter of the turn for itself, so changed rows that fill every
+  // turn do not hold it back.
+  const size_t changed_cap = sweeping ? options.publish_max_bytes - options.publish_max_bytes / 4
+                                      : options.publish_max_bytes;
   // Every step erases the row it visits or ends the turn, so this ends.
   auto it = pending_rows.upper_bound(publish_cursor);
   while (!pending_rows.empty()) {
     if (it == pending_rows.end()) it = pending_rows.begin();
-    const int64_t slot = rows.Find(*it);
-    if (slot < 0) {
-      it = pending_rows.erase(it);
-      continue;
-    }
-    const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
-    const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
-    if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
-      spdlog::warn("param-node: the row of '{}' is not finite (a diverging merge rule?): not "
-                   "published", *it);
-      it = pending_rows.erase(it);
-      continue;
-    }
     ParamRecord r;
-    r.word = *it;
-    r.has_count = true;
-    r.count = counts->Estimate(r.word);
-    r.count_error = r.count - counts->Guaranteed(r.word);
-    r.input.assign(in, in + dim);
-    r.output.assign(out, out + dim);
+    if (!record_of(*it, &r)) {
+      it = pending_rows.erase(it);
+      continue;
+    }
     const size_t b = ParamRecordBytes(r, options.dim, header.precision);
-    if (!everything && !records.empty() && budget + b > options.publish_max_bytes) break;
+    if (!everything && !records.empty() && budget + b > changed_cap) break;
     budget += b;
     publish_cursor = *it;
     records.push_back(std::move(r));
     it = pending_rows.erase(it);
+  }
+  // Then the sweep, in the rest of the turn: words still pending go out as changes anyway.
+  size_t swept = 0;
+  while (sweeping && sweep_next < sweep_words.size()) {
+    const std::string& word = sweep_words[sweep_next];
+    ParamRecord r;
+    if (pending_rows.count(word) != 0 || !record_of(word, &r)) {
+      ++sweep_next;
+      continue;
+    }
+    const size_t b = ParamRecordBytes(r, options.dim, header.precision);
+    if (!records.empty() && budget + b > options.publish_max_bytes) break;
+    budget += b;
+    records.push_back(std::move(r));
+    ++sweep_next;
+    ++swept;
+  }
+  if (sweep_next >= sweep_words.size() && !sweep_words.empty()) {
+    sweep_words.clear();  // done: the next one starts republish_every_s after this one began
+    sweep_words.shrink_to_fit();
+    sweep_next = 0;
   }
   std::vector<std::string> messages;
   if (!records.empty()) {
@@ -624,6 +669,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   stats.published_messages += messages.size();
   stats.bytes_out += out_bytes;
   stats.published_rows += records.size();
+  stats.republished_rows += swept;
   return Status::Ok();
 }
 

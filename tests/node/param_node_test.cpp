@@ -544,5 +544,57 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
   ASSERT_TRUE(StopNode().ok());
 }
 
+// `.params` keeps only recent publications: a trainer that joins late gets a row that no longer
+// changes from a republication sweep, which publishes every held row again.
+TEST_F(ParamNodeTest, ASweepRepublishesRowsThatNoLongerChange) {
+  ParamNodeOptions o = Options();
+  o.publish_every_s = 0.05;
+  o.republish_every_s = 0.5;
+  StartNode(o);
+  std::vector<ParamRecord> all;
+  for (int i = 0; i < 20; ++i) all.push_back(Push("w" + std::to_string(i), 1, {1.0f, 2.0f}));
+  Send({PushMessage(1, 0, all)});  // the only push: no row changes after it
+  std::unique_ptr<RdKafka::KafkaConsumer> c = ParamsReader("test-sweep");
+  std::map<std::string, int> seen;
+  auto every_word_twice = [&] {
+    if (seen.size() < all.size()) return false;
+    for (const auto& [word, n] : seen) {
+      if (n < 2) return false;
+    }
+    return true;
+  };
+  const auto deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
+  while (c && !every_word_twice() && Clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+    StatusOr<ParamMessage> d =
+        DecodeParamMessage(std::string_view(static_cast<const char*>(m->payload()), m->len()));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    if (d->header.kind != ParamMessageKind::kRows) continue;
+    for (const ParamRecord& r : d->records) {
+      ++seen[r.word];
+      ExpectRow(r.input, {1.0, 2.0});  // the same row, published again
+    }
+  }
+  if (c) c->close();
+  EXPECT_TRUE(every_word_twice()) << seen.size() << " words seen";
+  EXPECT_GE(node_->stats().republished_rows, all.size());
+  ASSERT_TRUE(StopNode().ok());
+}
+
+// Without sweeps (republish_every_s 0) a row is published once per change.
+TEST_F(ParamNodeTest, WithoutSweepsAnUnchangedRowIsPublishedOnce) {
+  ParamNodeOptions o = Options();
+  o.publish_every_s = 0.05;
+  o.republish_every_s = 0;
+  StartNode(o);
+  Send({PushMessage(1, 0, {Push("cat", 1, {1.0f, 2.0f})})});
+  ASSERT_TRUE(ReadParams(1).rows.count("cat"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // turns that could republish
+  EXPECT_EQ(node_->stats().published_rows, 1u);
+  EXPECT_EQ(node_->stats().republished_rows, 0u);
+  ASSERT_TRUE(StopNode().ok());
+}
+
 }  // namespace
 }  // namespace streamvec

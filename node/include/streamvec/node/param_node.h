@@ -56,7 +56,8 @@
 // error, input row, output row) for the words changed since the last publication, then kVocabulary
 // records (CountSummary::TakeChanges), coalesced and sent at most every publish_every_s, at most
 // publish_max_bytes per turn (the rest waits for the next turn): the embedded broker keeps only
-// about 5 MiB per partition. After a restart every held row is published again.
+// about 5 MiB per partition. After a restart every held row is published again, and every
+// republish_every_s a sweep publishes every held row again over as many turns as it needs.
 //
 // Thread safety: Run is called from one thread, once; stats() from any thread.
 #ifndef STREAMVEC_NODE_PARAM_NODE_H_
@@ -114,6 +115,13 @@ struct ParamNodeOptions {
   // a trainer that reads `.params` within about 0.4 s loses nothing from the embedded broker's
   // ~5 MiB ring (a trainer reads it after every document).
   size_t publish_max_bytes = size_t{2} << 20;
+  // Seconds between the starts of two sweeps that publish every held row again, changed or not
+  // (--republish-every; 0: never). `.params` is a log of changes with short retention (about
+  // 0.5 s of publications on the embedded broker): a trainer that joins late, or falls behind,
+  // gets a row it missed when the row changes again or, for a row that no longer changes, from
+  // the next sweep. A sweep goes on over as many turns as it needs, with at least a quarter of
+  // each turn's publish_max_bytes; words whose change is waiting are left to that change.
+  double republish_every_s = 60;
   // Of the published rows (--publish-precision). fp16 halves what every trainer reads; the
   // node's rows stay fp32, and a trainer's row is the published one plus its own unpushed delta,
   // so the rounding (relative 2^-11) does not accumulate.
@@ -142,6 +150,7 @@ struct ParamNodeStats {
   uint64_t published_messages = 0;  // `.params` messages produced
   uint64_t bytes_out = 0;     // their bytes
   uint64_t published_rows = 0;      // row records published
+  uint64_t republished_rows = 0;    // of which unchanged rows of a sweep (republish_every_s)
   uint64_t snapshots = 0;     // snapshots written by this process
   uint64_t snapshot_version = 0;    // StateStore version of the last one (0: none)
   uint64_t clock = 0;         // node clock: push messages merged over the state's life

@@ -19,8 +19,10 @@
 // offset, in a node snapshot; below its merged watermark without flow control), at most 64 MiB
 // a shard, and pushes again the messages a shard's gap (param/protocol.h, kGap) names: the broker
 // dropped them before the shard read them.
+// Rows a trainer missed (it joined late, or fell behind .params' retention) come again with the
+// shard's republication sweeps (ParamNodeOptions::republish_every_s).
 // Not yet: the vocabulary and noise distribution from the node's counts, and a late trainer's
-// start from the node's newest rows beyond what .params still holds.
+// start from a snapshot of the shards.
 //
 // Thread safety: one thread (the Kafka trainer's) drives it, between micro-batches.
 #ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
