@@ -47,30 +47,44 @@ void Quantize(const float* unit, size_t dim, unsigned char* out) {
 
 // hnswlib's space over SQ8 rows: distance 1 - cosine, with our run-time chosen int8 dot product
 // (hnswlib picks its SIMD level at compile time and has no int8 space).
+// The space's parameters (hnswlib's dist_func_param_): also read by SearchGraph, which scores a
+// node's neighbours in one Int8DotMany call.
+struct Sq8Param {
+  size_t dim;
+  Int8DotFn dot;
+  Int8DotManyFn dot_many;
+};
+
+// The SQ8 distance from the dot of two rows' codes: the one expression both Distance and
+// SearchGraph use, so that they agree to the bit.
+inline float Sq8Distance(float step_x, float step_y, int32_t dot) {
+  return 1.0f - step_x * step_y * static_cast<float>(dot);
+}
+
+inline float Sq8Step(const void* code) {
+  float step;  // memcpy: hnswlib's element layout does not align it
+  std::memcpy(&step, code, sizeof step);
+  return step;
+}
+
 class Sq8CosineSpace : public hnswlib::SpaceInterface<float> {
  public:
-  explicit Sq8CosineSpace(size_t dim) : param_{dim, Int8DotFunction(DetectBestIsa())} {}
+  explicit Sq8CosineSpace(size_t dim)
+      : param_{dim, Int8DotFunction(DetectBestIsa()), Int8DotManyFunction(DetectBestIsa())} {}
   size_t get_data_size() override { return CodeBytes(param_.dim); }
   hnswlib::DISTFUNC<float> get_dist_func() override { return &Distance; }
   void* get_dist_func_param() override { return &param_; }
 
  private:
-  struct Param {
-    size_t dim;
-    Int8DotFn dot;
-  };
   static float Distance(const void* a, const void* b, const void* param) {
-    const Param& p = *static_cast<const Param*>(param);
+    const Sq8Param& p = *static_cast<const Sq8Param*>(param);
     const auto* x = static_cast<const unsigned char*>(a);
     const auto* y = static_cast<const unsigned char*>(b);
-    float step_x, step_y;  // memcpy: hnswlib's element layout does not align them
-    std::memcpy(&step_x, x, sizeof step_x);
-    std::memcpy(&step_y, y, sizeof step_y);
     const int32_t dot = p.dot(reinterpret_cast<const int8_t*>(x + sizeof(float)),
                               reinterpret_cast<const int8_t*>(y + sizeof(float)), p.dim);
-    return 1.0f - step_x * step_y * static_cast<float>(dot);
+    return Sq8Distance(Sq8Step(x), Sq8Step(y), dot);
   }
-  Param param_;
+  Sq8Param param_;
 };
 
 // Asks for 2 MiB pages under hnswlib's element array (links, SQ8 codes and labels back to back:
@@ -346,6 +360,11 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
   candidates.emplace(-current_distance, current);
   visited[current] = tag;
   std::vector<tableint> fresh(g.maxM0_);
+  std::vector<const int8_t*> fresh_codes(g.maxM0_);
+  std::vector<int32_t> dots(g.maxM0_);
+  const Sq8Param& sq8 = *static_cast<const Sq8Param*>(param);
+  const auto* query_codes = static_cast<const int8_t*>(query) + sizeof(float);
+  const float query_step = Sq8Step(query);
   while (!candidates.empty()) {
     const auto [negative_distance, node] = candidates.top();
     if (-negative_distance > bound) break;
@@ -360,11 +379,15 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
       const tableint id = list[i];
       if (visited[id] == tag) continue;
       visited[id] = tag;
-      fresh[n++] = id;
-      Prefetch(code(id), code_bytes);
+      const char* c = code(id);
+      fresh[n] = id;
+      fresh_codes[n++] = reinterpret_cast<const int8_t*>(c + sizeof(float));
+      Prefetch(c, code_bytes);
     }
+    // All the neighbours' dots in one call (hnswlib: two indirect calls a neighbour).
+    sq8.dot_many(query_codes, fresh_codes.data(), n, sq8.dim, dots.data());
     for (size_t i = 0; i < n; ++i) {
-      const float d = distance(query, code(fresh[i]), param);
+      const float d = Sq8Distance(query_step, Sq8Step(code(fresh[i])), dots[i]);
       if (top.size() < ef || bound > d) {
         candidates.emplace(-d, fresh[i]);
         top.emplace(d, fresh[i]);

@@ -8,6 +8,8 @@ namespace internal {
 std::unique_ptr<SgnsKernel> MakePortableKernel();
 float DotPortable(const float* a, const float* b, size_t n);
 int32_t Int8DotPortable(const int8_t* a, const int8_t* b, size_t n);
+void Int8DotManyPortable(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                         int32_t* out);
 void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
                           float* scores);
 #if defined(STREAMVEC_X86_KERNELS)
@@ -21,6 +23,10 @@ float DotAvx2(const float* a, const float* b, size_t n);
 float DotAvx512(const float* a, const float* b, size_t n);
 int32_t Int8DotAvx2(const int8_t* a, const int8_t* b, size_t n);
 int32_t Int8DotAvx512(const int8_t* a, const int8_t* b, size_t n);
+void Int8DotManyAvx2(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                     int32_t* out);
+void Int8DotManyAvx512(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                       int32_t* out);
 #endif
 }  // namespace internal
 
@@ -75,6 +81,19 @@ Int8DotFn Int8DotFunction(Isa isa) {
 #endif
     default:
       return internal::Int8DotPortable;
+  }
+}
+
+Int8DotManyFn Int8DotManyFunction(Isa isa) {
+  switch (isa) {
+#if defined(STREAMVEC_X86_KERNELS)
+    case Isa::kAvx2:
+      return internal::Int8DotManyAvx2;
+    case Isa::kAvx512:
+      return internal::Int8DotManyAvx512;
+#endif
+    default:
+      return internal::Int8DotManyPortable;
   }
 }
 

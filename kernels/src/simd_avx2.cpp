@@ -54,6 +54,11 @@ int32_t Int8DotAvx2(const int8_t* a, const int8_t* b, size_t n) {
   return dot;
 }
 
+void Int8DotManyAvx2(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                     int32_t* out) {
+  for (size_t c = 0; c < count; ++c) out[c] = Int8DotAvx2(q, rows[c], n);
+}
+
 void ColumnScoresAvx2(const float* columns, const float* query, size_t dim, size_t width,
                       float* scores) {
   ColumnScoresBody<avx2::Vec>(columns, query, dim, width, scores);

@@ -66,6 +66,34 @@ int32_t Int8DotAvx512(const int8_t* a, const int8_t* b, size_t n) {
   return _mm512_reduce_add_epi32(sum);
 }
 
+// The query's codes are widened to int16 once (up to 128 codes in four registers); each row's
+// are loaded 32 at a time, the last under a mask. Longer rows go one by one.
+void Int8DotManyAvx512(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                       int32_t* out) {
+  constexpr size_t kMaxChunks = 4;
+  if (n > 32 * kMaxChunks) {
+    for (size_t c = 0; c < count; ++c) out[c] = Int8DotAvx512(q, rows[c], n);
+    return;
+  }
+  const size_t chunks = (n + 31) / 32;
+  __m512i qx[kMaxChunks];
+  __mmask32 mask[kMaxChunks];
+  for (size_t k = 0; k < chunks; ++k) {
+    const size_t left = n - 32 * k;
+    mask[k] = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
+    qx[k] = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask[k], q + 32 * k));
+  }
+  for (size_t c = 0; c < count; ++c) {
+    const int8_t* row = rows[c];
+    __m512i sum = _mm512_setzero_si512();
+    for (size_t k = 0; k < chunks; ++k) {
+      const __m512i y = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask[k], row + 32 * k));
+      sum = _mm512_add_epi32(sum, _mm512_madd_epi16(qx[k], y));
+    }
+    out[c] = _mm512_reduce_add_epi32(sum);
+  }
+}
+
 void ColumnScoresAvx512(const float* columns, const float* query, size_t dim, size_t width,
                         float* scores) {
   ColumnScoresBody<avx512::Vec>(columns, query, dim, width, scores);

@@ -95,6 +95,11 @@ int32_t Int8DotPortable(const int8_t* a, const int8_t* b, size_t n) {
   return dot;
 }
 
+void Int8DotManyPortable(const int8_t* q, const int8_t* const* rows, size_t count, size_t n,
+                         int32_t* out) {
+  for (size_t c = 0; c < count; ++c) out[c] = Int8DotPortable(q, rows[c], n);
+}
+
 void ColumnScoresPortable(const float* columns, const float* query, size_t dim, size_t width,
                           float* scores) {
   ColumnScoresBody<portable::Vec>(columns, query, dim, width, scores);

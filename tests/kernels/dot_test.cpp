@@ -89,6 +89,33 @@ TEST_P(DotTest, Int8DotIsTheExactIntegerSumForAnyLengthAndAlignment) {
   EXPECT_EQ(dot(low.data(), low.data(), 300), 300 * 128 * 128) << IsaName(GetParam());
 }
 
+// The batched form gives each row's exact sum, for lengths on both sides of the widened query's
+// four registers (128 codes), rows at unaligned addresses, and a count of 0.
+TEST_P(DotTest, Int8DotManyEqualsTheExactSumOfEachRow) {
+  if (!IsaSupported(GetParam())) GTEST_SKIP() << IsaName(GetParam()) << " not supported here";
+  const Int8DotManyFn many = Int8DotManyFunction(GetParam());
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> u(-128, 127);
+  std::vector<int8_t> q(301), pool(7 * 301);
+  for (int8_t& x : q) x = static_cast<int8_t>(u(rng));
+  for (int8_t& x : pool) x = static_cast<int8_t>(u(rng));
+  for (size_t n : {1, 31, 32, 33, 100, 104, 127, 128, 129, 300}) {
+    std::vector<const int8_t*> rows;
+    for (size_t c = 0; c < 6; ++c) rows.push_back(pool.data() + c * 301 + c % 3);
+    std::vector<int32_t> out(rows.size() + 1, -7);
+    many(q.data() + 1, rows.data(), rows.size(), n, out.data());
+    for (size_t c = 0; c < rows.size(); ++c) {
+      int64_t want = 0;
+      for (size_t i = 0; i < n; ++i) want += int64_t{q[1 + i]} * rows[c][i];
+      EXPECT_EQ(out[c], want) << IsaName(GetParam()) << " n=" << n << " row " << c;
+    }
+    EXPECT_EQ(out[rows.size()], -7) << "wrote past count";
+    out[0] = -9;
+    many(q.data(), rows.data(), 0, n, out.data());
+    EXPECT_EQ(out[0], -9) << "count 0 writes nothing";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, DotTest,
                          ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(IsaName(info.param)); });

@@ -36,6 +36,15 @@ using Int8DotFn = int32_t (*)(const int8_t* a, const int8_t* b, size_t n);
 // The build for `isa`, as DotFunction. Every build gives the same (exact) result.
 Int8DotFn Int8DotFunction(Isa isa);
 
+// out[c] = Int8Dot(query, rows[c], n) for c < count: the scores of one search step's candidates
+// in one call (an HNSW node's unvisited neighbours), the query's codes widened once. Exact, the
+// same results as Int8DotFn.
+using Int8DotManyFn = void (*)(const int8_t* query, const int8_t* const* rows, size_t count,
+                               size_t n, int32_t* out);
+
+// The build for `isa`, as DotFunction.
+Int8DotManyFn Int8DotManyFunction(Isa isa);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_KERNELS_DOT_H_
