@@ -121,6 +121,15 @@ float ServingSnapshot::UnitDot(size_t row, const float* unit_query) const {
   return std::clamp(dot / norm, -1.0f, 1.0f);
 }
 
+void ServingSnapshot::PrefetchRow(size_t row) const {
+  if (row >= rows()) return;
+  const char* p = reinterpret_cast<const char*>(emb_.row(row));
+  const size_t bytes = static_cast<size_t>(emb_.dim) * sizeof(float);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+  __builtin_prefetch(p + bytes - 1, 0, 3);
+  __builtin_prefetch(&norms_[row], 0, 3);
+}
+
 std::vector<ServingSnapshot::Neighbor> ServingSnapshot::Neighbors(size_t row, size_t k) const {
   SV_CHECK(row < rows());
   std::vector<float> query(static_cast<size_t>(emb_.dim));
