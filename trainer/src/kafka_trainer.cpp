@@ -1118,10 +1118,12 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     if (!m.batch.empty()) {
       const double left = m.options.micro_batch_max_wait_s - SecondsSince(m.batch_started);
       timeout_ms = std::clamp(static_cast<int>(left * 1000), 0, 100);
-    } else if (m.options.max_idle_s > 0) {
-      // ... and not past the --max-idle deadline (+ 1 ms, so that it has passed on waking).
+    } else if (m.options.max_idle_s > 0 && m.ever_assigned &&
+               m.at_end.size() == m.assigned.size()) {
+      // ... and, once the idle exit waits only for the clock, not past the --max-idle deadline
+      // (+ 1 ms, so that it has passed on waking; at least 1 ms, never a busy loop).
       const double left = m.options.max_idle_s - SecondsSince(m.last_activity);
-      timeout_ms = std::clamp(static_cast<int>(left * 1000) + 1, 0, timeout_ms);
+      timeout_ms = std::clamp(static_cast<int>(left * 1000) + 1, 1, timeout_ms);
     }
     const auto consume_t0 = Clock::now();
     std::unique_ptr<RdKafka::Message> msg(m.consumer->consume(timeout_ms));
