@@ -813,7 +813,7 @@ Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_
         "--assign: group " + group +
         " is held by the embedded broker (streamvec broker "
         "--hold-group), and the broker refuses offset commits from a consumer outside a group "
-        "that has members; drop --assign (a trainer joins a held group in about 0.3 s) or start "
+        "that has members; drop --assign (a trainer joins a held group in about 0.2 s) or start "
         "the broker without --hold-trainers / --hold-group");
   }
   for (const auto& [name, value] : options.kafka.properties) {

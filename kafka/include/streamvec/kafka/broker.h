@@ -50,7 +50,7 @@ class EmbeddedBroker {
   Status CreateTopic(const std::string& name, int partitions = 0);
 
   // Keeps consumer group `group` from ever being empty, so that a trainer joining it starts
-  // consuming about 0.3 s after it asks instead of 3 s. The mock, like a real broker with its
+  // consuming about 0.2 s after it asks instead of 3 s. The mock, like a real broker with its
   // group.initial.rebalance.delay.ms (3 s by default; a real cluster sets it per broker), holds
   // the first join of an empty group for 3 s waiting for more members, and librdkafka 2.0's mock
   // has no setting for it. A consumer of the broker's own (the group's keeper) joins `group`,
