@@ -45,8 +45,6 @@ void Quantize(const float* unit, size_t dim, unsigned char* out) {
   }
 }
 
-// hnswlib's space over SQ8 rows: distance 1 - cosine, with our run-time chosen int8 dot product
-// (hnswlib picks its SIMD level at compile time and has no int8 space).
 // The space's parameters (hnswlib's dist_func_param_): also read by SearchGraph, which scores a
 // node's neighbours in one Int8DotMany call.
 struct Sq8Param {
@@ -61,12 +59,15 @@ inline float Sq8Distance(float step_x, float step_y, int32_t dot) {
   return 1.0f - step_x * step_y * static_cast<float>(dot);
 }
 
+// The float step that opens an SQ8 code (Quantize).
 inline float Sq8Step(const void* code) {
   float step;  // memcpy: hnswlib's element layout does not align it
   std::memcpy(&step, code, sizeof step);
   return step;
 }
 
+// hnswlib's space over SQ8 rows: distance 1 - cosine, with our run-time chosen int8 dot product
+// (hnswlib picks its SIMD level at compile time and has no int8 space).
 class Sq8CosineSpace : public hnswlib::SpaceInterface<float> {
  public:
   explicit Sq8CosineSpace(size_t dim)

@@ -210,6 +210,18 @@ struct ParamNode::Impl {
                const std::string& key);
   void TakeVocabularyChanges();
   Status Publish(bool everything);
+  // The record of a held word's rows (word, count and error, input and output rows); false when
+  // the shard does not hold the word or its rows are not finite (logged, not published).
+  bool RowRecord(const std::string& word, ParamRecord* r) const;
+  // Begins a republication sweep over the words held now, once republish_every_s has passed
+  // since the last one began and none is in progress.
+  void StartSweepIfDue();
+  // Appends the sweep's next rows to `records` while `*budget` (bytes, updated) stays within
+  // publish_max_bytes (at least one record when `records` is empty); skips words in
+  // pending_rows (their change goes out as such). Ends the sweep at its last word. Returns the
+  // rows appended.
+  size_t AppendSweptRows(ParamPrecision precision, size_t* budget,
+                         std::vector<ParamRecord>* records);
 
   // Snapshots are written by a thread of their own, so that merging goes on while RocksDB
   // writes and syncs (most of a snapshot's time is spent waiting on the disk): StartSnapshot
@@ -552,16 +564,9 @@ Status ParamNode::Impl::Publish(bool everything) {
     stats.bytes_out += m->front().size();
   }
   pending_gaps.clear();
-  if (sweep_words.empty() && !everything && options.republish_every_s > 0 &&
-      SecondsSince(last_sweep) >= options.republish_every_s) {
-    sweep_words.reserve(rows.held());
-    for (const auto& [word, slot] : rows.slot_of) sweep_words.push_back(word);
-    sweep_next = 0;
-    last_sweep = Clock::now();
-  }
+  if (!everything) StartSweepIfDue();
   const bool sweeping = !everything && sweep_next < sweep_words.size();
   if (pending_rows.empty() && pending_vocab.empty() && !sweeping) return Status::Ok();
-  const int dim = rows.dim;
   ParamMessageHeader header;
   header.model = ParamModelKind::kSgns;
   header.precision = options.publish_precision;
@@ -572,28 +577,6 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
   std::vector<ParamRecord> records;
   size_t budget = 0;
-  // The record of a held word's rows; false when the shard does not hold it or its rows are not
-  // finite (logged, not published).
-  auto record_of = [&](const std::string& word, ParamRecord* r) {
-    const int64_t slot = rows.Find(word);
-    if (slot < 0) return false;
-    const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
-    const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
-    if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
-      spdlog::warn(
-          "param-node: the row of '{}' is not finite (a diverging merge rule?): not "
-          "published",
-          word);
-      return false;
-    }
-    r->word = word;
-    r->has_count = true;
-    r->count = counts->Estimate(word);
-    r->count_error = r->count - counts->Guaranteed(word);
-    r->input.assign(in, in + dim);
-    r->output.assign(out, out + dim);
-    return true;
-  };
   // A sweep in progress keeps a quarter of the turn for itself, so changed rows that fill every
   // turn do not hold it back.
   const size_t changed_cap = sweeping ? options.publish_max_bytes - options.publish_max_bytes / 4
@@ -603,7 +586,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   while (!pending_rows.empty()) {
     if (it == pending_rows.end()) it = pending_rows.begin();
     ParamRecord r;
-    if (!record_of(*it, &r)) {
+    if (!RowRecord(*it, &r)) {
       it = pending_rows.erase(it);
       continue;
     }
@@ -614,27 +597,8 @@ Status ParamNode::Impl::Publish(bool everything) {
     records.push_back(std::move(r));
     it = pending_rows.erase(it);
   }
-  // Then the sweep, in the rest of the turn: words still pending go out as changes anyway.
-  size_t swept = 0;
-  while (sweeping && sweep_next < sweep_words.size()) {
-    const std::string& word = sweep_words[sweep_next];
-    ParamRecord r;
-    if (pending_rows.count(word) != 0 || !record_of(word, &r)) {
-      ++sweep_next;
-      continue;
-    }
-    const size_t b = ParamRecordBytes(r, options.dim, header.precision);
-    if (!records.empty() && budget + b > options.publish_max_bytes) break;
-    budget += b;
-    records.push_back(std::move(r));
-    ++sweep_next;
-    ++swept;
-  }
-  if (sweep_next >= sweep_words.size() && !sweep_words.empty()) {
-    sweep_words.clear();  // done: the next one starts republish_every_s after this one began
-    sweep_words.shrink_to_fit();
-    sweep_next = 0;
-  }
+  // Then the sweep, in the rest of the turn.
+  const size_t swept = sweeping ? AppendSweptRows(header.precision, &budget, &records) : 0;
   std::vector<std::string> messages;
   if (!records.empty()) {
     header.kind = ParamMessageKind::kRows;
@@ -671,6 +635,64 @@ Status ParamNode::Impl::Publish(bool everything) {
   stats.published_rows += records.size();
   stats.republished_rows += swept;
   return Status::Ok();
+}
+
+bool ParamNode::Impl::RowRecord(const std::string& word, ParamRecord* r) const {
+  const int64_t slot = rows.Find(word);
+  if (slot < 0) return false;
+  const int dim = rows.dim;
+  const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
+  const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
+  if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
+    spdlog::warn(
+        "param-node: the row of '{}' is not finite (a diverging merge rule?): not "
+        "published",
+        word);
+    return false;
+  }
+  r->word = word;
+  r->has_count = true;
+  r->count = counts->Estimate(word);
+  r->count_error = r->count - counts->Guaranteed(word);
+  r->input.assign(in, in + dim);
+  r->output.assign(out, out + dim);
+  return true;
+}
+
+void ParamNode::Impl::StartSweepIfDue() {
+  if (!sweep_words.empty() || options.republish_every_s <= 0 ||
+      SecondsSince(last_sweep) < options.republish_every_s) {
+    return;
+  }
+  sweep_words.reserve(rows.held());
+  for (const auto& [word, slot] : rows.slot_of) sweep_words.push_back(word);
+  sweep_next = 0;
+  last_sweep = Clock::now();
+}
+
+size_t ParamNode::Impl::AppendSweptRows(ParamPrecision precision, size_t* budget,
+                                        std::vector<ParamRecord>* records) {
+  size_t swept = 0;
+  while (sweep_next < sweep_words.size()) {
+    const std::string& word = sweep_words[sweep_next];
+    ParamRecord r;
+    if (pending_rows.count(word) != 0 || !RowRecord(word, &r)) {
+      ++sweep_next;
+      continue;
+    }
+    const size_t b = ParamRecordBytes(r, options.dim, precision);
+    if (!records->empty() && *budget + b > options.publish_max_bytes) break;
+    *budget += b;
+    records->push_back(std::move(r));
+    ++sweep_next;
+    ++swept;
+  }
+  if (sweep_next >= sweep_words.size()) {
+    sweep_words.clear();  // done: the next one starts republish_every_s after this one began
+    sweep_words.shrink_to_fit();
+    sweep_next = 0;
+  }
+  return swept;
 }
 
 std::string ParamNode::Impl::OffsetsJson() const {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -143,6 +144,23 @@ class ParamNodeTest : public ::testing::Test {
     c->assign(parts);
     RdKafka::TopicPartition::destroy(parts);
     return c;
+  }
+
+  // Calls on_row for every row record that `c` reads from `.params` until done() holds or 30 s
+  // have passed (a bound on the wait, not a timed assertion). A message that does not decode
+  // fails the test (EXPECT: callers may have a thread to join first) and is skipped.
+  static void ForEachPublishedRow(RdKafka::KafkaConsumer* c, const std::function<bool()>& done,
+                                  const std::function<void(const ParamRecord&)>& on_row) {
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (c != nullptr && !done() && Clock::now() < deadline) {
+      std::unique_ptr<RdKafka::Message> m(c->consume(100));
+      if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+      StatusOr<ParamMessage> d =
+          DecodeParamMessage(std::string_view(static_cast<const char*>(m->payload()), m->len()));
+      EXPECT_TRUE(d.ok()) << d.status().ToString();
+      if (!d.ok() || d->header.kind != ParamMessageKind::kRows) continue;
+      for (const ParamRecord& r : d->records) on_row(r);
+    }
   }
 
   // Reads `.params` partition 0 from the beginning until a publication of clock >= `clock` has
@@ -525,16 +543,9 @@ TEST_F(ParamNodeTest, ABusyPublicationBudgetStillReachesEveryRow) {
   Send({PushMessage(2, 0, all)});
   std::unique_ptr<RdKafka::KafkaConsumer> c = ParamsReader("test-busy-budget");
   std::set<std::string> words;
-  const auto deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
-  while (c && words.size() < all.size() && Clock::now() < deadline) {
-    std::unique_ptr<RdKafka::Message> m(c->consume(100));
-    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
-    StatusOr<ParamMessage> d =
-        DecodeParamMessage(std::string_view(static_cast<const char*>(m->payload()), m->len()));
-    EXPECT_TRUE(d.ok()) << d.status().ToString();  // (no ASSERT: the pusher must be joined)
-    if (!d.ok() || d->header.kind != ParamMessageKind::kRows) continue;
-    for (const ParamRecord& r : d->records) words.insert(r.word);
-  }
+  ForEachPublishedRow(
+      c.get(), [&] { return words.size() >= all.size(); },
+      [&](const ParamRecord& r) { words.insert(r.word); });
   done.store(true);
   pusher.join();
   if (c) c->close();
@@ -563,19 +574,10 @@ TEST_F(ParamNodeTest, ASweepRepublishesRowsThatNoLongerChange) {
     }
     return true;
   };
-  const auto deadline = Clock::now() + std::chrono::seconds(30);  // a bound, not a timing
-  while (c && !every_word_twice() && Clock::now() < deadline) {
-    std::unique_ptr<RdKafka::Message> m(c->consume(100));
-    if (m->err() != RdKafka::ERR_NO_ERROR) continue;
-    StatusOr<ParamMessage> d =
-        DecodeParamMessage(std::string_view(static_cast<const char*>(m->payload()), m->len()));
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    if (d->header.kind != ParamMessageKind::kRows) continue;
-    for (const ParamRecord& r : d->records) {
-      ++seen[r.word];
-      ExpectRow(r.input, {1.0, 2.0});  // the same row, published again
-    }
-  }
+  ForEachPublishedRow(c.get(), every_word_twice, [&](const ParamRecord& r) {
+    ++seen[r.word];
+    ExpectRow(r.input, {1.0, 2.0});  // the same row, published again
+  });
   if (c) c->close();
   EXPECT_TRUE(every_word_twice()) << seen.size() << " words seen";
   EXPECT_GE(node_->stats().republished_rows, all.size());
