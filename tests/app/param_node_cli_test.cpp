@@ -116,6 +116,7 @@ TEST(ParamNodeCliFlagsTest, BadFlagsExitTwoNamingTheFlag) {
            {"--shard 0 --shards 1" + base + " --publish-precision fp8", "--publish-precision"},
            {"--shard 0 --shards 1" + base + " --vocab-capacity 1", "--vocab-capacity"},
            {"--shard 0 --shards 1" + base + " --snapshot-every soon", "--snapshot-every"},
+           {"--shard 0 --shards 1" + base + " --republish-every -1", "--republish-every"},
            {"--shard 0 --shards 1" + base + " --metrics nowhere", "--metrics"},
            {"--shard 0 --shards 1" + base + " --bootstrap-file /nonexistent/b", "not both"},
            {"--shard 0 --shards 1 --state /tmp/x", "--brokers or --bootstrap-file"},
