@@ -205,7 +205,8 @@ struct CharModel::Impl {
       }
       g->hcat.middleCols(d * H, H) = h;
     }
-    Mat y = g->hcat * P();
+    Mat y(nb, layout.dim);
+    MatMul<float>(g->hcat, false, P(), false, false, y);
     y.rowwise() += Pb().row(0);
     for (Eigen::Index r = 0; r < nb; ++r) {
       MapM(out + g->rows[r] * layout.dim, 1, layout.dim) = y.row(r);
@@ -223,9 +224,10 @@ struct CharModel::Impl {
     MapM dP(gradient + layout.proj, layout.dirs * H, layout.dim);
     MapM dPb(gradient + layout.proj_bias, 1, layout.dim);
     MapM dE(gradient + layout.emb, layout.buckets, layout.char_dim);
-    dP.noalias() += g.hcat.transpose() * dy;
+    MatMul<float>(g.hcat, true, dy, false, true, dP);
     dPb.row(0) += dy.colwise().sum();
-    const Mat dhcat = dy * P().transpose();
+    Mat dhcat(nb, layout.dirs * H);
+    MatMul<float>(dy, false, P(), true, false, dhcat);
     const Mat zeros = Mat::Zero(nb, H);
     LstmStepGrad<float> sg;
     for (int d = 0; d < layout.dirs; ++d) {

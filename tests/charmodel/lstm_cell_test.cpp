@@ -83,5 +83,43 @@ TEST(LstmCellTest, BackwardAccumulatesIntoParameterGradients) {
   EXPECT_TRUE(twice_b.isApprox(2 * once_b));
 }
 
+// MatMul<float> (OpenBLAS's sgemm in a build with it) against Eigen's product in double, for
+// every transpose, with and without accumulation, on blocks whose rows are longer than their
+// columns (as the model's hcat.middleCols) and on empty products.
+TEST(LstmCellTest, FloatMatMulEqualsTheProductForEveryTranspose) {
+  std::mt19937_64 rng(9);
+  using F = RowMatrix<float>;
+  const int m = 7, n = 5, k = 3;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      for (int acc = 0; acc < 2; ++acc) {
+        // a and b live inside wider matrices, so their row strides exceed their widths.
+        const Mat wide_a = Random(ta ? k : m, (ta ? m : k) + 4, &rng);
+        const Mat wide_b = Random(tb ? n : k, (tb ? k : n) + 2, &rng);
+        const Mat a = wide_a.leftCols(ta ? m : k), b = wide_b.middleCols(1, tb ? k : n);
+        const Mat start = Random(m, n, &rng);
+        const Mat opa = ta ? Mat(a.transpose()) : a, opb = tb ? Mat(b.transpose()) : b;
+        const Mat want = (acc ? start : Mat::Zero(m, n)) + opa * opb;
+        const F fa = wide_a.cast<float>(), fb = wide_b.cast<float>();
+        F out = F::Constant(m, n + 3, -100.f);
+        out.leftCols(n) = start.cast<float>();
+        MatMul<float>(fa.leftCols(ta ? m : k), ta, fb.middleCols(1, tb ? k : n), tb, acc,
+                      out.leftCols(n));
+        for (Eigen::Index i = 0; i < m; ++i) {
+          for (Eigen::Index j = 0; j < n; ++j) {
+            EXPECT_NEAR(out(i, j), want(i, j), 1e-5) << ta << tb << acc << " at " << i << "," << j;
+          }
+          for (Eigen::Index j = n; j < n + 3; ++j) EXPECT_EQ(out(i, j), -100.f) << "outside c";
+        }
+      }
+    }
+  }
+  F c = F::Constant(2, 3, 5.f);
+  MatMul<float>(F(2, 0), false, F(0, 3), false, true, c);
+  EXPECT_EQ(c, F::Constant(2, 3, 5.f)) << "an empty product adds nothing";
+  MatMul<float>(F(2, 0), false, F(0, 3), false, false, c);
+  EXPECT_EQ(c, F::Zero(2, 3)) << "an empty product assigned is zero";
+}
+
 }  // namespace
 }  // namespace streamvec
