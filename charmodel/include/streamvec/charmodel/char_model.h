@@ -92,9 +92,9 @@ class CharModel {
 
   // ComputeGradient in two halves, for a caller that knows dL/doutputs only later (CharSgns: once
   // SGNS has trained the batch). Forward encodes `words` into out (words.size() x dim, as
-  // Encode) and keeps what the backward pass needs (the steps' gates and states: about 1.5 KB
-  // per word and code point with the defaults); Backward ADDS dL/dparameters for d_out
-  // (words.size() x dim) into *gradient (resized and zeroed when it has another size). The
+  // Encode) and keeps what the backward pass needs (the steps' gates and states: about 2.8 KB
+  // per word and code point with the defaults, both directions); Backward ADDS dL/dparameters for
+  // d_out (words.size() x dim) into *gradient (resized and zeroed when it has another size). The
   // parameters must not change in between. Errors as Encode.
   struct Pass;
   StatusOr<std::shared_ptr<const Pass>> Forward(const std::vector<std::string_view>& words,

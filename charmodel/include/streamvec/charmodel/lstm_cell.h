@@ -58,17 +58,15 @@ struct LstmStep {
   RowMatrix<Scalar> h;       // B x H: the new hidden state (the step's output)
 };
 
-// One step forward for the whole batch: fills *step (resized as needed).
+// One step forward for the whole batch from the input's share of the pre-activations: on entry
+// step->gates holds x Wx (B x 4H), which the caller computed or gathered (the model gathers rows
+// of E Wx, one per character: CharModel); fills the rest of *step.
 template <typename Scalar>
-void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
-                     const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
-                     const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
-                     const Eigen::Ref<const RowMatrix<Scalar>>& wx,
-                     const Eigen::Ref<const RowMatrix<Scalar>>& wh,
-                     const Eigen::Ref<const RowMatrix<Scalar>>& b, LstmStep<Scalar>* step) {
+void LstmCellForwardGates(const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                          const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                          const Eigen::Ref<const RowMatrix<Scalar>>& wh,
+                          const Eigen::Ref<const RowMatrix<Scalar>>& b, LstmStep<Scalar>* step) {
   const Eigen::Index hidden = wh.rows();
-  step->gates.resize(x.rows(), wx.cols());
-  MatMul<Scalar>(x, false, wx, false, false, step->gates);
   MatMul<Scalar>(h_prev, false, wh, false, true, step->gates);
   step->gates.rowwise() += b.row(0);
   // Eigen's vectorised logistic and tanh (SIMD packets; a scalar std::tanh per element took a
@@ -83,6 +81,19 @@ void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
   step->h = a.rightCols(hidden).cwiseProduct(step->tanh_c);
 }
 
+// One step forward for the whole batch: fills *step (resized as needed).
+template <typename Scalar>
+void LstmCellForward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& wx,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& wh,
+                     const Eigen::Ref<const RowMatrix<Scalar>>& b, LstmStep<Scalar>* step) {
+  step->gates.resize(x.rows(), wx.cols());
+  MatMul<Scalar>(x, false, wx, false, false, step->gates);
+  LstmCellForwardGates<Scalar>(h_prev, c_prev, wh, b, step);
+}
+
 // Gradient buffers of one step's backward pass (resized as needed by LstmCellBackward).
 template <typename Scalar>
 struct LstmStepGrad {
@@ -92,21 +103,21 @@ struct LstmStepGrad {
   RowMatrix<Scalar> dc_prev;  // B x H
 };
 
-// One step backward: given dL/dh (`dh`, B x H) and dL/dc flowing back from the next step (`dc`,
-// B x H; zeros at the last step), writes dL/dx, dL/dh_prev and dL/dc_prev into *grad and ADDS
-// the parameters' gradients into dwx (D x 4H), dwh (H x 4H) and db (1 x 4H), so that a sequence
-// (or several batches) accumulates into the same buffers. `step` is what LstmCellForward wrote
-// for these x, h_prev, c_prev.
+// One step backward up to the input's share: given dL/dh (`dh`, B x H) and dL/dc flowing back
+// from the next step (`dc`, B x H; zeros at the last step), writes dL/da (the pre-activations:
+// the gradient of x Wx as well), dL/dh_prev and dL/dc_prev into *grad and ADDS the gradients of
+// wh (H x 4H) and b (1 x 4H) into dwh and db. `step` is what the forward step wrote for these
+// h_prev, c_prev. The caller turns grad->d_a into dL/dx and dL/dWx (LstmCellBackward below, or
+// the model once per call for all its steps: CharModel).
 template <typename Scalar>
-void LstmCellBackward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& wx,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& wh, const LstmStep<Scalar>& step,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& dh,
-                      const Eigen::Ref<const RowMatrix<Scalar>>& dc,
-                      Eigen::Ref<RowMatrix<Scalar>> dwx, Eigen::Ref<RowMatrix<Scalar>> dwh,
-                      Eigen::Ref<RowMatrix<Scalar>> db, LstmStepGrad<Scalar>* grad) {
+void LstmCellBackwardGates(const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                           const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                           const Eigen::Ref<const RowMatrix<Scalar>>& wh,
+                           const LstmStep<Scalar>& step,
+                           const Eigen::Ref<const RowMatrix<Scalar>>& dh,
+                           const Eigen::Ref<const RowMatrix<Scalar>>& dc,
+                           Eigen::Ref<RowMatrix<Scalar>> dwh, Eigen::Ref<RowMatrix<Scalar>> db,
+                           LstmStepGrad<Scalar>* grad) {
   const Eigen::Index hidden = wh.rows();
   const auto& a = step.gates;
   const auto i = a.leftCols(hidden);
@@ -125,13 +136,29 @@ void LstmCellBackward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
       dc_total.cwiseProduct(i).cwiseProduct(ones - g.cwiseProduct(g));
   grad->d_a.rightCols(hidden) = dh.cwiseProduct(step.tanh_c).cwiseProduct(o).cwiseProduct(ones - o);
   grad->dc_prev = dc_total.cwiseProduct(f);
-  grad->dx.resize(a.rows(), wx.rows());
   grad->dh_prev.resize(a.rows(), hidden);
-  MatMul<Scalar>(grad->d_a, false, wx, true, false, grad->dx);
   MatMul<Scalar>(grad->d_a, false, wh, true, false, grad->dh_prev);
-  MatMul<Scalar>(x, true, grad->d_a, false, true, dwx);
   MatMul<Scalar>(h_prev, true, grad->d_a, false, true, dwh);
   db.row(0) += grad->d_a.colwise().sum();
+}
+
+// One step backward: as LstmCellBackwardGates, and also writes dL/dx into grad->dx and ADDS the
+// gradient of wx (D x 4H) into dwx, so that a sequence (or several batches) accumulates into the
+// same buffers. `step` is what LstmCellForward wrote for these x, h_prev, c_prev.
+template <typename Scalar>
+void LstmCellBackward(const Eigen::Ref<const RowMatrix<Scalar>>& x,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& wx,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& wh, const LstmStep<Scalar>& step,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& dh,
+                      const Eigen::Ref<const RowMatrix<Scalar>>& dc,
+                      Eigen::Ref<RowMatrix<Scalar>> dwx, Eigen::Ref<RowMatrix<Scalar>> dwh,
+                      Eigen::Ref<RowMatrix<Scalar>> db, LstmStepGrad<Scalar>* grad) {
+  LstmCellBackwardGates<Scalar>(h_prev, c_prev, wh, step, dh, dc, dwh, db, grad);
+  grad->dx.resize(x.rows(), wx.rows());
+  MatMul<Scalar>(grad->d_a, false, wx, true, false, grad->dx);
+  MatMul<Scalar>(x, true, grad->d_a, false, true, dwx);
 }
 
 }  // namespace streamvec
