@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -12,6 +15,28 @@
 namespace streamvec {
 
 using json = nlohmann::json;
+
+namespace {
+
+// A piece's backward pass keeps every step's gates and states (CharModel::Forward: about 95 MB
+// for a 20k-word piece at the defaults), freed when the piece is done. glibc's default
+// thresholds hand those blocks back to the kernel (mmap for the larger ones, trimming for the
+// rest) and every piece faults them in again, zeroed: 13% of the time in the kernel in `perf`,
+// and the next piece's allocations pay it again. Keeping freed memory for reuse (blocks under
+// 32 MiB from the heap, the heap trimmed only past 256 MiB free) makes --model char-lstm 1.1-1.3x
+// faster. Process-wide, set once when the first character model trainer is made.
+void KeepFreedMemoryForReuse() {
+#ifdef __GLIBC__
+  static const bool once = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    return true;
+  }();
+  (void)once;
+#endif
+}
+
+}  // namespace
 
 bool ParseCharMode(std::string_view s, CharMode* mode) {
   if (s == "replace") {
@@ -29,6 +54,7 @@ const char* CharModeName(CharMode mode) { return mode == CharMode::kSum ? "sum" 
 CharSgns::CharSgns(const CharSgnsOptions& options, int threads)
     : options_(options), threads_(std::max(1, threads)), model_(options.model) {
   SV_CHECK(ValidateCharModelOptions(options.model).ok());
+  KeepFreedMemoryForReuse();
   if (options.mode == CharMode::kSum) {
     // The projection P and its bias p are the last parameters (CharModel::num_parameters):
     // zero, so C(w) = 0 and sum mode starts as plain SGNS.
