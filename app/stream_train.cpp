@@ -1,6 +1,8 @@
 #include "stream_train.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,18 +14,35 @@
 #include <mutex>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "pipeline_metrics.h"
 #include "stop_signal.h"
+#include "streamvec/kafka/document.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
-#include "streamvec/kafka/document.h"
 #include "streamvec/tokenizer/normalize.h"
 #include "streamvec/trainer/kafka_trainer.h"
 
 namespace streamvec::app {
 namespace {
+
+// Reads into buf: one read(2), then more while the input has bytes ready at once (poll without
+// waiting) and buf has room. A pipe with a backlog then gives chunks of buf's size as a file does
+// (a pipe hands over at most 64 KiB a read), so --model char-lstm's pieces reach
+// --char-batch-words; a live stream is still trained as its bytes come. Returns the bytes read,
+// 0 at the end of the input, -1 with errno when the first read fails (a later failure returns
+// what was read; the next call reports it).
+ssize_t ReadAvailable(int fd, char* buf, size_t size) {
+  size_t have = 0;
+  while (have < size) {
+    const ssize_t got = ::read(fd, buf + have, size - have);
+    if (got < 0) return have > 0 ? static_cast<ssize_t>(have) : -1;
+    if (got == 0) break;
+    have += static_cast<size_t>(got);
+    pollfd ready{fd, POLLIN, 0};
+    if (::poll(&ready, 1, 0) != 1 || (ready.revents & POLLIN) == 0) break;
+  }
+  return static_cast<ssize_t>(have);
+}
 
 int Fail(const Status& status, int code) {
   std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
@@ -225,7 +244,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     return s;
   };
   while (!stop) {
-    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    const ssize_t got = ReadAvailable(fd, buffer.data(), buffer.size());
     if (got < 0) {
       if (errno == EINTR) continue;
       read_error = Status::IoError(std::string("--input: read failed: ") + std::strerror(errno));
