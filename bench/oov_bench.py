@@ -244,7 +244,7 @@ def main() -> int:
     p.add_argument("--char-model", choices=["distill", "sum", "replace"], default="distill",
                    help="streamvec's character model: --char-distill beside SGNS (distill), or "
                         "--model char-lstm with --char-mode sum or replace")
-    p.add_argument("--char-batch-words", type=int, default=20000,
+    p.add_argument("--char-batch-words", type=int, default=100000,
                    help="streamvec's, with --char-model sum or replace")
     p.add_argument("--streamvec-arg", action="append", default=[],
                    help="extra argument for streamvec train (repeatable; =-form for flags)")

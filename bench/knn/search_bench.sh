@@ -16,10 +16,15 @@ if [ -z "$vectors" ]; then
   vectors="$tmp/knn.bin"
   "$b/app/streamvec" export --state "$state" --output "$vectors" --format binary >&2
 fi
+# The character model's library calls OpenBLAS where the build found it (CMakeCache says).
+blas=
+grep -q '^OPENBLAS_FOUND:INTERNAL=1' "$b/CMakeCache.txt" 2>/dev/null &&
+  grep -q '^STREAMVEC_ENABLE_OPENBLAS:BOOL=ON' "$b/CMakeCache.txt" && blas=$(pkg-config --libs openblas)
 g++ -O2 -std=c++20 -Iapi/src -Iapi/include -Ibase/include -Istore/include -Ikernels/include \
   -Icharmodel/include -Itokenizer/include bench/knn/search_bench.cpp \
   "$b/api/libstreamvec_api.a" "$b/store/libstreamvec_store.a" \
   "$b/charmodel/libstreamvec_charmodel.a" "$b/kernels/libstreamvec_kernels.a" \
   "$b/tokenizer/libstreamvec_tokenizer.a" "$b/base/libstreamvec_base.a" \
-  -lrocksdb -lspdlog -lfmt -lxxhash $(pkg-config --libs libutf8proc) -lpthread -o "$tmp/search_bench"
+  -lrocksdb -lspdlog -lfmt -lxxhash $(pkg-config --libs libutf8proc) $blas -lpthread \
+  -o "$tmp/search_bench"
 "$tmp/search_bench" "$vectors" "${@:2}"
