@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <vector>
+
+#include "streamvec/base/cpu_features.h"
 
 namespace streamvec {
 namespace {
@@ -119,6 +122,63 @@ TEST(LstmCellTest, FloatMatMulEqualsTheProductForEveryTranspose) {
   EXPECT_EQ(c, F::Constant(2, 3, 5.f)) << "an empty product adds nothing";
   MatMul<float>(F(2, 0), false, F(0, 3), false, false, c);
   EXPECT_EQ(c, F::Zero(2, 3)) << "an empty product assigned is zero";
+}
+
+// Each instruction set's float rows (FastMath) against the double rows (ExactMath) on
+// pre-activations from -30 to 30 (saturated gates included), H = 37 so that every vector loop
+// has a remainder, rows with strides wider than 4H and H.
+TEST(LstmCellTest, FloatRowsOfEveryInstructionSetMatchTheExactCell) {
+  std::mt19937_64 rng(10);
+  const long H = 37, rows = 5, ld_a = 4 * H + 3, ld_c = H + 2;
+  std::uniform_real_distribution<double> wide(-30, 30), unit(-1, 1);
+  std::vector<double> a(rows * ld_a), b(4 * H), c_prev(rows * ld_c), dh(rows * ld_c),
+      dc(rows * ld_c);
+  for (double& v : a) v = wide(rng) * (unit(rng) > 0 ? 1 : 0.1);  // both saturated and not
+  for (double& v : b) v = unit(rng);
+  for (double& v : c_prev) v = 2 * unit(rng);
+  for (double& v : dh) v = unit(rng);
+  for (double& v : dc) v = unit(rng);
+  // The reference, in double.
+  std::vector<double> ra = a, rc(rows * H), rt(rows * H), rh(rows * H), rda(rows * 4 * H),
+                      rdc(rows * H), rdb(4 * H, 0.5);
+  LstmForwardRows<double>(ra.data(), ld_a, b.data(), c_prev.data(), ld_c, rc.data(), rt.data(),
+                          rh.data(), rows, H);
+  LstmBackwardRows<double>(ra.data(), ld_a, rt.data(), c_prev.data(), ld_c, dh.data(), ld_c,
+                           dc.data(), ld_c, rda.data(), rdc.data(), rdb.data(), rows, H);
+  auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  int tested = 0;
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+    const LstmFloatRows k = LstmFloatRowsFor(isa);
+    if (k.forward == nullptr || !IsaSupported(isa)) continue;
+    ++tested;
+    std::vector<float> fa = f(a), fc(rows * H), ft(rows * H), fh(rows * H), fda(rows * 4 * H),
+                       fdc(rows * H), fdb(4 * H, 0.5f);
+    const std::vector<float> fb = f(b), fcp = f(c_prev), fdh = f(dh), fdcin = f(dc);
+    k.forward(fa.data(), ld_a, fb.data(), fcp.data(), ld_c, fc.data(), ft.data(), fh.data(), rows,
+              H);
+    k.backward(fa.data(), ld_a, ft.data(), fcp.data(), ld_c, fdh.data(), ld_c, fdcin.data(), ld_c,
+               fda.data(), fdc.data(), fdb.data(), rows, H);
+    for (long r = 0; r < rows; ++r) {
+      for (long j = 0; j < 4 * H; ++j) {
+        ASSERT_NEAR(fa[r * ld_a + j], ra[r * ld_a + j], 2e-6) << IsaName(isa) << " gate " << j;
+        ASSERT_NEAR(fda[r * 4 * H + j], rda[r * 4 * H + j], 2e-5) << IsaName(isa) << " d_a " << j;
+      }
+      for (long j = 4 * H; j < ld_a; ++j) {
+        ASSERT_EQ(fa[r * ld_a + j], float(a[r * ld_a + j])) << "past the row: untouched";
+      }
+      for (long j = 0; j < H; ++j) {
+        ASSERT_NEAR(fc[r * H + j], rc[r * H + j], 1e-5) << IsaName(isa) << " c " << j;
+        ASSERT_NEAR(ft[r * H + j], rt[r * H + j], 2e-6) << IsaName(isa) << " tanh c " << j;
+        ASSERT_NEAR(fh[r * H + j], rh[r * H + j], 2e-6) << IsaName(isa) << " h " << j;
+        ASSERT_NEAR(fdc[r * H + j], rdc[r * H + j], 2e-5) << IsaName(isa) << " dc_prev " << j;
+      }
+    }
+    for (long j = 0; j < 4 * H; ++j) {
+      ASSERT_NEAR(fdb[j], rdb[j], 1e-4) << IsaName(isa) << " db " << j;
+    }
+  }
+  EXPECT_GE(tested, 1) << "the portable rows always exist";
+  EXPECT_TRUE(LstmFloatRowsFor(LstmFloatRowsIsa()).forward != nullptr);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@
 #include <Eigen/Core>
 #include <cmath>
 
+#include "streamvec/base/cpu_features.h"
+#include "streamvec/charmodel/lstm_math.h"
+
 namespace streamvec {
 
 template <typename Scalar>
@@ -49,6 +52,57 @@ void MatMul<float>(const Eigen::Ref<const RowMatrix<float>>& a, bool trans_a,
                    const Eigen::Ref<const RowMatrix<float>>& b, bool trans_b, bool accumulate,
                    Eigen::Ref<RowMatrix<float>> c);
 
+// The element-wise part of a step over `rows` rows (lstm_math.h; row-major, each matrix with
+// its row stride ld_*). Forward: gates (rows x 4H) hold the pre-activations without b on entry
+// and the gates after; c, tanh_c, h (rows x H, stride H) are written. Backward: d_a (rows x 4H,
+// stride 4H) and dc_prev (rows x H, stride H) are written, db (4H) is added to. The generic
+// versions run lstm_math.h's rows with ExactMath; the float ones (lstm_rows.cpp) with FastMath,
+// in the AVX-512, AVX2 or portable build of the rows chosen for this CPU (LstmRowsIsa()).
+template <typename Scalar>
+void LstmForwardRows(Scalar* gates, Eigen::Index ld_gates, const Scalar* b, const Scalar* c_prev,
+                     Eigen::Index ld_c_prev, Scalar* c, Scalar* tanh_c, Scalar* h,
+                     Eigen::Index rows, Eigen::Index hidden) {
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    LstmRowForward<Scalar, ExactMath>(gates + r * ld_gates, b, c_prev + r * ld_c_prev,
+                                      c + r * hidden, tanh_c + r * hidden, h + r * hidden, hidden);
+  }
+}
+
+template <typename Scalar>
+void LstmBackwardRows(const Scalar* gates, Eigen::Index ld_gates, const Scalar* tanh_c,
+                      const Scalar* c_prev, Eigen::Index ld_c_prev, const Scalar* dh,
+                      Eigen::Index ld_dh, const Scalar* dc, Eigen::Index ld_dc, Scalar* d_a,
+                      Scalar* dc_prev, Scalar* db, Eigen::Index rows, Eigen::Index hidden) {
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    LstmRowBackward<Scalar, ExactMath>(gates + r * ld_gates, tanh_c + r * hidden,
+                                       c_prev + r * ld_c_prev, dh + r * ld_dh, dc + r * ld_dc,
+                                       d_a + r * 4 * hidden, dc_prev + r * hidden, db, hidden);
+  }
+}
+
+template <>
+void LstmForwardRows<float>(float* gates, Eigen::Index ld_gates, const float* b,
+                            const float* c_prev, Eigen::Index ld_c_prev, float* c, float* tanh_c,
+                            float* h, Eigen::Index rows, Eigen::Index hidden);
+template <>
+void LstmBackwardRows<float>(const float* gates, Eigen::Index ld_gates, const float* tanh_c,
+                             const float* c_prev, Eigen::Index ld_c_prev, const float* dh,
+                             Eigen::Index ld_dh, const float* dc, Eigen::Index ld_dc, float* d_a,
+                             float* dc_prev, float* db, Eigen::Index rows, Eigen::Index hidden);
+
+// The float rows built for one instruction set (nullptr where this build has none: AVX2 and
+// AVX-512 exist on x86-64 only), for tests and benchmarks; LstmFloatRowsIsa() is the set the
+// float LstmForwardRows / LstmBackwardRows use (the best this CPU supports).
+struct LstmFloatRows {
+  void (*forward)(float* gates, long ld_gates, const float* b, const float* c_prev, long ld_c_prev,
+                  float* c, float* tanh_c, float* h, long rows, long hidden);
+  void (*backward)(const float* gates, long ld_gates, const float* tanh_c, const float* c_prev,
+                   long ld_c_prev, const float* dh, long ld_dh, const float* dc, long ld_dc,
+                   float* d_a, float* dc_prev, float* db, long rows, long hidden);
+};
+LstmFloatRows LstmFloatRowsFor(Isa isa);
+Isa LstmFloatRowsIsa();
+
 // What one step keeps for its backward pass.
 template <typename Scalar>
 struct LstmStep {
@@ -66,19 +120,14 @@ void LstmCellForwardGates(const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
                           const Eigen::Ref<const RowMatrix<Scalar>>& c_prev,
                           const Eigen::Ref<const RowMatrix<Scalar>>& wh,
                           const Eigen::Ref<const RowMatrix<Scalar>>& b, LstmStep<Scalar>* step) {
-  const Eigen::Index hidden = wh.rows();
+  const Eigen::Index hidden = wh.rows(), rows = step->gates.rows();
   MatMul<Scalar>(h_prev, false, wh, false, true, step->gates);
-  step->gates.rowwise() += b.row(0);
-  // Eigen's vectorised logistic and tanh (SIMD packets; a scalar std::tanh per element took a
-  // fifth of the character model's time).
-  auto& a = step->gates;
-  a.leftCols(2 * hidden) = a.leftCols(2 * hidden).array().logistic();                  // i, f
-  a.middleCols(2 * hidden, hidden) = a.middleCols(2 * hidden, hidden).array().tanh();  // g
-  a.rightCols(hidden) = a.rightCols(hidden).array().logistic();                        // o
-  step->c = a.middleCols(hidden, hidden).cwiseProduct(c_prev) +
-            a.leftCols(hidden).cwiseProduct(a.middleCols(2 * hidden, hidden));
-  step->tanh_c = step->c.array().tanh();
-  step->h = a.rightCols(hidden).cwiseProduct(step->tanh_c);
+  step->c.resize(rows, hidden);
+  step->tanh_c.resize(rows, hidden);
+  step->h.resize(rows, hidden);
+  LstmForwardRows<Scalar>(step->gates.data(), step->gates.outerStride(), b.data(), c_prev.data(),
+                          c_prev.outerStride(), step->c.data(), step->tanh_c.data(), step->h.data(),
+                          rows, hidden);
 }
 
 // One step forward for the whole batch: fills *step (resized as needed).
@@ -118,28 +167,16 @@ void LstmCellBackwardGates(const Eigen::Ref<const RowMatrix<Scalar>>& h_prev,
                            const Eigen::Ref<const RowMatrix<Scalar>>& dc,
                            Eigen::Ref<RowMatrix<Scalar>> dwh, Eigen::Ref<RowMatrix<Scalar>> db,
                            LstmStepGrad<Scalar>* grad) {
-  const Eigen::Index hidden = wh.rows();
-  const auto& a = step.gates;
-  const auto i = a.leftCols(hidden);
-  const auto f = a.middleCols(hidden, hidden);
-  const auto g = a.middleCols(2 * hidden, hidden);
-  const auto o = a.rightCols(hidden);
-  const auto ones = RowMatrix<Scalar>::Ones(a.rows(), hidden);
-  // dL/dc including the path through h = o * tanh(c).
-  const RowMatrix<Scalar> dc_total =
-      dc + dh.cwiseProduct(o).cwiseProduct(ones - step.tanh_c.cwiseProduct(step.tanh_c));
-  grad->d_a.resize(a.rows(), 4 * hidden);
-  grad->d_a.leftCols(hidden) = dc_total.cwiseProduct(g).cwiseProduct(i).cwiseProduct(ones - i);
-  grad->d_a.middleCols(hidden, hidden) =
-      dc_total.cwiseProduct(c_prev).cwiseProduct(f).cwiseProduct(ones - f);
-  grad->d_a.middleCols(2 * hidden, hidden) =
-      dc_total.cwiseProduct(i).cwiseProduct(ones - g.cwiseProduct(g));
-  grad->d_a.rightCols(hidden) = dh.cwiseProduct(step.tanh_c).cwiseProduct(o).cwiseProduct(ones - o);
-  grad->dc_prev = dc_total.cwiseProduct(f);
-  grad->dh_prev.resize(a.rows(), hidden);
+  const Eigen::Index hidden = wh.rows(), rows = step.gates.rows();
+  grad->d_a.resize(rows, 4 * hidden);
+  grad->dc_prev.resize(rows, hidden);
+  LstmBackwardRows<Scalar>(step.gates.data(), step.gates.outerStride(), step.tanh_c.data(),
+                           c_prev.data(), c_prev.outerStride(), dh.data(), dh.outerStride(),
+                           dc.data(), dc.outerStride(), grad->d_a.data(), grad->dc_prev.data(),
+                           db.data(), rows, hidden);
+  grad->dh_prev.resize(rows, hidden);
   MatMul<Scalar>(grad->d_a, false, wh, true, false, grad->dh_prev);
   MatMul<Scalar>(h_prev, true, grad->d_a, false, true, dwh);
-  db.row(0) += grad->d_a.colwise().sum();
 }
 
 // One step backward: as LstmCellBackwardGates, and also writes dL/dx into grad->dx and ADDS the
