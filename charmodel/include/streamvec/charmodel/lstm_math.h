@@ -53,7 +53,8 @@ struct FastMath {
     constexpr float kShift = 12582912.0f;
     const float t = x * 1.44269504088896341f + kShift;
     const float n = t - kShift;
-    const int32_t ni = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kShift);
+    // Unsigned: wraps instead of overflowing when x is NaN (the result is then garbage, not UB).
+    const uint32_t ni = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift);
     const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -62,7 +63,7 @@ struct FastMath {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     const float er = p * (r * r) + r + 1.0f;
-    return er * std::bit_cast<float>((ni + 127) << 23);
+    return er * std::bit_cast<float>((ni + 127u) << 23);
   }
   template <typename T>
   static T Sigmoid(T x) {
