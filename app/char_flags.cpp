@@ -13,7 +13,8 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
                   "Character model: LSTM hidden size per direction")
       ->capture_default_str();
   cmd->add_flag("--char-bidirectional,!--no-char-bidirectional", o->model.bidirectional,
-                "Character model: read the word backward too (default on)");
+                "Character model: read the word backward too (default on with --char-distill, "
+                "off with --model char-lstm)");
   cmd->add_option("--max-word-chars", o->model.max_word_chars,
                   "Character model: code points read per word; longer words are cut")
       ->capture_default_str();
@@ -35,6 +36,13 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
                   "--model char-lstm: words per character model update (each distinct word of "
                   "a batch is encoded once)")
       ->capture_default_str();
+}
+
+void ApplyCharLstmDefaults(const CLI::App& cmd, const std::string& model,
+                           CharDistillOptions* options) {
+  if (model == "char-lstm" && cmd.count("--char-bidirectional") == 0) {
+    options->model.bidirectional = false;
+  }
 }
 
 Status CharLstmFromFlags(const std::string& model, bool distill, const std::string& mode,

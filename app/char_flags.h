@@ -17,6 +17,13 @@ namespace streamvec::app {
 void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* options, std::string* mode,
                        uint64_t* batch_words);
 
+// --model char-lstm reads words forward only unless --char-bidirectional or
+// --no-char-bidirectional was given (--char-distill keeps MIMICK's bidirectional default): on the
+// 100M corpus the forward-only model scored the same on words outside the vocabulary, in 60% of
+// the time (docs/char-model.md). Call from the command's callback, after parsing.
+void ApplyCharLstmDefaults(const CLI::App& cmd, const std::string& model,
+                           CharDistillOptions* options);
+
 // The --model char-lstm settings from the flags: *char_lstm = (model == "char-lstm"), out's mode
 // and batch_words (its model is left as it is). InvalidArgument for --char-mode or
 // --char-batch-words without --model char-lstm (`given`), --char-distill with it (the model is

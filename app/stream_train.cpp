@@ -362,9 +362,11 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     const CharSgnsStats cs = char_sgns->stats();
     std::fprintf(stderr,
                  "streamvec train: character model (--model char-lstm, --char-mode %s): %llu "
-                 "steps (%llu word types encoded), %.2f s\n",
+                 "steps (%llu word types encoded), %.2f s; LSTM %s, %d hidden\n",
                  CharModeName(char_sgns->options().mode), static_cast<unsigned long long>(cs.steps),
-                 static_cast<unsigned long long>(cs.types), cs.seconds);
+                 static_cast<unsigned long long>(cs.types), cs.seconds,
+                 char_sgns->options().model.bidirectional ? "bidirectional" : "forward only",
+                 char_sgns->options().model.hidden);
   }
   if (distiller) {
     const CharDistillStats ds = distiller->stats();

@@ -123,6 +123,8 @@ TEST_F(VectorsCliTest, CharLstmReplaceModeServesTheModelsVectorsForEveryWord) {
                              "--char-batch-words 500 --output " + Path("lstm.txt") + " 2>&1");
   ASSERT_EQ(train.exit_code, 0) << train.output;
   EXPECT_THAT(train.output, HasSubstr("character model (--model char-lstm, --char-mode replace)"));
+  // --model char-lstm reads words forward only unless told otherwise.
+  EXPECT_THAT(train.output, HasSubstr("; LSTM forward only, 8 hidden"));
   const CliRun state = Shell("SV vectors --state " + Path("lstm") + " w0 w3 2>/dev/null");
   ASSERT_EQ(state.exit_code, 0) << state.output;
   const CliRun file = Shell("SV vectors --vectors " + Path("lstm.txt") + " w0 w3 2>/dev/null");
@@ -145,6 +147,19 @@ TEST_F(VectorsCliTest, CharLstmReplaceModeServesTheModelsVectorsForEveryWord) {
   const CliRun oov = Shell("SV vectors --json --state " + Path("lstm") + " zqxjvwordish");
   ASSERT_EQ(oov.exit_code, 0) << oov.output;
   EXPECT_EQ(nlohmann::json::parse(oov.output)["source"], "char-lstm");
+}
+
+// --char-bidirectional still gives --model char-lstm a backward reader; the state keeps it.
+TEST_F(VectorsCliTest, CharLstmReadsBackwardTooWhenAskedTo) {
+  const std::string train = "SV train --input " + Path("corpus.txt") + " --stream --state " +
+                            Path("bidi") + kTrain + "--model char-lstm --char-batch-words 500 ";
+  const CliRun bidi = Shell(train + "--char-bidirectional 2>&1");
+  ASSERT_EQ(bidi.exit_code, 0) << bidi.output;
+  EXPECT_THAT(bidi.output, HasSubstr("; LSTM bidirectional, 8 hidden"));
+  // Resumed without the flag: the state's own model, still bidirectional.
+  const CliRun resumed = Shell(train + "2>&1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("; LSTM bidirectional, 8 hidden"));
 }
 
 // Batch --model char-lstm: --epochs passes of the streaming learner over the file, the
