@@ -1,4 +1,5 @@
-// The LSTM cell, forward and backward, over a batch of rows: the one place its math is written.
+// The LSTM cell, forward and backward, over a batch of rows: its products through MatMul
+// (matmul.h), its element-wise math in lstm_math.h (each written once).
 //
 // The cell is the LSTM with a forget gate (Hochreiter & Schmidhuber 1997; Gers et al. 2000) as
 // written in Graves 2013, "Generating Sequences With Recurrent Neural Networks", eq. 7-11,
@@ -18,46 +19,16 @@
 
 #include "streamvec/base/cpu_features.h"
 #include "streamvec/charmodel/lstm_math.h"
+#include "streamvec/charmodel/matmul.h"
 
 namespace streamvec {
-
-template <typename Scalar>
-using RowMatrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// c = a' b' (accumulate: c += a' b'), where a' is a or its transpose (trans_a), b' likewise;
-// c must already have the product's shape (it is not resized). Shapes: a' m x k, b' k x n, c m x n.
-// The generic version is Eigen's product (the gradient checks run it in double); the float one
-// (gemm.cpp) is OpenBLAS's sgemm where the build found OpenBLAS: its kernels are chosen at run
-// time (AVX-512 or AVX2 with FMA), where the portable build's Eigen multiplies with SSE2 packets,
-// 2.3-2.9x slower on the cell's shapes (B x 20 by 20 x 200, B x 50 by 50 x 200 and their
-// transposes). Without OpenBLAS, Eigen for float too.
-template <typename Scalar>
-void MatMul(const Eigen::Ref<const RowMatrix<Scalar>>& a, bool trans_a,
-            const Eigen::Ref<const RowMatrix<Scalar>>& b, bool trans_b, bool accumulate,
-            Eigen::Ref<RowMatrix<Scalar>> c) {
-  if (!accumulate) c.setZero();
-  if (trans_a && trans_b) {
-    c.noalias() += a.transpose() * b.transpose();
-  } else if (trans_a) {
-    c.noalias() += a.transpose() * b;
-  } else if (trans_b) {
-    c.noalias() += a * b.transpose();
-  } else {
-    c.noalias() += a * b;
-  }
-}
-
-template <>
-void MatMul<float>(const Eigen::Ref<const RowMatrix<float>>& a, bool trans_a,
-                   const Eigen::Ref<const RowMatrix<float>>& b, bool trans_b, bool accumulate,
-                   Eigen::Ref<RowMatrix<float>> c);
 
 // The element-wise part of a step over `rows` rows (lstm_math.h; row-major, each matrix with
 // its row stride ld_*). Forward: gates (rows x 4H) hold the pre-activations without b on entry
 // and the gates after; c, tanh_c, h (rows x H, stride H) are written. Backward: d_a (rows x 4H,
 // stride 4H) and dc_prev (rows x H, stride H) are written, db (4H) is added to. The generic
 // versions run lstm_math.h's rows with ExactMath; the float ones (lstm_rows.cpp) with FastMath,
-// in the AVX-512, AVX2 or portable build of the rows chosen for this CPU (LstmRowsIsa()).
+// in the AVX-512, AVX2 or portable build of the rows chosen for this CPU (LstmFloatRowsIsa()).
 template <typename Scalar>
 void LstmForwardRows(Scalar* gates, Eigen::Index ld_gates, const Scalar* b, const Scalar* c_prev,
                      Eigen::Index ld_c_prev, Scalar* c, Scalar* tanh_c, Scalar* h,

@@ -1,7 +1,7 @@
-// MatMul<float> (lstm_cell.h): OpenBLAS's sgemm where the build found OpenBLAS, else Eigen.
-#include <algorithm>
+// MatMul<float>: OpenBLAS's sgemm where the build found OpenBLAS, else Eigen's product.
+#include "streamvec/charmodel/matmul.h"
 
-#include "streamvec/charmodel/lstm_cell.h"
+#include <algorithm>
 
 #ifdef STREAMVEC_HAVE_OPENBLAS
 #include <cblas.h>
@@ -35,16 +35,7 @@ void MatMul<float>(const Eigen::Ref<const RowMatrix<float>>& a, bool trans_a,
   }
   if (!accumulate) c.setZero();  // an empty product
 #else
-  if (!accumulate) c.setZero();
-  if (trans_a && trans_b) {
-    c.noalias() += a.transpose() * b.transpose();
-  } else if (trans_a) {
-    c.noalias() += a.transpose() * b;
-  } else if (trans_b) {
-    c.noalias() += a * b.transpose();
-  } else {
-    c.noalias() += a * b;
-  }
+  MatMulEigen<float>(a, trans_a, b, trans_b, accumulate, c);
 #endif
 }
 
