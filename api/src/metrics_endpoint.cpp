@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "listen_address.h"
+#include "replies_in_flight.h"
 #include "streamvec/api/prometheus.h"
 
 namespace streamvec::api {
@@ -16,19 +17,13 @@ namespace {
 namespace http = web::http;
 using http::experimental::listener::http_listener;
 
-void Reply(http::http_request& request, http::status_code code, const std::string& content_type,
-           std::string body) {
+void Reply(RepliesInFlight::Ticket& ticket, http::http_request& request, http::status_code code,
+           const std::string& content_type, std::string body) {
   http::http_response response(code);
   response.headers().set_content_type(content_type);
   if (code == http::status_codes::MethodNotAllowed) response.headers().add("Allow", "GET");
   response.set_body(std::move(body), content_type);
-  // A client that went away makes the reply task fail: observe it, or pplx terminates.
-  request.reply(response).then([](pplx::task<void> t) {
-    try {
-      t.get();
-    } catch (...) {
-    }
-  });
+  ticket.Reply(request, response);
 }
 
 }  // namespace
@@ -36,22 +31,24 @@ void Reply(http::http_request& request, http::status_code code, const std::strin
 struct MetricsEndpoint::Impl {
   std::function<std::string()> text;
   std::unique_ptr<http_listener> listener;
+  RepliesInFlight replies;
   int port = 0;
   double start_time = 0;  // Unix seconds
 
   void Handle(http::http_request request) {
+    RepliesInFlight::Ticket ticket = replies.Take();
     try {
       if (request.method() != http::methods::GET) {
-        Reply(request, http::status_codes::MethodNotAllowed, "application/json",
+        Reply(ticket, request, http::status_codes::MethodNotAllowed, "application/json",
               R"({"error":"method not allowed: /metrics answers GET"})");
       } else if (request.relative_uri().path() != "/metrics") {
-        Reply(request, http::status_codes::NotFound, "application/json",
+        Reply(ticket, request, http::status_codes::NotFound, "application/json",
               R"({"error":"not found: this endpoint serves GET /metrics only"})");
       } else {
         std::string out = text();
         AppendMetric(&out, "streamvec_process_start_time_seconds", "gauge",
                      "Start time of the process since the Unix epoch, seconds.", start_time);
-        Reply(request, http::status_codes::OK, "text/plain; version=0.0.4; charset=utf-8",
+        Reply(ticket, request, http::status_codes::OK, "text/plain; version=0.0.4; charset=utf-8",
               std::move(out));
       }
     } catch (const std::exception& e) {
@@ -102,13 +99,7 @@ StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
 MetricsEndpoint::MetricsEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 MetricsEndpoint::~MetricsEndpoint() {
-  if (impl_->listener) {
-    try {
-      impl_->listener->close().wait();
-    } catch (const std::exception& e) {
-      spdlog::warn("metrics: closing the listener: {}", e.what());
-    }
-  }
+  if (impl_->listener) impl_->replies.CloseAfterDraining(*impl_->listener, "metrics");
 }
 
 int MetricsEndpoint::port() const { return impl_->port; }

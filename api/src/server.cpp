@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "listen_address.h"
+#include "replies_in_flight.h"
 #include "routes.h"
 #include "service.h"
 
@@ -57,6 +58,7 @@ struct Server::Impl {
   ServeOptions options;
   Service service;
   std::unique_ptr<http_listener> listener;
+  RepliesInFlight replies;
   int port = 0;
   bool stopped = false;  // GUARDED_BY(stop_mu)
   std::mutex stop_mu;
@@ -66,6 +68,7 @@ struct Server::Impl {
 
   // The one place where request exceptions become an HTTP error.
   void Handle(http::http_request request) {
+    RepliesInFlight::Ticket ticket = replies.Take();
     HttpReply reply;
     try {
       HttpCall call;
@@ -106,13 +109,7 @@ struct Server::Impl {
                                "Content-Type, Authorization, If-None-Match");
         response.headers().add("Access-Control-Expose-Headers", "ETag");
       }
-      // A client that went away makes the reply task fail: observe it, or pplx terminates.
-      request.reply(response).then([](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-      });
+      ticket.Reply(request, response);
     } catch (const std::exception& e) {
       spdlog::warn("serve: cannot reply: {}", e.what());
     }
@@ -218,13 +215,7 @@ void Server::Stop() {
     impl_->stopped = true;
   }
   impl_->service.StopPolling();
-  if (impl_->listener) {
-    try {
-      impl_->listener->close().wait();
-    } catch (const std::exception& e) {
-      spdlog::warn("serve: closing the listener: {}", e.what());
-    }
-  }
+  if (impl_->listener) impl_->replies.CloseAfterDraining(*impl_->listener, "serve");
 }
 
 }  // namespace streamvec::api
