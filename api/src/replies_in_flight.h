@@ -11,27 +11,19 @@
 #include <cpprest/http_listener.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
 namespace streamvec::api {
 
-// Requests a listener's handler has taken and whose replies cpprestsdk has not written yet.
+// Requests a listener's handler has taken and whose replies cpprestsdk has not written yet. A
+// request costs two atomic updates; only closing waits.
 class RepliesInFlight {
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    int count = 0;  // GUARDED_BY(mu)
-    void Done() {
-      std::lock_guard<std::mutex> lock(mu);
-      if (--count == 0) cv.notify_all();
-    }
-  };
+  using Count = std::atomic<int>;
 
  public:
   // One request, counted from Take() until its reply is written (or fails to be: a client that
@@ -39,36 +31,33 @@ class RepliesInFlight {
   // ticket is destroyed.
   class Ticket {
    public:
-    explicit Ticket(std::shared_ptr<State> state) : state_(std::move(state)) {}
+    explicit Ticket(std::shared_ptr<Count> count) : count_(std::move(count)) {}
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
     ~Ticket() {
-      if (state_ != nullptr) state_->Done();
+      if (count_ != nullptr) --*count_;
     }
     // Sends `response` to `request`'s client. Throws what http_request::reply throws.
     void Reply(web::http::http_request& request, const web::http::http_response& response) {
       pplx::task<void> sent = request.reply(response);
-      std::shared_ptr<State> state = std::move(state_);  // also outlives the RepliesInFlight
-      sent.then([state](pplx::task<void> t) {
+      // The continuation holds the count: it may run after the RepliesInFlight is gone.
+      sent.then([count = std::move(count_)](pplx::task<void> t) {
         try {
           t.get();
         } catch (...) {
         }
-        state->Done();
+        --*count;
       });
     }
 
    private:
-    std::shared_ptr<State> state_;
+    std::shared_ptr<Count> count_;
   };
 
   // Counts a request its handler has just taken.
   Ticket Take() {
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      ++state_->count;
-    }
-    return Ticket(state_);
+    ++*count_;
+    return Ticket(count_);
   }
 
   // Closes `listener` once the requests taken are answered and their replies written (waiting
@@ -79,9 +68,9 @@ class RepliesInFlight {
                           const std::string& what,
                           std::chrono::milliseconds wait = std::chrono::seconds(2),
                           std::chrono::milliseconds settle = std::chrono::milliseconds(5)) {
-    {
-      std::unique_lock<std::mutex> lock(state_->mu);
-      state_->cv.wait_for(lock, wait, [this] { return state_->count == 0; });
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (count_->load() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::this_thread::sleep_for(settle);
     try {
@@ -92,7 +81,7 @@ class RepliesInFlight {
   }
 
  private:
-  std::shared_ptr<State> state_ = std::make_shared<State>();
+  std::shared_ptr<Count> count_ = std::make_shared<Count>(0);
 };
 
 }  // namespace streamvec::api

@@ -20,7 +20,7 @@ class MetricsEndpoint {
   // bound (in use, not local), InvalidArgument for an empty host.
   static StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const std::string& host, int port,
                                                           std::function<std::string()> text);
-  ~MetricsEndpoint();  // closes the listener
+  ~MetricsEndpoint();  // closes the listener once replies in flight are written (at most 2 s)
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 

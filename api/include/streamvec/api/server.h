@@ -156,7 +156,8 @@ class Server {
   int port() const;
   // Version of the snapshot being served; 0 until the first one is loaded.
   uint64_t snapshot_version() const;
-  // Stops accepting requests, waits for the polling thread, and closes the listener. Idempotent.
+  // Stops polling for snapshots, waits (at most 2 s) until the requests already taken are answered
+  // and their replies written, and closes the listener. Idempotent.
   void Stop();
 
  private:
