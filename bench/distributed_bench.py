@@ -11,7 +11,9 @@ baseline) and run alternately, rep by rep.
 Reported per run: wall (the ingest's start to the last trainer's exit, less --max-idle), words/s
 (the corpus's words over that wall), the ratio to the baseline of the same rep, WS-353, MEN and
 Google analogy (3CosAdd, --restrict 30000) of the shards' union (`export --state` per shard) or of
-the baseline trainer, pushed and pulled bytes per trained word (the trainers' summary lines), the
+the baseline trainer; WS-353 and MEN again on the pairs both this run and the baseline of its rep
+hold (the shards' union holds other words than one trainer, and a score over other pairs is not
+comparable: the issue's bar compares on the same pairs), pushed and pulled bytes per trained word (the trainers' summary lines), the
 node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
 and how many were never merged (dropped, not pushed again). Then a scaling model from
@@ -151,6 +153,78 @@ def scores(sv: Path, vec: Path, a) -> dict:
     return out
 
 
+SIMILARITY_SETS = {"ws353": "eval/wordsim/EN-WS-353-ALL.txt", "men": "eval/wordsim/EN-MEN-TR-3k.txt"}
+
+
+def similarity_pairs(a) -> dict:
+    """{"ws353": [(w1, w2, human score)], "men": [...]}, words lower-cased as `eval` reads them."""
+    out = {}
+    for key, rel in SIMILARITY_SETS.items():
+        pairs = []
+        for line in (a.data / rel).read_text(encoding="utf-8").splitlines():
+            t = line.split()
+            try:
+                pairs.append((t[0].lower(), t[1].lower(), float(t[2])))
+            except (IndexError, ValueError):
+                continue  # a header line
+        out[key] = pairs
+    return out
+
+
+def eval_vectors(path: Path, pairs: dict) -> dict:
+    """The vectors of the similarity sets' words that a word2vec text file holds."""
+    need = {w for ps in pairs.values() for p in ps for w in p[:2]}
+    vecs = {}
+    with path.open(encoding="utf-8") as f:
+        f.readline()
+        for line in f:
+            word, _, rest = line.rstrip("\n").partition(" ")
+            if word in need:
+                vecs[word] = [float(x) for x in rest.split()]
+    return vecs
+
+
+def ranks(xs: list) -> list:
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2
+        i = j + 1
+    return r
+
+
+def spearman(x: list, y: list) -> float | None:
+    if len(x) < 3:
+        return None
+    rx, ry = ranks(x), ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    num = sum((p - mx) * (q - my) for p, q in zip(rx, ry))
+    den = math.sqrt(sum((p - mx) ** 2 for p in rx) * sum((q - my) ** 2 for q in ry))
+    return num / den if den else None
+
+
+def cosine(u: list, v: list) -> float:
+    den = math.sqrt(sum(p * p for p in u) * sum(q * q for q in v))
+    return sum(p * q for p, q in zip(u, v)) / den if den else 0.0
+
+
+def common_scores(pairs: dict, run: dict, base: dict) -> dict:
+    """Spearman of `run` and of `base` (eval_vectors of each) over the pairs both hold."""
+    out = {}
+    for key, ps in pairs.items():
+        both = [p for p in ps if all(w in run and w in base for w in p[:2])]
+        human = [p[2] for p in both]
+        out[key] = {"pairs": len(both),
+                    "run": spearman(human, [cosine(run[p[0]], run[p[1]]) for p in both]),
+                    "base": spearman(human, [cosine(base[p[0]], base[p[1]]) for p in both])}
+    return out
+
+
 def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a) -> dict:
     w = work / tag
     shutil.rmtree(w, ignore_errors=True)
@@ -242,6 +316,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
         if ex.returncode != 0:
             raise RuntimeError("export: " + ex.stderr[-300:])
         row.update(scores(sv, w / "vectors.txt", a))
+        row["_eval_vectors"] = eval_vectors(w / "vectors.txt", a.pairs)
         if not a.keep:
             for d in w.iterdir():
                 if d.is_dir():
@@ -280,6 +355,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/distributed_bench")
     a = ap.parse_args()
     configs = [parse_config(c) for c in a.configs.split(",")]
+    a.pairs = similarity_pairs(a)
     a.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (stop_all(), sys.exit(1)))
     rows = []
@@ -296,12 +372,18 @@ def main() -> int:
                     log(f"FAILED: {e}")
                 row["rep"] = rep
                 rows.append(row)
-                log(json.dumps({k: v for k, v in row.items() if not isinstance(v, float)
+                log(json.dumps({k: v for k, v in row.items() if not isinstance(v, (float, dict))
                                 or k in ("wall_s", "ws353")}))
     finally:
         stop_all()
-    (a.out / "results.json").write_text(json.dumps(rows, indent=1))
     base = {r["rep"]: r for r in rows if r.get("trainers") == 1 and r.get("shards") == 0}
+    for r in rows:
+        b = base.get(r.get("rep"))
+        if b and "_eval_vectors" in r and "_eval_vectors" in b:
+            r["common"] = common_scores(a.pairs, r["_eval_vectors"], b["_eval_vectors"])
+    for r in rows:
+        r.pop("_eval_vectors", None)
+    (a.out / "results.json").write_text(json.dumps(rows, indent=1))
     print(f"# distributed_bench: {a.corpus.name}, configs {a.configs}, {a.reps} rep(s), "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"# command: /usr/bin/python3 bench/distributed_bench.py --configs {a.configs} "
@@ -322,6 +404,21 @@ def main() -> int:
               f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
               f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} / "
               f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} |")
+    common = [r for r in rows if r.get("common") and r.get("shards")]
+    if common:
+        print("\nWS-353 and MEN on the pairs both the run and the baseline of its rep hold:")
+        print("| config | rep | WS-353 pairs | WS-353 | baseline | difference | MEN pairs | MEN "
+              "| baseline | difference |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in common:
+            cells = []
+            for key in ("ws353", "men"):
+                c = r["common"][key]
+                diff = (c["run"] - c["base"]) if c["run"] is not None and c["base"] is not None \
+                    else None
+                cells.append(f"{c['pairs']} | {fmt(c['run'], '.3f')} | {fmt(c['base'], '.3f')} "
+                             f"| {fmt(diff, '+.3f')}")
+            print(f"| {r['config']} | {r['rep']} | " + " | ".join(cells) + " |")
     # The scaling model (docs/distributed.md): a shard core merges C push bytes a second; a
     # trainer training w words/s pushes b bytes a trained word; a shard serves C / (b w)
     # trainers before it saturates.
