@@ -183,6 +183,8 @@ struct ParamNode::Impl {
   // Publication: words whose rows changed since they were last published, and vocabulary
   // changes not yet published (the latest per word).
   std::set<std::string> pending_rows;
+  // ProcessBatch's merge batches (new rows, and the rest), kept so that their memory is reused.
+  std::unique_ptr<MergeBatch> fresh_batch, merged_batch;
   // The last word published: a turn that cannot publish every pending row (publish_max_bytes)
   // goes on after it, round robin, so that no row waits more than one pass over the pending
   // set (from the first word every turn, the words late in the order waited for the end of a
@@ -472,7 +474,12 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   uint64_t dropped = 0, rounds = 0, contributions = 0;
   if (!pushes.empty()) {
     const int dim = rows.dim;
-    MergeBatch fresh(dim), merged(dim);
+    if (!fresh_batch || fresh_batch->dim() != dim) {
+      fresh_batch = std::make_unique<MergeBatch>(dim);
+      merged_batch = std::make_unique<MergeBatch>(dim);
+    }
+    MergeBatch& fresh = *fresh_batch;
+    MergeBatch& merged = *merged_batch;
     std::unordered_set<uint32_t> fresh_slots;
     const auto now = std::chrono::steady_clock::now();
     for (const ParamMessage& push : pushes) trainer_seen[push.header.sender] = now;

@@ -99,32 +99,42 @@ MergeBatch::MergeBatch(int dim) : dim_(dim) { SV_CHECK(dim >= 1); }
 void MergeBatch::Add(uint64_t key, uint32_t sender, std::span<const float> delta) {
   SV_CHECK(delta.size() == static_cast<size_t>(dim_));
   auto [it, fresh] = by_key_.try_emplace(key, rounds_.size());
-  if (fresh) rounds_.push_back(Round{key, {}});
+  if (fresh) rounds_.push_back(Round{key, kNoPart, kNoPart});
   Round& round = rounds_[it->second];
-  for (const auto& [s, offset] : round.parts) {
-    if (s != sender) continue;
-    float* acc = pool_.data() + offset;
+  for (uint32_t p = round.head; p != kNoPart; p = parts_[p].next) {
+    if (parts_[p].sender != sender) continue;
+    float* acc = pool_.data() + parts_[p].offset;
     for (int j = 0; j < dim_; ++j) acc[j] += delta[j];
     return;
   }
-  round.parts.emplace_back(sender, pool_.size());
+  SV_CHECK(parts_.size() < kNoPart);
+  const uint32_t part = static_cast<uint32_t>(parts_.size());
+  parts_.push_back(Part{sender, kNoPart, pool_.size()});
+  if (round.tail == kNoPart) {
+    round.head = part;
+  } else {
+    parts_[round.tail].next = part;
+  }
+  round.tail = part;
   pool_.insert(pool_.end(), delta.begin(), delta.end());
   ++contributions_;
 }
 
 void MergeBatch::Apply(const MergeOptions& options,
                        const std::function<NodeRowRef(uint64_t key)>& row_of) {
-  std::vector<const float*> deltas;
   for (const Round& round : rounds_) {
-    deltas.clear();
-    for (const auto& part : round.parts) deltas.push_back(pool_.data() + part.second);
-    MergeRound(options, deltas, dim_, row_of(round.key));
+    deltas_.clear();
+    for (uint32_t p = round.head; p != kNoPart; p = parts_[p].next) {
+      deltas_.push_back(pool_.data() + parts_[p].offset);
+    }
+    MergeRound(options, deltas_, dim_, row_of(round.key));
   }
   Clear();
 }
 
 void MergeBatch::Clear() {
   rounds_.clear();
+  parts_.clear();
   by_key_.clear();
   pool_.clear();
   contributions_ = 0;

@@ -112,22 +112,32 @@ class MergeBatch {
   // Adds `delta` (dim floats) from `sender` for row `key`.
   void Add(uint64_t key, uint32_t sender, std::span<const float> delta);
   // Rows (keys) with at least one contribution, and contributions in all.
+  int dim() const { return dim_; }
   size_t rows() const { return rounds_.size(); }
   size_t contributions() const { return contributions_; }
   // Applies every row's round with MergeRound, keys in the order they were first added;
   // `row_of(key)` gives the row to merge into (called once per key). Then clears the batch.
   void Apply(const MergeOptions& options, const std::function<NodeRowRef(uint64_t key)>& row_of);
+  // Empties the batch and keeps its memory for the next one (a node merges batch after batch).
   void Clear();
 
  private:
+  static constexpr uint32_t kNoPart = ~uint32_t{0};
+  struct Part {
+    uint32_t sender;
+    uint32_t next;  // the round's next part, kNoPart at its last
+    size_t offset;  // into pool_
+  };
   struct Round {
     uint64_t key;
-    std::vector<std::pair<uint32_t, size_t>> parts;  // (sender, offset into pool_)
+    uint32_t head, tail;  // its parts, a list through parts_ in the order they were added
   };
   int dim_;
   std::vector<Round> rounds_;                    // first-added order
+  std::vector<Part> parts_;                      // every round's parts, flat
   std::unordered_map<uint64_t, size_t> by_key_;  // key -> index into rounds_
   std::vector<float> pool_;                      // contributions, dim floats each
+  std::vector<const float*> deltas_;             // Apply's scratch
   size_t contributions_ = 0;
 };
 
