@@ -206,5 +206,39 @@ TEST(MergeBatchTest, SumsASendersDeltasAndMergesSendersPerRow) {
   EXPECT_EQ(batch.contributions(), 0u);
 }
 
+TEST(MergeBatchTest, ABatchReusedAfterApplyMergesItsSendersInTheOrderTheyCame) {
+  MergeBatch batch(2);
+  MergeOptions o;
+  o.rule = MergeRule::kAdaSum;  // order-sensitive: the tree pairs senders 1 and 2 first
+  std::map<uint64_t, Row> rows;
+  rows[7] = Row{{0.0f, 0.0f}};
+  batch.Add(7, 9, std::vector<float>{5.0f, 5.0f});
+  batch.Apply(o, [&](uint64_t key) { return rows.at(key).ref(); });
+  EXPECT_EQ(rows[7].v, (std::vector<float>{5.0f, 5.0f}));
+  // The second batch: three senders for row 7, interleaved with another row's.
+  const std::vector<float> a{1.0f, 0.0f}, b{1.0f, 1.0f}, c{0.0f, 3.0f}, d{2.0f, 2.0f};
+  rows[7] = Row{{0.0f, 0.0f}};
+  rows[8] = Row{{0.0f, 0.0f}};
+  batch.Add(7, 3, a);
+  batch.Add(8, 3, d);
+  batch.Add(7, 1, b);
+  batch.Add(7, 2, c);
+  batch.Add(8, 1, d);
+  EXPECT_EQ(batch.rows(), 2u);
+  EXPECT_EQ(batch.contributions(), 5u);
+  batch.Apply(o, [&](uint64_t key) { return rows.at(key).ref(); });
+  std::vector<double> want7{1, 0, 1, 1, 0, 3}, want8{2, 2, 2, 2};
+  AdaSumRound(want7.data(), 3, 2);
+  AdaSumRound(want8.data(), 2, 2);
+  EXPECT_FLOAT_EQ(rows[7].v[0], static_cast<float>(want7[0]));
+  EXPECT_FLOAT_EQ(rows[7].v[1], static_cast<float>(want7[1]));
+  EXPECT_FLOAT_EQ(rows[8].v[0], static_cast<float>(want8[0]));  // parallel: their mean
+  EXPECT_FLOAT_EQ(rows[8].v[0], 2.0f);
+  // Another order of row 7's senders gives another result: the test tells orders apart.
+  std::vector<double> other{0, 3, 1, 1, 1, 0};
+  AdaSumRound(other.data(), 3, 2);
+  EXPECT_GT(std::fabs(other[0] - want7[0]) + std::fabs(other[1] - want7[1]), 1e-3);
+}
+
 }  // namespace
 }  // namespace streamvec
