@@ -11,9 +11,10 @@ baseline) and run alternately, rep by rep.
 Reported per run: wall (the ingest's start to the last trainer's exit, less --max-idle), words/s
 (the corpus's words over that wall), the ratio to the baseline of the same rep, WS-353, MEN and
 Google analogy (3CosAdd, --restrict 30000) of the shards' union (`export --state` per shard) or of
-the baseline trainer; WS-353 and MEN again on the pairs both this run and the baseline of its rep
-hold (the shards' union holds other words than one trainer, and a score over other pairs is not
-comparable: the issue's bar compares on the same pairs), pushed and pulled bytes per trained word (the trainers' summary lines), the
+the baseline trainer; WS-353 and MEN again on the pairs both this run and the baseline of its
+rep hold (the shards' union holds other words than one trainer: both vectors files are cut to
+their common words and scored by `streamvec eval`), pushed and pulled bytes per trained word (the
+trainers' summary lines), the
 node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
 and how many were never merged (dropped, not pushed again). Then a scaling model from
@@ -136,96 +137,59 @@ def drain(node: Child, timeout: float):
         time.sleep(0.5)
 
 
-def scores(sv: Path, vec: Path, a) -> dict:
-    ev = subprocess.run([str(sv), "eval", "--json", "--vectors", str(vec), "--similarity",
-                         str(a.data / "eval/wordsim/EN-WS-353-ALL.txt"), "--similarity",
-                         str(a.data / "eval/wordsim/EN-MEN-TR-3k.txt"), "--analogy",
-                         str(a.data / "eval/analogy/questions-words.txt")],
-                        capture_output=True, text=True)
+def scores(sv: Path, vec: Path, a, analogy: bool = True) -> dict:
+    """`streamvec eval` of a vectors file: {"ws353", "men" (Spearman), "ws353_pairs",
+    "men_pairs" (pairs scored), "analogy" (accuracy, when asked)} or {"error"}."""
+    cmd = [str(sv), "eval", "--json", "--vectors", str(vec), "--similarity",
+           str(a.data / "eval/wordsim/EN-WS-353-ALL.txt"), "--similarity",
+           str(a.data / "eval/wordsim/EN-MEN-TR-3k.txt")]
+    if analogy:
+        cmd += ["--analogy", str(a.data / "eval/analogy/questions-words.txt")]
+    ev = subprocess.run(cmd, capture_output=True, text=True)
     out = {}
     try:
         j = json.loads(ev.stdout)
         for s in j.get("similarity", []):
-            out["ws353" if "WS-353" in s.get("name", s.get("file", "")) else "men"] = s["spearman"]
-        out["analogy"] = j["analogy"]["accuracy"]
+            key = "ws353" if "WS-353" in s.get("name", s.get("file", "")) else "men"
+            out[key] = s["spearman"]
+            out[key + "_pairs"] = s["pairs"]
+        if analogy:
+            out["analogy"] = j["analogy"]["accuracy"]
     except (ValueError, KeyError, TypeError):
         out["error"] = (ev.stdout + ev.stderr)[-300:]
     return out
 
 
-SIMILARITY_SETS = {"ws353": "eval/wordsim/EN-WS-353-ALL.txt", "men": "eval/wordsim/EN-MEN-TR-3k.txt"}
-
-
-def similarity_pairs(a) -> dict:
-    """{"ws353": [(w1, w2, human score)], "men": [...]}, words lower-cased as `eval` reads them."""
-    out = {}
-    for key, rel in SIMILARITY_SETS.items():
-        pairs = []
-        for line in (a.data / rel).read_text(encoding="utf-8").splitlines():
-            t = line.split()
-            try:
-                pairs.append((t[0].lower(), t[1].lower(), float(t[2])))
-            except (IndexError, ValueError):
-                continue  # a header line
-        out[key] = pairs
-    return out
-
-
-def eval_vectors(path: Path, pairs: dict) -> dict:
-    """The vectors of the similarity sets' words that a word2vec text file holds."""
-    need = {w for ps in pairs.values() for p in ps for w in p[:2]}
-    vecs = {}
+def vector_words(path: Path) -> set:
     with path.open(encoding="utf-8") as f:
         f.readline()
-        for line in f:
-            word, _, rest = line.rstrip("\n").partition(" ")
-            if word in need:
-                vecs[word] = [float(x) for x in rest.split()]
-    return vecs
+        return {line.split(" ", 1)[0] for line in f}
 
 
-def ranks(xs: list) -> list:
-    order = sorted(range(len(xs)), key=xs.__getitem__)
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2
-        i = j + 1
-    return r
-
-
-def spearman(x: list, y: list) -> float | None:
-    if len(x) < 3:
-        return None
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    num = sum((p - mx) * (q - my) for p, q in zip(rx, ry))
-    den = math.sqrt(sum((p - mx) ** 2 for p in rx) * sum((q - my) ** 2 for q in ry))
-    return num / den if den else None
-
-
-def cosine(u: list, v: list) -> float:
-    den = math.sqrt(sum(p * p for p in u) * sum(q * q for q in v))
-    return sum(p * q for p, q in zip(u, v)) / den if den else 0.0
-
-
-def common_scores(pairs: dict, run: dict, base: dict) -> dict:
-    """Spearman of `run` and of `base` (eval_vectors of each) over the pairs both hold."""
-    out = {}
-    for key, ps in pairs.items():
-        both = [p for p in ps if all(w in run and w in base for w in p[:2])]
-        human = [p[2] for p in both]
-        out[key] = {"pairs": len(both),
-                    "run": spearman(human, [cosine(run[p[0]], run[p[1]]) for p in both]),
-                    "base": spearman(human, [cosine(base[p[0]], base[p[1]]) for p in both])}
+def common_scores(sv: Path, run_vec: Path, base_vec: Path, work: Path, a) -> dict:
+    """WS-353 and MEN of a run and of the baseline over the pairs both hold: each vectors file is
+    cut to the words both have and scored by `streamvec eval`. {"ws353": {"pairs", "run",
+    "base"}, "men": {...}}."""
+    both = vector_words(run_vec) & vector_words(base_vec)
+    out = {"ws353": {}, "men": {}}
+    for side, src in (("run", run_vec), ("base", base_vec)):
+        cut = work / f"common-{side}.txt"
+        with src.open(encoding="utf-8") as f, cut.open("w", encoding="utf-8") as g:
+            dim = f.readline().split()[1]
+            g.write(f"{len(both)} {dim}\n")
+            g.writelines(line for line in f if line.split(" ", 1)[0] in both)
+        sc = scores(sv, cut, a, analogy=False)
+        cut.unlink()
+        for key in out:
+            out[key][side] = sc.get(key)
+            out[key]["pairs"] = sc.get(key + "_pairs")
     return out
 
 
-def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a) -> dict:
+def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
+             base_vec: Path | None = None) -> dict:
+    """One run. The baseline's vectors are kept as base_vec (for the runs of its rep to be
+    compared with, common_scores); a run with shards is scored against base_vec when given."""
     w = work / tag
     shutil.rmtree(w, ignore_errors=True)
     w.mkdir(parents=True)
@@ -316,7 +280,10 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a)
         if ex.returncode != 0:
             raise RuntimeError("export: " + ex.stderr[-300:])
         row.update(scores(sv, w / "vectors.txt", a))
-        row["_eval_vectors"] = eval_vectors(w / "vectors.txt", a.pairs)
+        if shards and base_vec and base_vec.exists():
+            row["common"] = common_scores(sv, w / "vectors.txt", base_vec, w, a)
+        elif not shards and base_vec:
+            shutil.copyfile(w / "vectors.txt", base_vec)
         if not a.keep:
             for d in w.iterdir():
                 if d.is_dir():
@@ -355,10 +322,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/distributed_bench")
     a = ap.parse_args()
     configs = [parse_config(c) for c in a.configs.split(",")]
-    a.pairs = similarity_pairs(a)
     a.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (stop_all(), sys.exit(1)))
     rows = []
+    for rep in range(a.reps):  # a killed earlier run's; each rep's baseline writes its own
+        (a.out / f"baseline-{rep}.txt").unlink(missing_ok=True)
     load0 = os.getloadavg()[0]
     try:
         for rep in range(a.reps):
@@ -366,7 +334,8 @@ def main() -> int:
                 tag = f"{n}x{s}{'-' + merge if s else ''}-{rep}"
                 log(f"rep {rep}: {n} trainer(s), {s} shard(s), merge {merge}")
                 try:
-                    row = one_pass(a.sv, a.out, tag, n, s, merge, a)
+                    row = one_pass(a.sv, a.out, tag, n, s, merge, a,
+                                   base_vec=a.out / f"baseline-{rep}.txt")
                 except RuntimeError as e:
                     row = {"config": tag.rsplit("-", 1)[0], "failed": str(e)}
                     log(f"FAILED: {e}")
@@ -376,14 +345,10 @@ def main() -> int:
                                 or k in ("wall_s", "ws353")}))
     finally:
         stop_all()
-    base = {r["rep"]: r for r in rows if r.get("trainers") == 1 and r.get("shards") == 0}
-    for r in rows:
-        b = base.get(r.get("rep"))
-        if b and "_eval_vectors" in r and "_eval_vectors" in b:
-            r["common"] = common_scores(a.pairs, r["_eval_vectors"], b["_eval_vectors"])
-    for r in rows:
-        r.pop("_eval_vectors", None)
+        for rep in range(a.reps):
+            (a.out / f"baseline-{rep}.txt").unlink(missing_ok=True)
     (a.out / "results.json").write_text(json.dumps(rows, indent=1))
+    base = {r["rep"]: r for r in rows if r.get("trainers") == 1 and r.get("shards") == 0}
     print(f"# distributed_bench: {a.corpus.name}, configs {a.configs}, {a.reps} rep(s), "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"# command: /usr/bin/python3 bench/distributed_bench.py --configs {a.configs} "

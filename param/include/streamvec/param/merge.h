@@ -111,8 +111,8 @@ class MergeBatch {
   explicit MergeBatch(int dim);
   // Adds `delta` (dim floats) from `sender` for row `key`.
   void Add(uint64_t key, uint32_t sender, std::span<const float> delta);
-  // Rows (keys) with at least one contribution, and contributions in all.
   int dim() const { return dim_; }
+  // Rows (keys) with at least one contribution, and contributions in all.
   size_t rows() const { return rounds_.size(); }
   size_t contributions() const { return contributions_; }
   // Applies every row's round with MergeRound, keys in the order they were first added;
