@@ -1,17 +1,10 @@
-// The LSTM cell's element-wise math, one row of a batch at a time: the one place it is written.
+// The LSTM cell's element-wise math over one row of a batch (the per-unit math: lstm_element.h).
 // lstm_cell.h runs it through LstmForwardRows / LstmBackwardRows: in double with ExactMath (the
 // gradient checks), in float with FastMath in kernels compiled once per instruction set
 // (lstm_rows_*.cpp: portable, AVX2, AVX-512) and chosen at run time.
 //
-// The cell (Graves 2013, "Generating Sequences With Recurrent Neural Networks", eq. 7-11, no
-// peepholes): with pre-activations a = x Wx + h_prev Wh + b in gate blocks i, f, g, o of H each,
-//   i = sigmoid(a_i)  f = sigmoid(a_f)  g = tanh(a_g)  o = sigmoid(a_o)
-//   c = f * c_prev + i * g    h = o * tanh(c)
-// and backward, given dL/dh and the dL/dc flowing back from the next step:
-//   dc_total = dc + dh * o * (1 - tanh(c)^2)
-//   da_i = dc_total * g * i (1 - i)      da_f = dc_total * c_prev * f (1 - f)
-//   da_g = dc_total * i * (1 - g^2)      da_o = dh * tanh(c) * o (1 - o)
-//   dc_prev = dc_total * f               db += da
+// The cell's formulas (Graves 2013, eq. 7-11) are in lstm_element.h, per hidden unit, shared
+// with the CUDA encoder; here they run over a row.
 //
 // FastMath takes a tag type of the file that compiles it: each instruction set's file has its
 // own, so its instantiations (FastMath<Tag>, LstmRowForward<float, FastMath<Tag>>, ...) have names
@@ -24,6 +17,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+
+#include "streamvec/charmodel/lstm_element.h"
 
 namespace streamvec {
 
@@ -87,39 +82,30 @@ inline void LstmRowForward(T* a, const T* __restrict b, const T* __restrict c_pr
   T* __restrict ag = a + 2 * H;
   T* __restrict ao = a + 3 * H;
   for (long j = 0; j < H; ++j) {
-    const T i = Math::Sigmoid(ai[j] + b[j]);
-    const T f = Math::Sigmoid(af[j] + b[H + j]);
-    const T g = Math::Tanh(ag[j] + b[2 * H + j]);
-    const T o = Math::Sigmoid(ao[j] + b[3 * H + j]);
+    T i, f, g, o, cj, t, hj;
+    LstmUnitForward<T, Math>(ai[j], af[j], ag[j], ao[j], b[j], b[H + j], b[2 * H + j],
+                             b[3 * H + j], c_prev[j], i, f, g, o, cj, t, hj);
     ai[j] = i;
     af[j] = f;
     ag[j] = g;
     ao[j] = o;
-    const T cj = f * c_prev[j] + i * g;
-    const T t = Math::Tanh(cj);
     c[j] = cj;
     tanh_c[j] = t;
-    h[j] = o * t;
+    h[j] = hj;
   }
 }
 
 // One row backward. a: 4H gates (as LstmRowForward left them); tanh_c, c_prev, dh, dc: H;
-// d_a: 4H and dc_prev: H, written; db: 4H, added to. Math only names the instantiation (the
-// backward needs no exp or tanh).
+// d_a: 4H and dc_prev: H, written; db: 4H, added to.
 template <typename T, typename Math>
 inline void LstmRowBackward(const T* __restrict a, const T* __restrict tanh_c,
                             const T* __restrict c_prev, const T* __restrict dh,
                             const T* __restrict dc, T* __restrict d_a, T* __restrict dc_prev,
                             T* __restrict db, long H) {
-  const T one = T(1);
   for (long j = 0; j < H; ++j) {
-    const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j], t = tanh_c[j];
-    const T dct = dc[j] + dh[j] * o * (one - t * t);
-    d_a[j] = dct * g * i * (one - i);
-    d_a[H + j] = dct * c_prev[j] * f * (one - f);
-    d_a[2 * H + j] = dct * i * (one - g * g);
-    d_a[3 * H + j] = dh[j] * t * o * (one - o);
-    dc_prev[j] = dct * f;
+    LstmUnitBackward<T, Math>(a[j], a[H + j], a[2 * H + j], a[3 * H + j], tanh_c[j], c_prev[j],
+                              dh[j], dc[j], d_a[j], d_a[H + j], d_a[2 * H + j], d_a[3 * H + j],
+                              dc_prev[j]);
   }
   for (long k = 0; k < 4 * H; ++k) db[k] += d_a[k];
 }
