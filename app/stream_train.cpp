@@ -17,6 +17,7 @@
 #include "pipeline_metrics.h"
 #include "stop_signal.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/store/state_store.h"
 #include "streamvec/store/word2vec_format.h"
 #include "streamvec/tokenizer/normalize.h"
@@ -131,10 +132,19 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   std::unique_ptr<StreamingLearner> learner;
   std::unique_ptr<CharDistiller> distiller;
   std::unique_ptr<CharSgns> char_sgns;  // --model char-lstm
+  // With --model char-lstm, --device puts the character model's passes on the device and keeps
+  // the learner on the CPU (CharSgns reads and writes its rows every piece).
+  const bool char_state = store.version() > 0 && store.Get(kCharSgnsEntry).ok();
+  const int learner_device = (f.char_lstm || char_state) ? -1 : f.options.cuda_device;
+  auto char_model_to_device = [&]() -> Status {
+    if (!char_sgns || f.options.cuda_device < 0) return Status::Ok();
+    SV_RETURN_IF_ERROR(CudaCheckDevice(f.options.cuda_device, nullptr));
+    return char_sgns->UseCudaDevice(f.options.cuda_device);
+  };
   if (store.version() > 0) {
-    auto loaded = StreamingLearner::LoadState(
-        [&store](const std::string& key) { return store.Get(key); }, f.options.isa,
-        f.options.threads, f.options.cuda_device);
+    auto loaded =
+        StreamingLearner::LoadState([&store](const std::string& key) { return store.Get(key); },
+                                    f.options.isa, f.options.threads, learner_device);
     if (!loaded.ok()) {
       return Fail(Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()),
                   2);
@@ -168,7 +178,9 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                  "are used",
                  f.state, store.version(), learner->stats().words_seen);
   } else {
-    learner = std::make_unique<StreamingLearner>(f.options);
+    StreamingOptions learner_options = f.options;
+    learner_options.cuda_device = learner_device;
+    learner = std::make_unique<StreamingLearner>(learner_options);
     if (Status s = learner->device_status(); !s.ok()) {
       return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
     }
@@ -179,16 +191,16 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       distiller = std::make_unique<CharDistiller>(co);
     }
     if (f.char_lstm) {
-      if (f.options.cuda_device >= 0) {
-        return Fail(Status::InvalidArgument("--model char-lstm trains on the CPU (no --device)"),
-                    2);
-      }
       CharSgnsOptions co = f.char_lstm_options;
       co.model = f.char_distill_options.model;
       co.model.dim = f.options.dim;
       if (Status s = ValidateCharModelOptions(co.model); !s.ok()) return Fail(s, 2);
       char_sgns = std::make_unique<CharSgns>(co, f.options.threads);
     }
+  }
+
+  if (Status s = char_model_to_device(); !s.ok()) {
+    return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
   }
 
   // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads,
@@ -362,11 +374,16 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     const CharSgnsStats cs = char_sgns->stats();
     std::fprintf(stderr,
                  "streamvec train: character model (--model char-lstm, --char-mode %s): %llu "
-                 "steps (%llu word types encoded), %.2f s; LSTM %s, %d hidden\n",
+                 "steps (%llu word types encoded), %.2f s (finding words %.2f, encoding %.2f, "
+                 "back-propagation %.2f); LSTM %s, %d hidden, on %s\n",
                  CharModeName(char_sgns->options().mode), static_cast<unsigned long long>(cs.steps),
-                 static_cast<unsigned long long>(cs.types), cs.seconds,
+                 static_cast<unsigned long long>(cs.types), cs.seconds, cs.scan_seconds,
+                 cs.encode_seconds, cs.backward_seconds,
                  char_sgns->options().model.bidirectional ? "bidirectional" : "forward only",
-                 char_sgns->options().model.hidden);
+                 char_sgns->options().model.hidden,
+                 char_sgns->model().cuda_device() >= 0
+                     ? ("cuda:" + std::to_string(char_sgns->model().cuda_device())).c_str()
+                     : "the CPU");
   }
   if (distiller) {
     const CharDistillStats ds = distiller->stats();

@@ -46,11 +46,13 @@ def train(a, model: str, device: str, vec: Path) -> dict:
     common = ["--dim", str(a.dim), "--window", str(a.window), "--negative", str(a.negative),
               "--sample", str(a.sample), "--min-count", "5", "--threads", str(a.threads),
               "--seed", "1", "--device", device, "--progress", "never"]
-    if model == "stream":  # the streaming learner (Adagrad), one pass
+    if model in ("stream", "char-lstm"):  # the streaming learner (Adagrad), one pass
         state = vec.with_suffix(".state")
         shutil.rmtree(state, ignore_errors=True)  # a fresh pass, not a resumed one
         cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
                "--stream", "--state", str(state), "--vocab-capacity", str(a.vocab_capacity)]
+        if model == "char-lstm":  # the character model's passes on the device, the learner not
+            cmd += ["--model", "char-lstm"]
     else:
         cmd = [str(a.streamvec), "train", "--input", str(a.corpus), "--output", str(vec),
                "--model", model, "--epochs", str(a.epochs)]
@@ -60,15 +62,21 @@ def train(a, model: str, device: str, vec: Path) -> dict:
     if p.returncode != 0:
         return {"error": f"exit {p.returncode}: {p.stderr.strip()[-400:]}"}
     line = next((ln for ln in p.stderr.splitlines() if ln.startswith("streamvec train:")), "")
-    if model == "stream":
+    if model in ("stream", "char-lstm"):
         m = re.search(r"total ([0-9.]+) s", line)
         if not m:
             return {"error": f"no summary line: {p.stderr.strip()[-300:]}"}
         train_s = float(m.group(1))
         loss = re.search(r"loss ([0-9.]+)", line)
-        return {"wall_s": wall, "train_s": train_s, "train_wps": a.corpus_words / train_s,
-                "process_wps": a.corpus_words / wall,
-                "loss": float(loss.group(1)) if loss else None, "summary": line}
+        r = {"wall_s": wall, "train_s": train_s, "train_wps": a.corpus_words / train_s,
+             "process_wps": a.corpus_words / wall,
+             "loss": float(loss.group(1)) if loss else None, "summary": line}
+        # char-lstm: the seconds in the character model's passes (encoding, back-propagation).
+        char = re.search(r"character model .*?\), ([0-9.]+) s", p.stderr)
+        if char:
+            r["char_s"] = float(char.group(1))
+            r["char_summary"] = next(ln for ln in p.stderr.splitlines() if "character model" in ln)
+        return r
     m = re.search(r"train ([0-9.]+) s", line)
     words = re.search(r", (\d+) words \(", line)
     loss = re.search(r"loss ([0-9.]+)", line)
@@ -104,7 +112,9 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=DATA / "corpus" / "enwiki-text8style-100m.txt")
     ap.add_argument("--eval-dir", type=Path, default=DATA / "eval")
     ap.add_argument("--models", default="sgns,cbow",
-                    help="sgns, cbow (batch, --epochs) and stream (train --stream: one pass)")
+                    help="sgns, cbow (batch, --epochs), stream (train --stream: one pass) and "
+                         "char-lstm (--stream --model char-lstm: the character model's passes on "
+                         "the device, the learner on the CPU)")
     ap.add_argument("--vocab-capacity", type=int, default=100000, help="stream: the learner's")
     ap.add_argument("--devices", default="cuda,cpu")
     ap.add_argument("--reps", type=int, default=1)
@@ -135,7 +145,9 @@ def main() -> int:
                           (r["error"] if "error" in r else
                            f"train {r['train_wps'] / 1e6:.2f}M words/s, process "
                            f"{r['process_wps'] / 1e6:.2f}M words/s, WS-353 {r.get('ws353')}, "
-                           f"analogy {r.get('analogy')}"), flush=True)
+                           f"analogy {r.get('analogy')}" +
+                           (f"\n  {r['char_summary']}" if "char_summary" in r else "")),
+                          flush=True)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()},
                                  "runs": results}, indent=1))
@@ -158,7 +170,7 @@ def main() -> int:
             continue
         gw = med(g, "train_wps")
         line = f"{model}: GPU training {gw / 1e6:.1f}M words/s" + (
-            "" if model == "stream" else f" (bar >= 50M: {'met' if gw >= 50e6 else 'NOT MET'})")
+            "" if model in ("stream", "char-lstm") else f" (bar >= 50M: {'met' if gw >= 50e6 else 'NOT MET'})")
         if c:
             line += f"; GPU/CPU training {gw / med(c, 'train_wps'):.1f}x, process " \
                     f"{med(g, 'process_wps') / med(c, 'process_wps'):.1f}x"

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "device_encoder.h"
 #include "streamvec/charmodel/lstm_cell.h"
 
 namespace streamvec {
@@ -21,37 +22,38 @@ constexpr char kMagic[8] = {'S', 'V', 'C', 'H', 'A', 'R', 'L', 'M'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr int kMaxSize = 4096;  // bound on char_dim, hidden, dim read from bytes or flags
 
-// Where each parameter block starts in the flat array (CharModel::parameters()).
-struct Layout {
-  int dim = 0, char_dim = 0, hidden = 0, dirs = 0, buckets = 0;
-  size_t emb = 0;
-  size_t wx[2] = {0, 0}, wh[2] = {0, 0}, b[2] = {0, 0};
-  size_t proj = 0, proj_bias = 0, total = 0;
+using Layout = internal::CharLayout;
 
-  explicit Layout(const CharModelOptions& o)
-      : dim(o.dim),
-        char_dim(o.char_dim),
-        hidden(o.hidden),
-        dirs(o.bidirectional ? 2 : 1),
-        buckets(o.buckets) {
-    size_t at = 0;
-    emb = at;
-    at += size_t(buckets) * char_dim;
-    for (int d = 0; d < dirs; ++d) {
-      wx[d] = at;
-      at += size_t(char_dim) * 4 * hidden;
-      wh[d] = at;
-      at += size_t(hidden) * 4 * hidden;
-      b[d] = at;
-      at += size_t(4) * hidden;
-    }
-    proj = at;
-    at += size_t(dirs) * hidden * dim;
-    proj_bias = at;
-    at += dim;
-    total = at;
+Layout MakeLayout(const CharModelOptions& o) {
+  Layout l;
+  l.dim = o.dim;
+  l.char_dim = o.char_dim;
+  l.hidden = o.hidden;
+  l.dirs = o.bidirectional ? 2 : 1;
+  l.buckets = o.buckets;
+  size_t at = 0;
+  l.emb = at;
+  at += size_t(l.buckets) * l.char_dim;
+  for (int d = 0; d < l.dirs; ++d) {
+    l.wx[d] = at;
+    at += size_t(l.char_dim) * 4 * l.hidden;
+    l.wh[d] = at;
+    at += size_t(l.hidden) * 4 * l.hidden;
+    l.b[d] = at;
+    at += size_t(4) * l.hidden;
   }
-};
+  l.proj = at;
+  at += size_t(l.dirs) * l.hidden * l.dim;
+  l.proj_bias = at;
+  at += l.dim;
+  l.total = at;
+  return l;
+}
+
+// Words a device pass reads at once when nothing is kept for a backward pass (Encode): bounds
+// the device memory of encoding a whole vocabulary (about 1.4 KB per word and code point and
+// direction at the defaults while the chunk runs).
+constexpr size_t kDeviceEncodeWords = 32768;
 
 // One group of words of equal sequence length, with what backward needs.
 struct Group {
@@ -136,7 +138,13 @@ struct CharModel::Impl {
   std::vector<float> params, m, v;
   uint64_t steps = 0;
 
-  explicit Impl(const CharModelOptions& o) : options(o), layout(o) {
+  // The device encoder (UseCudaDevice) and the version of params it was last handed: bumped by
+  // every change (AdamStep, mutable_parameters, assignment).
+  std::shared_ptr<internal::DeviceEncoder> device;
+  int device_ordinal = -1;
+  uint64_t version = 1;
+
+  explicit Impl(const CharModelOptions& o) : options(o), layout(MakeLayout(o)) {
     params.assign(layout.total, 0.f);
     m.assign(layout.total, 0.f);
     v.assign(layout.total, 0.f);
@@ -174,18 +182,23 @@ struct CharModel::Impl {
     return Status::Ok();
   }
 
-  // Replaces every id in *ids by its row in chars->used and computes chars' rows (Chars).
-  void Compact(std::vector<std::vector<int32_t>>* ids, Chars* chars) const {
-    std::vector<int32_t>& used = chars->used;
-    used.clear();
-    for (const auto& w : *ids) used.insert(used.end(), w.begin(), w.end());
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
+  // The embedding rows *ids read, ascending, into *used; every id in *ids becomes its row there.
+  static void UsedRows(std::vector<std::vector<int32_t>>* ids, std::vector<int32_t>* used) {
+    used->clear();
+    for (const auto& w : *ids) used->insert(used->end(), w.begin(), w.end());
+    std::sort(used->begin(), used->end());
+    used->erase(std::unique(used->begin(), used->end()), used->end());
     for (auto& w : *ids) {
       for (int32_t& id : w) {
-        id = static_cast<int32_t>(std::lower_bound(used.begin(), used.end(), id) - used.begin());
+        id = static_cast<int32_t>(std::lower_bound(used->begin(), used->end(), id) - used->begin());
       }
     }
+  }
+
+  // Replaces every id in *ids by its row in chars->used and computes chars' rows (Chars).
+  void Compact(std::vector<std::vector<int32_t>>* ids, Chars* chars) const {
+    UsedRows(ids, &chars->used);
+    const std::vector<int32_t>& used = chars->used;
     const MapC emb = E();
     chars->e.resize(static_cast<Eigen::Index>(used.size()), layout.char_dim);
     for (size_t u = 0; u < used.size(); ++u) chars->e.row(Eigen::Index(u)) = emb.row(used[u]);
@@ -193,6 +206,28 @@ struct CharModel::Impl {
       chars->xw[d].resize(chars->e.rows(), 4 * layout.hidden);
       MatMul<float>(chars->e, false, Wx(d), false, false, chars->xw[d]);
     }
+  }
+
+  // The words ids[begin, end) as a device pass reads them (device_encoder.h).
+  static internal::DeviceWords DeviceBatch(std::vector<std::vector<int32_t>> ids) {
+    internal::DeviceWords w;
+    UsedRows(&ids, &w.used);
+    const size_t n = ids.size();
+    w.order.resize(n);
+    for (size_t i = 0; i < n; ++i) w.order[i] = static_cast<int32_t>(i);
+    std::stable_sort(w.order.begin(), w.order.end(),
+                     [&](int32_t a, int32_t b) { return ids[a].size() > ids[b].size(); });
+    w.max_len = n > 0 ? static_cast<int>(ids[size_t(w.order[0])].size()) : 0;
+    w.lengths.resize(n);
+    w.ids.assign(n * size_t(w.max_len), 0);
+    w.active.assign(size_t(w.max_len), 0);
+    for (size_t k = 0; k < n; ++k) {
+      const std::vector<int32_t>& word = ids[size_t(w.order[k])];
+      w.lengths[k] = static_cast<int32_t>(word.size());
+      std::copy(word.begin(), word.end(), w.ids.begin() + k * size_t(w.max_len));
+      for (size_t t = 0; t < word.size(); ++t) ++w.active[t];
+    }
+    return w;
   }
 
   // Words grouped by sequence length (ascending), each group in call order.
@@ -309,9 +344,16 @@ CharModel::CharModel(const CharModelOptions& options) : impl_(std::make_unique<I
   fill(l.proj, size_t(fan_in) * l.dim, std::sqrt(6.0f / static_cast<float>(fan_in + l.dim)));
 }
 
-CharModel::CharModel(const CharModel& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+CharModel::CharModel(const CharModel& other) : impl_(std::make_unique<Impl>(*other.impl_)) {
+  impl_->device.reset();  // a copy runs on the CPU (UseCudaDevice)
+  impl_->device_ordinal = -1;
+}
 CharModel& CharModel::operator=(const CharModel& other) {
-  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  if (this != &other) {
+    impl_ = std::make_unique<Impl>(*other.impl_);
+    impl_->device.reset();
+    impl_->device_ordinal = -1;
+  }
   return *this;
 }
 CharModel::~CharModel() = default;
@@ -319,14 +361,58 @@ CharModel::~CharModel() = default;
 const CharModelOptions& CharModel::options() const { return impl_->options; }
 size_t CharModel::num_parameters() const { return impl_->layout.total; }
 const float* CharModel::parameters() const { return impl_->params.data(); }
-float* CharModel::mutable_parameters() { return impl_->params.data(); }
+float* CharModel::mutable_parameters() {
+  ++impl_->version;  // the caller may change them: the device copies them again
+  return impl_->params.data();
+}
 uint64_t CharModel::adam_steps() const { return impl_->steps; }
+
+Status CharModel::UseCudaDevice(int ordinal) {
+  if (ordinal < 0) {
+    impl_->device.reset();
+    impl_->device_ordinal = -1;
+    return Status::Ok();
+  }
+  StatusOr<std::shared_ptr<internal::DeviceEncoder>> encoder =
+      internal::MakeDeviceEncoder(ordinal, impl_->layout);
+  if (!encoder.ok()) return encoder.status();
+  impl_->device = std::move(encoder).value();
+  impl_->device_ordinal = ordinal;
+  return Status::Ok();
+}
+
+int CharModel::cuda_device() const { return impl_->device_ordinal; }
+
+namespace {
+
+// Row k of `sorted` (rows of dim floats, a device pass's order) to row order[k] of `out`.
+void Unsort(const std::vector<int32_t>& order, const float* sorted, size_t dim, float* out) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    std::copy(sorted + k * dim, sorted + (k + 1) * dim, out + size_t(order[k]) * dim);
+  }
+}
+
+}  // namespace
 
 Status CharModel::Encode(const std::vector<std::string_view>& words,
                          std::vector<float>* out) const {
   std::vector<std::vector<int32_t>> ids;
   SV_RETURN_IF_ERROR(impl_->Ids(words, &ids));
-  out->assign(words.size() * impl_->layout.dim, 0.f);
+  const size_t dim = size_t(impl_->layout.dim);
+  out->assign(words.size() * dim, 0.f);
+  if (impl_->device) {
+    std::vector<float> sorted;
+    for (size_t begin = 0; begin < ids.size(); begin += kDeviceEncodeWords) {
+      const size_t end = std::min(ids.size(), begin + kDeviceEncodeWords);
+      const internal::DeviceWords w = Impl::DeviceBatch(
+          {ids.begin() + std::ptrdiff_t(begin), ids.begin() + std::ptrdiff_t(end)});
+      sorted.resize(w.size() * dim);
+      SV_RETURN_IF_ERROR(internal::DeviceForward(impl_->device.get(), impl_->params.data(),
+                                                 impl_->version, w, sorted.data(), nullptr));
+      Unsort(w.order, sorted.data(), dim, out->data() + begin * dim);
+    }
+    return Status::Ok();
+  }
   Chars chars;
   impl_->Compact(&ids, &chars);
   for (Group& g : Impl::Groups(ids)) impl_->Forward(&g, chars, /*keep=*/false, out->data());
@@ -337,6 +423,11 @@ struct CharModel::Pass {
   std::vector<std::vector<int32_t>> ids;  // rows of chars; the groups point into these
   Chars chars;
   std::vector<Group> groups;
+  // A device pass (UseCudaDevice): its buffers (released before the encoder: declared after it)
+  // and its words' order (DeviceWords::order).
+  std::shared_ptr<internal::DeviceEncoder> encoder;
+  std::shared_ptr<internal::DevicePass> device;
+  std::vector<int32_t> order;
 };
 
 StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
@@ -344,20 +435,43 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
   auto pass = std::make_shared<Pass>();
   SV_RETURN_IF_ERROR(impl_->Ids(words, &pass->ids));
   out->assign(words.size() * impl_->layout.dim, 0.f);
+  if (impl_->device) {
+    internal::DeviceWords w = Impl::DeviceBatch(std::move(pass->ids));
+    pass->ids.clear();
+    std::vector<float> sorted(w.size() * size_t(impl_->layout.dim));
+    pass->encoder = impl_->device;
+    SV_RETURN_IF_ERROR(internal::DeviceForward(impl_->device.get(), impl_->params.data(),
+                                               impl_->version, w, sorted.data(), &pass->device));
+    Unsort(w.order, sorted.data(), size_t(impl_->layout.dim), out->data());
+    pass->order = std::move(w.order);
+    return std::shared_ptr<const Pass>(std::move(pass));
+  }
   impl_->Compact(&pass->ids, &pass->chars);
   pass->groups = Impl::Groups(pass->ids);
   for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
   return std::shared_ptr<const Pass>(std::move(pass));
 }
 
-void CharModel::Backward(const Pass& pass, const float* d_out, std::vector<float>* gradient) const {
+Status CharModel::Backward(const Pass& pass, const float* d_out,
+                           std::vector<float>* gradient) const {
   if (gradient->size() != impl_->layout.total) gradient->assign(impl_->layout.total, 0.f);
+  if (pass.device) {
+    const size_t dim = size_t(impl_->layout.dim);
+    std::vector<float> sorted(pass.order.size() * dim);
+    for (size_t k = 0; k < pass.order.size(); ++k) {
+      const float* row = d_out + size_t(pass.order[k]) * dim;
+      std::copy(row, row + dim, sorted.begin() + std::ptrdiff_t(k * dim));
+    }
+    return internal::DeviceBackward(pass.encoder.get(), pass.device.get(), sorted.data(),
+                                    gradient->data());
+  }
   Mat dxw[2];
   for (int d = 0; d < impl_->layout.dirs; ++d) {
     dxw[d].setZero(pass.chars.e.rows(), 4 * impl_->layout.hidden);
   }
   for (const Group& g : pass.groups) impl_->Backward(g, d_out, gradient->data(), dxw);
   impl_->BackwardChars(pass.chars, dxw, gradient->data());
+  return Status::Ok();
 }
 
 StatusOr<double> CharModel::ComputeGradient(const std::vector<std::string_view>& words,
@@ -368,7 +482,7 @@ StatusOr<double> CharModel::ComputeGradient(const std::vector<std::string_view>&
   if (!pass.ok()) return pass.status();
   std::vector<float> d_out(out.size(), 0.f);
   const double value = loss(out.data(), words.size(), d_out.data());
-  Backward(**pass, d_out.data(), gradient);
+  SV_RETURN_IF_ERROR(Backward(**pass, d_out.data(), gradient));
   return value;
 }
 
@@ -377,6 +491,7 @@ void CharModel::AdamStep(const std::vector<float>& gradient) {
   Impl& m = *impl_;
   const CharModelOptions& o = m.options;
   ++m.steps;
+  ++m.version;
   const double t = static_cast<double>(m.steps);
   const float c1 = static_cast<float>(1.0 - std::pow(double(o.beta1), t));
   const float c2 = static_cast<float>(1.0 - std::pow(double(o.beta2), t));
@@ -512,7 +627,7 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
   if (Status s = ValidateCharModelOptions(o); !s.ok() || bidi < 0 || bidi > 1) {
     return bad("options out of range: " + s.message());
   }
-  if (total != Layout(o).total) return bad("parameter count does not match the options");
+  if (total != MakeLayout(o).total) return bad("parameter count does not match the options");
   auto model = std::make_unique<CharModel>(o);
   Impl& m = *model->impl_;
   if (!r.GetFloats(&m.params, total)) return bad("truncated parameters");

@@ -13,6 +13,7 @@
 
 #include "planted_suffixes.h"
 #include "streamvec/base/cpu_features.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/trainer/char_distiller.h"
 
@@ -59,10 +60,15 @@ State Save(const StreamingLearner& learner, const CharSgns& char_sgns, bool chec
 
 class CharSgnsModeTest : public ::testing::TestWithParam<CharMode> {};
 
-TEST_P(CharSgnsModeTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
+// Trains the planted suffixes (the character model on CUDA device `device`, or the CPU for -1)
+// and checks that unseen words land near their suffix's group.
+void ExpectUnseenWordsLandNearTheirGroup(CharMode mode, int device) {
   const std::vector<std::string> stems = Stems(40, 1), unseen = Stems(30, 2);
   StreamingLearner learner(Learner());
-  CharSgns char_sgns(Char(GetParam()), /*threads=*/1);
+  CharSgns char_sgns(Char(mode), /*threads=*/1);
+  if (device >= 0) {
+    ASSERT_TRUE(char_sgns.UseCudaDevice(device).ok());
+  }
   ASSERT_TRUE(Train(learner, char_sgns, PlantedSentences(stems, 6000, 3)).ok());
   ASSERT_GT(char_sgns.stats().steps, 500u);
   // The groups' centroids among the served vectors.
@@ -90,6 +96,16 @@ TEST_P(CharSgnsModeTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
     total += 2;
   }
   EXPECT_GE(right, total * 9 / 10) << right << " of " << total;
+}
+
+TEST_P(CharSgnsModeTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
+  ExpectUnseenWordsLandNearTheirGroup(GetParam(), -1);
+}
+
+// The same with the character model's passes on a CUDA device (label gpu; skips without one).
+TEST_P(CharSgnsModeTest, GpuUnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  ExpectUnseenWordsLandNearTheirGroup(GetParam(), 0);
 }
 
 TEST_P(CharSgnsModeTest, ResumedRunIsBitIdenticalToOneRun) {

@@ -84,7 +84,10 @@ void OnThreads(size_t parts, Fn&& fn) {
 
 }  // namespace
 
+Status CharSgns::UseCudaDevice(int ordinal) { return model_.UseCudaDevice(ordinal); }
+
 size_t CharSgns::Parts(size_t words) const {
+  if (model_.cuda_device() >= 0) return 1;  // the device takes one pass at a time
   return std::max<size_t>(1, std::min<size_t>(threads_, (words + 255) / 256));
 }
 
@@ -145,7 +148,13 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
       tokenizer.Finish(on_token);
     }
   }
-  if (words.empty()) return train();
+  const auto t_scan = std::chrono::steady_clock::now();
+  const double scan_s = std::chrono::duration<double>(t_scan - t0).count();
+  stats_.scan_seconds += scan_s;
+  if (words.empty()) {
+    stats_.seconds += scan_s;
+    return train();
+  }
   std::vector<std::string_view> views(words.begin(), words.end());
   // 2. v(w) into the input rows.
   std::vector<float> encoded;
@@ -156,7 +165,8 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   {
     StreamingLearner::RowTables rows = learner->MutableRowTables();
     if (rows.input == nullptr) {
-      return Status::FailedPrecondition("--model char-lstm trains on the CPU only (no --device)");
+      return Status::FailedPrecondition(
+          "--model char-lstm needs the learner's rows on the host (its learner on the CPU)");
     }
     for (size_t i = 0; i < words.size(); ++i) {
       float* row = rows.input + size_t(slots[i]) * rows.stride;
@@ -168,6 +178,7 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   }
   const double encode_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.encode_seconds += encode_s - scan_s;
   // 3. The learner trains the batch.
   SV_RETURN_IF_ERROR(train());
   const auto t1 = std::chrono::steady_clock::now();
@@ -191,23 +202,30 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
       }
     }
   }
-  if (trained == 0) return Status::Ok();
+  if (trained == 0) {
+    stats_.seconds += encode_s;
+    return Status::Ok();
+  }
   // 5. -d(w) back through the kept forward passes, gradients summed in a fixed order.
   const size_t parts = passes.size();
   std::vector<std::vector<float>> gradients(parts);
+  std::vector<Status> status(parts);
   OnThreads(parts, [&](size_t t) {
     const size_t begin = words.size() * t / parts;
-    model_.Backward(*passes[t], d_out.data() + begin * dim, &gradients[t]);
+    status[t] = model_.Backward(*passes[t], d_out.data() + begin * dim, &gradients[t]);
   });
   passes.clear();
+  for (const Status& s : status) SV_RETURN_IF_ERROR(s);
   for (size_t t = 1; t < parts; ++t) {
     for (size_t k = 0; k < gradients[0].size(); ++k) gradients[0][k] += gradients[t][k];
   }
   model_.AdamStep(gradients[0]);
   ++stats_.steps;
   stats_.types += trained;
-  stats_.seconds +=
-      encode_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const double backward_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  stats_.backward_seconds += backward_s;
+  stats_.seconds += encode_s + backward_s;
   return Status::Ok();
 }
 

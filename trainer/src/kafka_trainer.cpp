@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -19,10 +19,11 @@
 
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
-#include "streamvec/tokenizer/normalize.h"
+#include "streamvec/kernels/cuda.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/snapshot_reader.h"
 #include "streamvec/store/word2vec_format.h"
+#include "streamvec/tokenizer/normalize.h"
 
 namespace streamvec {
 namespace {
@@ -981,9 +982,11 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
   if (has_checkpoint) {
     StateStore& st = *m.store;
     m.stats.checkpoint_version = m.stats_checkpoint_version;
+    // A character model state keeps its learner on the CPU (--device moves the character
+    // model's passes only, below).
+    const int learner_device = st.Get(kCharSgnsEntry).ok() ? -1 : o.learner.cuda_device;
     auto loaded = StreamingLearner::LoadState([&st](const std::string& key) { return st.Get(key); },
-                                              o.learner.isa, o.learner.threads,
-                                              o.learner.cuda_device);
+                                              o.learner.isa, o.learner.threads, learner_device);
     if (!loaded.ok()) {
       return Status(loaded.status().code(),
                     "state " + o.state_dir + ": " + loaded.status().message());
@@ -1034,7 +1037,9 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
         m.resume_offsets.size());
   } else {
     SV_RETURN_IF_ERROR(ValidateStreamingOptions(o.learner));
-    m.learner = std::make_unique<StreamingLearner>(o.learner);
+    StreamingOptions learner_options = o.learner;
+    if (o.char_lstm) learner_options.cuda_device = -1;  // as on resume, above
+    m.learner = std::make_unique<StreamingLearner>(learner_options);
     SV_RETURN_IF_ERROR(m.learner->device_status());
     if (o.char_distill) {
       CharDistillOptions co = o.char_distill_options;
@@ -1050,10 +1055,14 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
       m.char_sgns = std::make_unique<CharSgns>(co, o.learner.threads);
     }
   }
-  if (m.char_sgns && (o.param_shards > 0 || o.learner.cuda_device >= 0)) {
+  if (m.char_sgns && o.param_shards > 0) {
     return Status::InvalidArgument(
-        "--model char-lstm trains on the CPU without a parameter node (no --param-shards, no "
-        "--device)");
+        "--model char-lstm trains without a parameter node (no --param-shards)");
+  }
+  if (m.char_sgns && o.learner.cuda_device >= 0) {
+    // The character model's passes on the device; the learner's rows stay on the host.
+    SV_RETURN_IF_ERROR(CudaCheckDevice(o.learner.cuda_device, nullptr));
+    SV_RETURN_IF_ERROR(m.char_sgns->UseCudaDevice(o.learner.cuda_device));
   }
   if (o.param_shards > 0) {
     ParamClientOptions po;

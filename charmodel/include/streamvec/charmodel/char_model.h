@@ -17,7 +17,8 @@
 // Words longer than `max_word_chars` code points are cut to their first max_word_chars.
 //
 // Thread safety: the const methods (Encode, ComputeGradient, Serialize) may run from any number
-// of threads at once; AdamStep, DistillStep and mutable_parameters need exclusive access.
+// of threads at once (on a device they take turns); AdamStep, DistillStep, mutable_parameters and
+// UseCudaDevice need exclusive access.
 #ifndef STREAMVEC_CHARMODEL_CHAR_MODEL_H_
 #define STREAMVEC_CHARMODEL_CHAR_MODEL_H_
 
@@ -95,11 +96,24 @@ class CharModel {
   // Encode) and keeps what the backward pass needs (the steps' gates and states: about 2.8 KB
   // per word and code point with the defaults, both directions); Backward ADDS dL/dparameters for
   // d_out (words.size() x dim) into *gradient (resized and zeroed when it has another size). The
-  // parameters must not change in between. Errors as Encode.
+  // parameters must not change in between. Errors: Forward as Encode; Backward only on a device
+  // (Internal naming a CUDA error; FailedPrecondition when the pass was back-propagated already
+  // or the parameters changed since its Forward: a device pass runs backward once).
   struct Pass;
   StatusOr<std::shared_ptr<const Pass>> Forward(const std::vector<std::string_view>& words,
                                                 std::vector<float>* out) const;
-  void Backward(const Pass& pass, const float* d_out, std::vector<float>* gradient) const;
+  Status Backward(const Pass& pass, const float* d_out, std::vector<float>* gradient) const;
+
+  // Encode, Forward and Backward run on CUDA device `ordinal` from now on (ordinal < 0: on the
+  // CPU again): the words of a pass sorted by length so that each step is one cuBLAS product
+  // over the words still reading, the unit math of lstm_element.h in a kernel (docs/gpu.md,
+  // "The character model"). The parameters and Adam stay on the host and go up before the first
+  // pass after they change (about 0.3 MB at the defaults). Results match the CPU's to float
+  // rounding, not bit for bit. A copy of the model runs on the CPU. Errors: FailedPrecondition
+  // naming the cause (a build without CUDA, no device `ordinal`, ...); the model stays where it
+  // was then.
+  Status UseCudaDevice(int ordinal);
+  int cuda_device() const;  // -1: the CPU
 
   // One Adam step down `gradient` (num_parameters() floats).
   void AdamStep(const std::vector<float>& gradient);
@@ -114,7 +128,7 @@ class CharModel {
   // (char_dim x 4H), Wh (H x 4H), b (4H), then P (dirs*H x dim) and p (dim); row-major.
   size_t num_parameters() const;
   const float* parameters() const;
-  float* mutable_parameters();
+  float* mutable_parameters();  // changes must be made before the next Encode / Forward
   uint64_t adam_steps() const;  // AdamStep calls so far
 
   // The model as bytes (host byte order): a versioned header with the options, the parameters

@@ -70,6 +70,10 @@ struct CharSgnsStats {
   uint64_t steps = 0;  // Adam steps (micro-batches with at least one encoded word)
   uint64_t types = 0;  // distinct words encoded, summed over steps
   double seconds = 0;  // wall seconds in encoding and back-propagation, this process
+  // Their parts (wall seconds, this process): finding a piece's distinct admitted words (step
+  // 1), encoding them into the input rows (step 2), the rows' changes, back-propagation and the
+  // Adam step (steps 4-5).
+  double scan_seconds = 0, encode_seconds = 0, backward_seconds = 0;
 };
 
 class CharSgns {
@@ -95,6 +99,11 @@ class CharSgns {
   // The serving embedding (the learner's WriteServingEntries layout, rows v(w)) and the words'
   // counts. Replaces WriteServingEntries for a learner trained by a CharSgns.
   Status WriteServingEntries(const StreamingLearner& learner, const SnapshotSink& sink) const;
+
+  // The character model's passes (steps 1 and 5) on CUDA device `ordinal` (CharModel::
+  // UseCudaDevice; the learner stays where it is: steps 2-4 read and write its rows on the host).
+  // Not saved: a loaded trainer runs on the CPU until this is called. Errors: UseCudaDevice's.
+  Status UseCudaDevice(int ordinal);
 
   const CharModel& model() const { return model_; }
   const CharSgnsOptions& options() const { return options_; }
