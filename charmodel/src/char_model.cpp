@@ -183,8 +183,27 @@ struct CharModel::Impl {
   }
 
   // The embedding rows *ids read, ascending, into *used; every id in *ids becomes its row there.
-  static void UsedRows(std::vector<std::vector<int32_t>>* ids, std::vector<int32_t>* used) {
+  // A table over the buckets where they are few (the default 2048: two passes over the ids), a
+  // sort of the ids read where a table would be large.
+  static void UsedRows(std::vector<std::vector<int32_t>>* ids, int buckets,
+                       std::vector<int32_t>* used) {
     used->clear();
+    if (buckets <= (1 << 16)) {
+      std::vector<int32_t> row(size_t(buckets), -1);
+      for (const auto& w : *ids) {
+        for (int32_t id : w) row[size_t(id)] = 0;
+      }
+      for (int32_t b = 0; b < buckets; ++b) {
+        if (row[size_t(b)] == 0) {
+          row[size_t(b)] = static_cast<int32_t>(used->size());
+          used->push_back(b);
+        }
+      }
+      for (auto& w : *ids) {
+        for (int32_t& id : w) id = row[size_t(id)];
+      }
+      return;
+    }
     for (const auto& w : *ids) used->insert(used->end(), w.begin(), w.end());
     std::sort(used->begin(), used->end());
     used->erase(std::unique(used->begin(), used->end()), used->end());
@@ -197,7 +216,7 @@ struct CharModel::Impl {
 
   // Replaces every id in *ids by its row in chars->used and computes chars' rows (Chars).
   void Compact(std::vector<std::vector<int32_t>>* ids, Chars* chars) const {
-    UsedRows(ids, &chars->used);
+    UsedRows(ids, layout.buckets, &chars->used);
     const std::vector<int32_t>& used = chars->used;
     const MapC emb = E();
     chars->e.resize(static_cast<Eigen::Index>(used.size()), layout.char_dim);
@@ -209,9 +228,9 @@ struct CharModel::Impl {
   }
 
   // The words ids[begin, end) as a device pass reads them (device_encoder.h).
-  static internal::DeviceWords DeviceBatch(std::vector<std::vector<int32_t>> ids) {
+  internal::DeviceWords DeviceBatch(std::vector<std::vector<int32_t>> ids) const {
     internal::DeviceWords w;
-    UsedRows(&ids, &w.used);
+    UsedRows(&ids, layout.buckets, &w.used);
     const size_t n = ids.size();
     w.order.resize(n);
     for (size_t i = 0; i < n; ++i) w.order[i] = static_cast<int32_t>(i);
@@ -404,7 +423,7 @@ Status CharModel::Encode(const std::vector<std::string_view>& words,
     std::vector<float> sorted;
     for (size_t begin = 0; begin < ids.size(); begin += kDeviceEncodeWords) {
       const size_t end = std::min(ids.size(), begin + kDeviceEncodeWords);
-      const internal::DeviceWords w = Impl::DeviceBatch(
+      const internal::DeviceWords w = impl_->DeviceBatch(
           {ids.begin() + std::ptrdiff_t(begin), ids.begin() + std::ptrdiff_t(end)});
       sorted.resize(w.size() * dim);
       SV_RETURN_IF_ERROR(internal::DeviceForward(impl_->device.get(), impl_->params.data(),
@@ -436,7 +455,7 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
   SV_RETURN_IF_ERROR(impl_->Ids(words, &pass->ids));
   out->assign(words.size() * impl_->layout.dim, 0.f);
   if (impl_->device) {
-    internal::DeviceWords w = Impl::DeviceBatch(std::move(pass->ids));
+    internal::DeviceWords w = impl_->DeviceBatch(std::move(pass->ids));
     pass->ids.clear();
     std::vector<float> sorted(w.size() * size_t(impl_->layout.dim));
     pass->encoder = impl_->device;

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -219,6 +221,7 @@ class DeviceEncoder {
     ones_.Free();
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     if (blas_ != nullptr) blas_api_->destroy(blas_);
+    if (staging_ != nullptr) cudaFreeHost(staging_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -282,6 +285,33 @@ class DeviceEncoder {
     return Status::Ok();
   }
 
+  // Pinned host memory of at least `bytes` for a call's copies (grown, never shrunk): copies
+  // from pageable memory go through the driver's own staging at a fraction of the bus's speed.
+  // Called at the start of a call, when no copy of the previous one is pending.
+  Status ReserveStaging(size_t bytes) {
+    if (bytes <= staging_bytes_) return Status::Ok();
+    SV_CUDA_RETURN(cudaStreamSynchronize(stream_), "the stream");
+    if (staging_ != nullptr) cudaFreeHost(staging_);
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    const size_t grown = bytes + bytes / 2;
+    SV_CUDA_RETURN(cudaMallocHost(reinterpret_cast<void**>(&staging_), grown),
+                   "pinned host memory");
+    staging_bytes_ = grown;
+    return Status::Ok();
+  }
+
+  // Enqueues a copy of src (host, `bytes`) to dst (device) through the staging memory at *at,
+  // then moves *at past it (256-byte aligned).
+  Status Up(void* dst, const void* src, size_t bytes, size_t* at, const char* what) {
+    if (bytes == 0) return Status::Ok();
+    std::memcpy(staging_ + *at, src, bytes);
+    SV_CUDA_RETURN(cudaMemcpyAsync(dst, staging_ + *at, bytes, cudaMemcpyHostToDevice, stream_),
+                   what);
+    *at += (bytes + 255) / 256 * 256;
+    return Status::Ok();
+  }
+
   Status Forward(const float* params, uint64_t version, const DeviceWords& words, float* out,
                  std::shared_ptr<DevicePass>* pass);
   Status Backward(DevicePass* pass, const float* d_out, float* gradient);
@@ -301,6 +331,8 @@ class DeviceEncoder {
   bool have_params_ = false;
   Buffer ones_;
   size_t ones_size_ = 0;
+  char* staging_ = nullptr;  // pinned (ReserveStaging)
+  size_t staging_bytes_ = 0;
 };
 
 // A forward pass's device buffers. Rows of step t of a direction start at offset[t] in gates
@@ -324,10 +356,15 @@ Status DeviceEncoder::Forward(const float* params, uint64_t version, const Devic
   SV_CUDA_RETURN(cudaSetDevice(ordinal_), "selecting the device");
   const CharLayout& L = layout_;
   const int H = L.hidden, G4 = 4 * H;
-  if (!have_params_ || version != version_) {
-    SV_CUDA_RETURN(cudaMemcpyAsync(params_.as<float>(), params, L.total * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream_),
-                   "copying the parameters");
+  const bool new_params = !have_params_ || version != version_;
+  const size_t n_words = words.size(), round = 256;
+  auto up_bytes = [&](size_t b) { return (b + round - 1) / round * round; };
+  const size_t up = (new_params ? up_bytes(L.total * 4) : 0) + up_bytes(words.ids.size() * 4) +
+                    up_bytes(n_words * 4) + up_bytes(words.used.size() * 4);
+  SV_RETURN_IF_ERROR(ReserveStaging(std::max(up, n_words * L.dim * 4)));
+  size_t at = 0;
+  if (new_params) {
+    SV_RETURN_IF_ERROR(Up(params_.as<float>(), params, L.total * 4, &at, "copying parameters"));
     version_ = version;
     have_params_ = true;
   }
@@ -360,15 +397,12 @@ Status DeviceEncoder::Forward(const float* params, uint64_t version, const Devic
   SV_RETURN_IF_ERROR(p.used_rows.Allocate(words.used.size() * 4, stream_, "characters"));
   SV_RETURN_IF_ERROR(p.e_used.Allocate(words.used.size() * L.char_dim * 4, stream_, "E rows"));
   SV_RETURN_IF_ERROR(p.hcat.Allocate(n * L.dirs * H * 4, stream_, "final states"));
-  SV_CUDA_RETURN(cudaMemcpyAsync(p.ids.as<int32_t>(), words.ids.data(), words.ids.size() * 4,
-                                 cudaMemcpyHostToDevice, stream_),
-                 "copying word characters");
-  SV_CUDA_RETURN(cudaMemcpyAsync(p.lengths.as<int32_t>(), words.lengths.data(), n * 4,
-                                 cudaMemcpyHostToDevice, stream_),
-                 "copying word lengths");
-  SV_CUDA_RETURN(cudaMemcpyAsync(p.used_rows.as<int32_t>(), words.used.data(),
-                                 words.used.size() * 4, cudaMemcpyHostToDevice, stream_),
-                 "copying characters");
+  SV_RETURN_IF_ERROR(Up(p.ids.as<int32_t>(), words.ids.data(), words.ids.size() * 4, &at,
+                        "copying word characters"));
+  SV_RETURN_IF_ERROR(
+      Up(p.lengths.as<int32_t>(), words.lengths.data(), n * 4, &at, "copying word lengths"));
+  SV_RETURN_IF_ERROR(Up(p.used_rows.as<int32_t>(), words.used.data(), words.used.size() * 4, &at,
+                        "copying characters"));
   const int U = p.used;
   GatherRows<<<Blocks(size_t(U) * L.char_dim), kThreads, 0, stream_>>>(
       P(L.emb), L.char_dim, p.used_rows.as<int32_t>(), U, p.e_used.as<float>());
@@ -412,10 +446,12 @@ Status DeviceEncoder::Forward(const float* params, uint64_t version, const Devic
   FillRows<<<Blocks(n * L.dim), kThreads, 0, stream_>>>(P(L.proj_bias), L.dim, n, y.as<float>());
   SV_RETURN_IF_ERROR(Gemm(false, false, p.n, L.dim, L.dirs * H, p.hcat.as<float>(), L.dirs * H,
                           P(L.proj), L.dim, 1.0f, y.as<float>(), L.dim));
+  // Into the staging memory (its uploads are done by then: the stream runs in order).
   SV_CUDA_RETURN(
-      cudaMemcpyAsync(out, y.as<float>(), n * L.dim * 4, cudaMemcpyDeviceToHost, stream_),
+      cudaMemcpyAsync(staging_, y.as<float>(), n * L.dim * 4, cudaMemcpyDeviceToHost, stream_),
       "copying the outputs");
   SV_CUDA_RETURN(cudaStreamSynchronize(stream_), "the forward pass");
+  std::memcpy(out, staging_, n * L.dim * 4);
   if (keep != nullptr) {
     *keep = std::move(pass);
   } else {
@@ -444,6 +480,7 @@ Status DeviceEncoder::Backward(DevicePass* pass, const float* d_out, float* grad
   const CharLayout& L = layout_;
   const int H = L.hidden, G4 = 4 * H, T = p.max_len, U = p.used;
   const size_t n = size_t(p.n);
+  SV_RETURN_IF_ERROR(ReserveStaging(std::max(n * L.dim * 4, L.total * 4)));
   Buffer grad, dy, dhcat, dh, dc, dxw, de;
   SV_RETURN_IF_ERROR(grad.Allocate(L.total * 4, stream_, "the gradient"));
   SV_CUDA_RETURN(cudaMemsetAsync(grad.as<float>(), 0, L.total * 4, stream_), "the gradient");
@@ -455,9 +492,8 @@ Status DeviceEncoder::Backward(DevicePass* pass, const float* d_out, float* grad
     SV_RETURN_IF_ERROR(dc.Allocate(n * H * 4, stream_, "dL/dc"));
     SV_RETURN_IF_ERROR(dxw.Allocate(size_t(U) * G4 * 4, stream_, "dL/d(E Wx)"));
     SV_RETURN_IF_ERROR(de.Allocate(size_t(U) * L.char_dim * 4, stream_, "dL/dE"));
-    SV_CUDA_RETURN(
-        cudaMemcpyAsync(dy.as<float>(), d_out, n * L.dim * 4, cudaMemcpyHostToDevice, stream_),
-        "copying dL/doutputs");
+    size_t at = 0;
+    SV_RETURN_IF_ERROR(Up(dy.as<float>(), d_out, n * L.dim * 4, &at, "copying dL/doutputs"));
     // Projection: dP += hcat^T dy, dp += sum of dy's rows, dhcat = dy P^T.
     SV_RETURN_IF_ERROR(Gemm(true, false, L.dirs * H, L.dim, p.n, p.hcat.as<float>(), L.dirs * H,
                             dy.as<float>(), L.dim, 1.0f, g + L.proj, L.dim));
@@ -501,10 +537,10 @@ Status DeviceEncoder::Backward(DevicePass* pass, const float* d_out, float* grad
       SV_CUDA_RETURN(cudaGetLastError(), "a backward kernel");
     }
   }
-  std::vector<float> host(L.total);
-  SV_CUDA_RETURN(cudaMemcpyAsync(host.data(), g, L.total * 4, cudaMemcpyDeviceToHost, stream_),
+  SV_CUDA_RETURN(cudaMemcpyAsync(staging_, g, L.total * 4, cudaMemcpyDeviceToHost, stream_),
                  "copying the gradient");
   SV_CUDA_RETURN(cudaStreamSynchronize(stream_), "the backward pass");
+  const float* host = reinterpret_cast<const float*>(staging_);
   for (size_t k = 0; k < L.total; ++k) gradient[k] += host[k];
   // The kept steps are spent: give their memory back to the pool now.
   for (int d = 0; d < L.dirs; ++d) {
