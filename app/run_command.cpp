@@ -737,7 +737,8 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   AddParamClientFlags(cmd, &flags->param, "With --param-shards, each trainer: ");
   cmd->add_option("--device", flags->device,
-                  "Where the learner's rows live and train: cpu, or cuda[:N] (docs/gpu.md)")
+                  "Where the learner's rows live and train: cpu, or cuda[:N]; with --model "
+                  "char-lstm, where the character model's passes run (docs/gpu.md)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
   cmd->add_option("--trainer-nice", flags->trainer_nice,

@@ -476,7 +476,8 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--device", flags->device,
                   "Where training runs: cpu, or cuda[:N] (a CUDA GPU; batch, --stream and "
-                  "--brokers with Adagrad; docs/gpu.md)")
+                  "--brokers with Adagrad; with --model char-lstm the character model's passes, "
+                  "the learner staying on the CPU; docs/gpu.md)")
       ->capture_default_str();
   cmd->add_option("--kernel", flags->kernel,
                   "auto, avx512, avx2, portable, or reference (scalar, for checks)")
