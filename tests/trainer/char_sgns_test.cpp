@@ -237,6 +237,31 @@ TEST(CharSgnsTest, WordsTheModelCannotReadTrainAsPlainRows) {
   for (int j = 0; j < 16; ++j) EXPECT_EQ(vectors[i * 16 + j], row[j]);
 }
 
+// Step 1 reads a piece on several threads (a run of text each) and merges their finds in text
+// order: the words encoded are those one thread finds, none cut or counted twice.
+TEST(CharSgnsTest, WordsFoundOnSeveralThreadsAreThoseFoundOnOne) {
+  const std::vector<std::string> stems = Stems(40, 1);
+  std::string text;
+  for (const std::string& line : PlantedSentences(stems, 20000, 4)) text += line + "\n";
+  ASSERT_GT(text.size(), size_t{4} << 16);  // several runs of 64 KB
+  CharSgnsOptions c = Char(CharMode::kSum);
+  c.batch_words = 30000;  // pieces of about 180 KB
+  std::vector<CharSgnsStats> stats;
+  for (int threads : {1, 4}) {
+    StreamingLearner learner(Learner());
+    CharSgns char_sgns(c, threads);
+    // Cut mid-word on purpose: TrainChunk keeps the tail for the next call.
+    ASSERT_TRUE(char_sgns.TrainChunk(&learner, std::string_view(text).substr(0, 100001)).ok());
+    ASSERT_TRUE(char_sgns.TrainChunk(&learner, std::string_view(text).substr(100001)).ok());
+    ASSERT_TRUE(char_sgns.FinishStream(&learner).ok());
+    stats.push_back(char_sgns.stats());
+  }
+  EXPECT_GT(stats[0].steps, 2u);
+  EXPECT_GT(stats[0].types, 40u);
+  EXPECT_EQ(stats[0].steps, stats[1].steps);
+  EXPECT_EQ(stats[0].types, stats[1].types);
+}
+
 TEST(CharSgnsTest, ParseCharModeKnowsTheTwoModes) {
   CharMode m = CharMode::kSum;
   EXPECT_TRUE(ParseCharMode("replace", &m));

@@ -82,7 +82,88 @@ void OnThreads(size_t parts, Fn&& fn) {
   for (std::thread& th : pool) th.join();
 }
 
+bool IsSpace(char c) {  // the tokenizer's whitespace
+  return (internal::kByteClass[static_cast<unsigned char>(c)] & internal::kSpaceClass) != 0;
+}
+
+// `texts` cut into at most `parts` runs of about equal bytes, in order, each a list of texts or
+// their pieces; a text is cut only before a whitespace byte, so the runs hold the same tokens.
+std::vector<std::vector<std::string_view>> CutForThreads(const std::vector<std::string_view>& texts,
+                                                         size_t parts) {
+  size_t total = 0;
+  for (std::string_view t : texts) total += t.size();
+  const size_t target = std::max<size_t>(1, (total + parts - 1) / parts);
+  std::vector<std::vector<std::string_view>> out(1);
+  size_t in_part = 0;
+  for (std::string_view text : texts) {
+    while (!text.empty()) {
+      if (in_part >= target && out.size() < parts) {
+        out.emplace_back();
+        in_part = 0;
+      }
+      size_t take = out.size() == parts ? text.size() : std::min(text.size(), target - in_part);
+      while (take < text.size() && !IsSpace(text[take])) ++take;
+      out.back().push_back(text.substr(0, take));
+      in_part += take;
+      text.remove_prefix(take);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+void CharSgns::ScanWords(const StreamingLearner& learner,
+                         const std::vector<std::string_view>& texts,
+                         std::vector<std::string>* words, std::vector<uint32_t>* slots) {
+  const CharModelOptions& mo = options_.model;
+  const size_t capacity = learner.options().vocab_capacity;
+  size_t bytes = 0;
+  for (std::string_view t : texts) bytes += t.size();
+  // A thread for every 64 KB of text, up to the learner's threads.
+  const size_t parts = std::max<size_t>(1, std::min<size_t>(threads_, bytes >> 16));
+  // A word is looked at once per piece and run: its slot is stamped with the piece's number (no
+  // allocation per token), in the run's own stamps, then in seen_ when the runs' finds are
+  // merged in text order.
+  if (seen_.size() != capacity) seen_.assign(capacity, 0);
+  if (part_seen_.size() < parts) part_seen_.resize(parts);
+  for (size_t t = 0; t < parts; ++t) {
+    if (part_seen_[t].size() != capacity) part_seen_[t].assign(capacity, 0);
+  }
+  if (++piece_ == 0) {  // wrapped: forget every stamp
+    std::fill(seen_.begin(), seen_.end(), 0);
+    for (auto& stamps : part_seen_) std::fill(stamps.begin(), stamps.end(), 0);
+    piece_ = 1;
+  }
+  const std::vector<std::vector<std::string_view>> runs = CutForThreads(texts, parts);
+  std::vector<std::vector<std::string>> found_words(runs.size());
+  std::vector<std::vector<uint32_t>> found_slots(runs.size());
+  OnThreads(runs.size(), [&](size_t t) {
+    std::vector<uint32_t>& stamps = part_seen_[t];
+    WhitespaceTokenizer tokenizer(learner.options().tokenizer);
+    auto on_token = [&](std::string_view w) {
+      const int64_t slot = learner.SlotOf(w);
+      if (slot < 0 || stamps[size_t(slot)] == piece_) return;
+      stamps[size_t(slot)] = piece_;
+      if (!learner.Admitted(w) || !CharIds(w, mo.buckets, mo.max_word_chars).ok()) return;
+      found_words[t].emplace_back(w);
+      found_slots[t].push_back(static_cast<uint32_t>(slot));
+    };
+    for (std::string_view text : runs[t]) {
+      tokenizer.Feed(text, on_token, [] {});
+      tokenizer.Finish(on_token);
+    }
+  });
+  for (size_t t = 0; t < runs.size(); ++t) {
+    for (size_t i = 0; i < found_slots[t].size(); ++i) {
+      const uint32_t slot = found_slots[t][i];
+      if (seen_[slot] == piece_) continue;
+      seen_[slot] = piece_;
+      words->push_back(std::move(found_words[t][i]));
+      slots->push_back(slot);
+    }
+  }
+}
 
 Status CharSgns::UseCudaDevice(int ordinal) { return model_.UseCudaDevice(ordinal); }
 
@@ -124,30 +205,7 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
   // 1. The distinct admitted words, in first-seen order (deterministic).
   std::vector<std::string> words;
   std::vector<uint32_t> slots;
-  {
-    // A word is looked at once per piece: its slot is stamped with the piece's number (no
-    // allocation per token).
-    if (seen_.size() != learner->options().vocab_capacity) {
-      seen_.assign(learner->options().vocab_capacity, 0);
-    }
-    if (++piece_ == 0) {  // wrapped: forget every stamp
-      std::fill(seen_.begin(), seen_.end(), 0);
-      piece_ = 1;
-    }
-    WhitespaceTokenizer tokenizer(learner->options().tokenizer);
-    auto on_token = [&](std::string_view w) {
-      const int64_t slot = learner->SlotOf(w);
-      if (slot < 0 || seen_[size_t(slot)] == piece_) return;
-      seen_[size_t(slot)] = piece_;
-      if (!learner->Admitted(w) || !CharIds(w, mo.buckets, mo.max_word_chars).ok()) return;
-      words.emplace_back(w);
-      slots.push_back(static_cast<uint32_t>(slot));
-    };
-    for (std::string_view text : texts) {
-      tokenizer.Feed(text, on_token, [] {});
-      tokenizer.Finish(on_token);
-    }
-  }
+  ScanWords(*learner, texts, &words, &slots);
   const auto t_scan = std::chrono::steady_clock::now();
   const double scan_s = std::chrono::duration<double>(t_scan - t0).count();
   stats_.scan_seconds += scan_s;
@@ -230,10 +288,6 @@ Status CharSgns::Step(StreamingLearner* learner, const std::vector<std::string_v
 }
 
 namespace {
-
-bool IsSpace(char c) {  // the tokenizer's whitespace
-  return (internal::kByteClass[static_cast<unsigned char>(c)] & internal::kSpaceClass) != 0;
-}
 
 // Words (runs of non-whitespace) in `text`; with `stop_at`, *end is where the stop_at-th word
 // ends (text.size() if it has fewer).

@@ -134,6 +134,11 @@ class CharSgns {
   // n (t+1) / parts) on thread t; with `passes`, keeps each part's forward pass.
   Status EncodeParallel(const std::vector<std::string_view>& words, std::vector<float>* out,
                         Passes* passes) const;
+  // Step 1: the distinct admitted words of `texts` the model can read, in first-seen order, and
+  // their slots; the texts are read on up to `threads` threads (a run of text each, the finds
+  // merged in text order, so the result is the same whatever the threads).
+  void ScanWords(const StreamingLearner& learner, const std::vector<std::string_view>& texts,
+                 std::vector<std::string>* words, std::vector<uint32_t>* slots);
   // Trains one piece of text through `train`, the distinct admitted words of `texts` taking
   // their input from the character model.
   template <typename TrainFn>
@@ -147,6 +152,7 @@ class CharSgns {
   std::string carry_;  // TrainChunk: text after the last whitespace, waiting for the next chunk
   // Step: per learner slot, the number of the last piece that looked at its word.
   std::vector<uint32_t> seen_;
+  std::vector<std::vector<uint32_t>> part_seen_;  // ScanWords: each thread's stamps
   uint32_t piece_ = 0;
 };
 
