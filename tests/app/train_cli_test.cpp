@@ -137,7 +137,7 @@ TEST_F(TrainCliTest, BadFlagsExitTwoNamingTheFlag) {
   EXPECT_FALSE(std::filesystem::exists(Path("x.txt")));
 }
 
-// --device: a bad value and a GPU that is not there (batch and --stream) exit
+// --device: a bad value and a GPU that is not there (batch, --stream, char-lstm) exit
 // 2 before any training, naming the flag and the cause. (The GPU itself: tests labelled gpu.)
 TEST_F(TrainCliTest, DeviceFlagErrorsExitTwoNamingTheCause) {
   const std::string io = " --input " + corpus_ + " --output " + Path("v.txt") + " --min-count 1";
@@ -151,6 +151,10 @@ TEST_F(TrainCliTest, DeviceFlagErrorsExitTwoNamingTheCause) {
     run = Train("--device cuda:0" + io);
     EXPECT_EQ(run.exit_code, 2) << run.output;
     EXPECT_THAT(run.output, HasSubstr("--device cuda:0: "));
+    // --model char-lstm puts its character model there (the learner stays on the CPU).
+    run = Train("--device cuda --stream --model char-lstm --state " + Path("st2") + io);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("--device cuda: "));
     EXPECT_FALSE(std::filesystem::exists(Path("v.txt")));
   }
   run = Train("--device cpu --dim 8 --epochs 1" + io);
