@@ -64,6 +64,20 @@ class NodeEventLogger : public RdKafka::EventCb {
   std::map<int, Clock::time_point> last_;  // GUARDED_BY(mu_)
 };
 
+// The read group's commits are asynchronous (CommitReadOffset): one that fails (the group's
+// coordinator not found yet, a broker restart) is reported here, served on the node's thread by
+// read_committer->consume, and CommitRead sends the position again.
+class ReadCommitResult : public RdKafka::OffsetCommitCb {
+ public:
+  void offset_commit_cb(RdKafka::ErrorCode err,
+                        std::vector<RdKafka::TopicPartition*>& offsets) override {
+    bool ok = err == RdKafka::ERR_NO_ERROR;
+    for (const RdKafka::TopicPartition* p : offsets) ok = ok && p->err() == RdKafka::ERR_NO_ERROR;
+    if (!ok) failed = true;
+  }
+  bool failed = false;
+};
+
 Status SetProperty(RdKafka::Conf* conf, const std::string& name, const std::string& value) {
   std::string err;
   if (conf->set(name, value, err) != RdKafka::Conf::CONF_OK) {
@@ -158,6 +172,7 @@ struct ParamNode::Impl {
   // Commits the read position (next_offset, merged but perhaps not yet in a snapshot) to
   // ParamNodesReadGroup; never consumes.
   std::unique_ptr<RdKafka::KafkaConsumer> read_committer;
+  ReadCommitResult read_commit_result;
   int64_t read_committed = -1;
   std::unique_ptr<RdKafka::Producer> producer;
 
@@ -917,7 +932,12 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
 }
 
 void ParamNode::Impl::CommitRead() {
-  if (next_offset < 0 || next_offset == read_committed) return;
+  if (next_offset < 0 || (next_offset == read_committed && !read_commit_result.failed)) return;
+  if (read_commit_result.failed) {
+    // (The broker's errors themselves reach read_events, at most one a kind every 10 s.)
+    spdlog::debug("param-node: committing the read offset failed; sending it again");
+  }
+  read_commit_result.failed = false;
   CommitReadOffset(next_offset);
 }
 
@@ -1024,7 +1044,8 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   std::string err;
   if (cconf->set("event_cb", &m.consumer_events, err) != RdKafka::Conf::CONF_OK ||
       pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK ||
-      rconf->set("event_cb", &m.read_events, err) != RdKafka::Conf::CONF_OK) {
+      rconf->set("event_cb", &m.read_events, err) != RdKafka::Conf::CONF_OK ||
+      rconf->set("offset_commit_cb", &m.read_commit_result, err) != RdKafka::Conf::CONF_OK) {
     return Status::Internal("librdkafka configuration: " + err);
   }
   for (const auto& [name, value] : o.kafka.properties) {
