@@ -349,6 +349,17 @@ class DevicePass {
   size_t gate_rows = 0, state_rows = 0;
   Buffer ids, lengths, used_rows, e_used, hcat;
   Buffer xw[2], gates[2], tanh_c[2], h_prev[2], c_prev[2];
+
+  // The steps' buffers back to the pool (after an Encode, or once back-propagated).
+  void FreeSteps() {
+    for (int d = 0; d < 2; ++d) {
+      xw[d].Free();
+      gates[d].Free();
+      tanh_c[d].Free();
+      h_prev[d].Free();
+      c_prev[d].Free();
+    }
+  }
 };
 
 Status DeviceEncoder::Forward(const float* params, uint64_t version, const DeviceWords& words,
@@ -455,13 +466,7 @@ Status DeviceEncoder::Forward(const float* params, uint64_t version, const Devic
   if (keep != nullptr) {
     *keep = std::move(pass);
   } else {
-    for (int d = 0; d < L.dirs; ++d) {
-      p.xw[d].Free();
-      p.gates[d].Free();
-      p.tanh_c[d].Free();
-      p.h_prev[d].Free();
-      p.c_prev[d].Free();
-    }
+    p.FreeSteps();
   }
   return Status::Ok();
 }
@@ -543,13 +548,7 @@ Status DeviceEncoder::Backward(DevicePass* pass, const float* d_out, float* grad
   const float* host = reinterpret_cast<const float*>(staging_);
   for (size_t k = 0; k < L.total; ++k) gradient[k] += host[k];
   // The kept steps are spent: give their memory back to the pool now.
-  for (int d = 0; d < L.dirs; ++d) {
-    p.xw[d].Free();
-    p.gates[d].Free();
-    p.tanh_c[d].Free();
-    p.h_prev[d].Free();
-    p.c_prev[d].Free();
-  }
+  p.FreeSteps();
   return Status::Ok();
 }
 
