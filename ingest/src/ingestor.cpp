@@ -949,10 +949,14 @@ StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& option
   impl->rejected_topic = RejectedTopic(options.kafka.topic_prefix);
   impl->group = options.group.empty() ? TrainersGroup(options.kafka.topic_prefix) : options.group;
 
-  StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(
-      options.kafka, {{"enable.idempotence", "true"},
-                      {"linger.ms", "5"},
-                      {"message.max.bytes", std::to_string(kMaxDocumentMessageBytes + 4096)}});
+  std::vector<std::pair<std::string, std::string>> defaults = {
+      {"enable.idempotence", "true"},
+      {"linger.ms", "5"},
+      {"message.max.bytes", std::to_string(kMaxDocumentMessageBytes + 4096)}};
+  for (auto& p : IdempotentProducerDefaults(KafkaClusterId(options.kafka, 2000))) {
+    defaults.push_back(std::move(p));
+  }
+  StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(options.kafka, defaults);
   if (!conf.ok()) return conf.status();
   rd_kafka_conf_set_opaque(*conf, &impl->delivery);
   rd_kafka_conf_set_dr_msg_cb(*conf, OnDelivery);

@@ -22,6 +22,7 @@
 
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/kafka/rdkafka_conf.h"
 #include "streamvec/param/count_summary.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/state_store.h"
@@ -1041,6 +1042,9 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "client.id", client));
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "linger.ms", "5"));
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "enable.idempotence", "true"));
+  for (const auto& [name, value] : IdempotentProducerDefaults(KafkaClusterId(o.kafka, 2000))) {
+    SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
+  }
   std::string err;
   if (cconf->set("event_cb", &m.consumer_events, err) != RdKafka::Conf::CONF_OK ||
       pconf->set("event_cb", &m.producer_events, err) != RdKafka::Conf::CONF_OK ||

@@ -331,5 +331,26 @@ TEST(KafkaConfigTest, PropertiesParseAndOverrideDefaults) {
   EXPECT_FALSE(MakeRdKafkaConf(KafkaOptions{}).ok());
 }
 
+// An idempotent producer keeps one request in flight on the embedded broker (which does not
+// check its sequence numbers) and when the cluster is unknown; on a Kafka cluster, librdkafka's
+// defaults.
+TEST(KafkaConfigTest, IdempotentProducerKeepsOneRequestInFlightOnTheEmbeddedBroker) {
+  auto broker = EmbeddedBroker::Start({});
+  ASSERT_TRUE(broker.ok());
+  KafkaOptions options;
+  options.brokers = (*broker)->bootstrap();
+  const std::string id = KafkaClusterId(options, 5000);
+  EXPECT_TRUE(IsEmbeddedBrokerClusterId(id)) << id;
+  const std::vector<std::pair<std::string, std::string>> one_in_flight = {
+      {"max.in.flight.requests.per.connection", "1"}};
+  EXPECT_EQ(IdempotentProducerDefaults(id), one_in_flight);
+  EXPECT_EQ(IdempotentProducerDefaults(""), one_in_flight);
+  EXPECT_TRUE(IdempotentProducerDefaults("Xbq7yU3bQ2a6Hh-Ryc1Ayw").empty());  // a Kafka cluster's
+  EXPECT_FALSE(IsEmbeddedBrokerClusterId("Xbq7yU3bQ2a6Hh-Ryc1Ayw"));
+
+  options.brokers = "127.0.0.1:1";  // nothing listens there
+  EXPECT_EQ(KafkaClusterId(options, 200), "");
+}
+
 }  // namespace
 }  // namespace streamvec

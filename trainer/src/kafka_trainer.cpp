@@ -19,6 +19,7 @@
 
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
+#include "streamvec/kafka/rdkafka_conf.h"
 #include "streamvec/kernels/cuda.h"
 #include "streamvec/store/embedding_entries.h"
 #include "streamvec/store/snapshot_reader.h"
@@ -799,7 +800,7 @@ Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_
     return Status::Ok();  // the broker is not up yet: nothing to learn, librdkafka's defaults
   }
   std::unique_ptr<RdKafka::Metadata> owned(md);
-  if (producer->clusterid(2000).rfind("mockCluster", 0) != 0) return Status::Ok();
+  if (!IsEmbeddedBrokerClusterId(producer->clusterid(2000))) return Status::Ok();
   bool fetch_wait_set = false;
   for (const auto& [name, value] : options.kafka.properties) {
     fetch_wait_set = fetch_wait_set || name == "fetch.wait.max.ms";

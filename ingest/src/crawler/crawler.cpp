@@ -448,6 +448,9 @@ StatusOr<std::unique_ptr<Crawler>> Crawler::Create(CrawlerOptions options) {
   if (!options.sink) {
     std::vector<std::pair<std::string, std::string>> defaults = {
         {"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "20"}};
+    for (auto& p : IdempotentProducerDefaults(KafkaClusterId(options.kafka, 2000))) {
+      defaults.push_back(std::move(p));
+    }
     StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(options.kafka, defaults);
     if (!conf.ok()) return conf.status();
     rd_kafka_conf_set_dr_msg_cb(*conf, &OnDelivery);

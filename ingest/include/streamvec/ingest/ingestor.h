@@ -23,10 +23,11 @@
 // waits (counted in throttled_seconds) and asks again. A message alone larger than the budget is
 // let through once nothing is pending.
 //
-// Delivery: idempotent producer (enable.idempotence=true, acks=all); a message whose delivery
-// fails (e.g. message.timeout.ms ran out while the broker was down) is produced again, so
-// delivery is at least once. An unreachable broker is logged and retried with backoff, never
-// fatal.
+// Delivery: idempotent producer (enable.idempotence=true, acks=all; one request in flight on the
+// embedded broker, which does not enforce the producer's sequence: IdempotentProducerDefaults);
+// a message whose delivery fails (e.g. message.timeout.ms ran out while the broker was down) is
+// produced again, so delivery is at least once. An unreachable broker is logged and retried with
+// backoff, never fatal.
 #ifndef STREAMVEC_INGEST_INGESTOR_H_
 #define STREAMVEC_INGEST_INGESTOR_H_
 
@@ -131,7 +132,9 @@ struct IngestStats {
 // Thread safety: Run is called from one thread at a time; stats() from any thread.
 class Ingestor {
  public:
-  // Validates the options and creates the Kafka clients (does not contact the broker).
+  // Validates the options and creates the Kafka clients. Asks the brokers for their cluster id
+  // (at most 2 s; unreachable is not an error) to suit the producer to the embedded broker
+  // (IdempotentProducerDefaults).
   // Errors: InvalidArgument (no brokers, empty `from`, a librdkafka property refused, negative
   // budget), NotFound (`from` does not exist).
   static StatusOr<std::unique_ptr<Ingestor>> Create(const IngestOptions& options);

@@ -25,6 +25,24 @@ StatusOr<rd_kafka_conf_t*> MakeRdKafkaConf(
     const KafkaOptions& options,
     const std::vector<std::pair<std::string, std::string>>& defaults = {});
 
+// The cluster id of `options.brokers` (librdkafka's rd_kafka_clusterid), asked through a
+// short-lived client within timeout_ms; "" when no broker answered in time.
+std::string KafkaClusterId(const KafkaOptions& options, int timeout_ms);
+
+// True for the id of streamvec's embedded broker (librdkafka's mock cluster: "mockCluster...").
+bool IsEmbeddedBrokerClusterId(const std::string& cluster_id);
+
+// Defaults for an idempotent producer (enable.idempotence=true) on the cluster whose id is
+// `cluster_id`. The embedded broker does not check an idempotent producer's sequence numbers,
+// and librdkafka takes a later request's success as acknowledging the messages before it (a
+// Kafka broker would have refused that request as out of order); so with several requests in
+// flight, one refused with a retriable error is reported delivered and never written. On the
+// embedded broker, and when the cluster is unknown (""), one request in flight at a time keeps
+// that from happening: {max.in.flight.requests.per.connection=1}. A Kafka cluster: none (its
+// broker enforces the order; librdkafka's 5 in flight stay). The user's --kafka-config wins.
+std::vector<std::pair<std::string, std::string>> IdempotentProducerDefaults(
+    const std::string& cluster_id);
+
 }  // namespace streamvec
 
 #endif  // STREAMVEC_KAFKA_RDKAFKA_CONF_H_
