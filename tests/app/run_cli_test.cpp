@@ -316,7 +316,9 @@ TEST_F(RunCliTest, Sigkill9MidStreamThenRestartTrainsEveryLineAtLeastOnce) {
                                 " documents"),
             std::string::npos)
       << again.Output().substr(again.Output().size() > 2000 ? again.Output().size() - 2000 : 0);
-  EXPECT_LT(trained - docs, at_kill + 1) << "more duplicates than the snapshot at the kill held";
+  EXPECT_LT(trained - docs, at_kill + 1)
+      << "more duplicates than the snapshot at the kill held; the restart's log ends with:\n"
+      << again.Output().substr(again.Output().size() > 6000 ? again.Output().size() - 6000 : 0);
   const nlohmann::json positions = Entry("ingest/positions");
   for (const char* name : {"a.txt", "b.txt"}) {
     const std::string file = fs::absolute(dir_ / "data" / name).string();
