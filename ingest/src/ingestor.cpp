@@ -953,7 +953,7 @@ StatusOr<std::unique_ptr<Ingestor>> Ingestor::Create(const IngestOptions& option
       {"enable.idempotence", "true"},
       {"linger.ms", "5"},
       {"message.max.bytes", std::to_string(kMaxDocumentMessageBytes + 4096)}};
-  for (auto& p : IdempotentProducerDefaults(KafkaClusterId(options.kafka, 2000))) {
+  for (auto& p : IdempotentProducerDefaults(options.kafka)) {
     defaults.push_back(std::move(p));
   }
   StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(options.kafka, defaults);

@@ -61,4 +61,10 @@ std::vector<std::pair<std::string, std::string>> IdempotentProducerDefaults(
   return {{"max.in.flight.requests.per.connection", "1"}};
 }
 
+std::vector<std::pair<std::string, std::string>> IdempotentProducerDefaults(
+    const KafkaOptions& options) {
+  constexpr int kClusterIdTimeoutMs = 2000;
+  return IdempotentProducerDefaults(KafkaClusterId(options, kClusterIdTimeoutMs));
+}
+
 }  // namespace streamvec

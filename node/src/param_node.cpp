@@ -1042,7 +1042,7 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "client.id", client));
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "linger.ms", "5"));
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "enable.idempotence", "true"));
-  for (const auto& [name, value] : IdempotentProducerDefaults(KafkaClusterId(o.kafka, 2000))) {
+  for (const auto& [name, value] : IdempotentProducerDefaults(o.kafka)) {
     SV_RETURN_IF_ERROR(SetProperty(pconf.get(), name, value));
   }
   std::string err;

@@ -448,7 +448,7 @@ StatusOr<std::unique_ptr<Crawler>> Crawler::Create(CrawlerOptions options) {
   if (!options.sink) {
     std::vector<std::pair<std::string, std::string>> defaults = {
         {"enable.idempotence", "true"}, {"acks", "all"}, {"linger.ms", "20"}};
-    for (auto& p : IdempotentProducerDefaults(KafkaClusterId(options.kafka, 2000))) {
+    for (auto& p : IdempotentProducerDefaults(options.kafka)) {
       defaults.push_back(std::move(p));
     }
     StatusOr<rd_kafka_conf_t*> conf = MakeRdKafkaConf(options.kafka, defaults);

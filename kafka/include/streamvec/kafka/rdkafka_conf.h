@@ -26,7 +26,8 @@ StatusOr<rd_kafka_conf_t*> MakeRdKafkaConf(
     const std::vector<std::pair<std::string, std::string>>& defaults = {});
 
 // The cluster id of `options.brokers` (librdkafka's rd_kafka_clusterid), asked through a
-// short-lived client within timeout_ms; "" when no broker answered in time.
+// short-lived client; blocks up to timeout_ms. "" when no broker answered in time (or the options
+// are refused by librdkafka: MakeRdKafkaConf reports that to the caller's own client).
 std::string KafkaClusterId(const KafkaOptions& options, int timeout_ms);
 
 // True for the id of streamvec's embedded broker (librdkafka's mock cluster: "mockCluster...").
@@ -42,6 +43,11 @@ bool IsEmbeddedBrokerClusterId(const std::string& cluster_id);
 // broker enforces the order; librdkafka's 5 in flight stay). The user's --kafka-config wins.
 std::vector<std::pair<std::string, std::string>> IdempotentProducerDefaults(
     const std::string& cluster_id);
+
+// IdempotentProducerDefaults for the cluster at `options.brokers`, its id asked with
+// KafkaClusterId (at most 2 s; unreachable counts as unknown). For a producer's Create.
+std::vector<std::pair<std::string, std::string>> IdempotentProducerDefaults(
+    const KafkaOptions& options);
 
 }  // namespace streamvec
 
