@@ -17,7 +17,10 @@ namespace {
 
 struct BrokerFlags {
   int brokers = 1;
-  int partitions = 16;
+  // 32 rings of about 5 MiB: 160 MiB of backlog before the trainers must have committed. With
+  // 16, `ingest` of the 100M corpus waited 2-5 s on the trainer's flow-control checkpoints
+  // (docs/pipeline.md, "Flow control").
+  int partitions = 32;
   std::string bootstrap_file;
   std::string prefix = "streamvec";
   std::vector<std::string> hold_groups;  // --hold-group
@@ -99,7 +102,8 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
   CLI::App* cmd = root.add_subcommand(
       "broker",
       "Run the embedded Kafka broker (librdkafka's mock cluster on 127.0.0.1) until SIGINT or "
-      "SIGTERM. It keeps about 5 MiB per partition, in memory only.");
+      "SIGTERM. It keeps about 5 MiB per partition, in memory only (160 MiB at the default 32 "
+      "partitions).");
   cmd->add_option("--brokers", flags->brokers, "number of brokers (1..16)")->capture_default_str();
   cmd->add_option("--partitions", flags->partitions, "partitions of <prefix>.docs and .rejected")
       ->capture_default_str();

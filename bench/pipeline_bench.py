@@ -874,7 +874,8 @@ def main() -> int:
                         "kafka-assign (train --assign all), stream (train --stream from stdin)")
     p.add_argument("--vocab-capacity", type=int, default=50000)
     p.add_argument("--threads", type=int, default=2, help="training threads of both trainers")
-    p.add_argument("--partitions", type=int, default=16, help="partitions of the broker")
+    p.add_argument("--partitions", type=int, default=32,
+                   help="partitions of the broker (`streamvec broker`'s default)")
     p.add_argument("--max-idle", type=float, default=10.0,
                    help="--max-idle of the Kafka trainer; must exceed ingest's longest flow-control "
                         "stall (the trainer commits only after a snapshot, every 5 s by default)")
