@@ -192,6 +192,12 @@ struct KafkaTrainer::Impl {
   std::string snapshot_cluster_id;
   std::string snapshot_topic;
   std::map<int32_t, int64_t> resume_offsets;
+  // Partitions revoked by a rebalance, with the offset this trainer's durable state covers in
+  // each: if one comes back, it starts there unless the group has committed further (another
+  // member trained on). The group's offset alone would be behind when this trainer's commit never
+  // reached it (a resumed partition revoked before anything new was trained: nothing to snapshot,
+  // so nothing committed), and the documents between would be trained twice.
+  std::map<int32_t, int64_t> revoked_covered;
   bool cluster_checked = false;
   std::string cluster_id;  // of the broker we consume from ("" until known)
 
@@ -396,7 +402,18 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
     auto it = resume_offsets.find(p);
     if (it == resume_offsets.end()) {
       auto s = start.find(p);
-      tp->set_offset(s != start.end() ? s->second : RdKafka::Topic::OFFSET_INVALID);
+      int64_t offset = s != start.end() ? s->second : RdKafka::Topic::OFFSET_INVALID;
+      auto covered = revoked_covered.find(p);
+      if (covered != revoked_covered.end()) {
+        // The logical offsets (beginning, end, invalid) are negative: the covered one wins.
+        if (covered->second > offset) {
+          offset = covered->second;
+          next_offsets[p] = offset;
+          where += " " + std::to_string(p) + "@" + std::to_string(offset);
+        }
+        revoked_covered.erase(covered);
+      }
+      tp->set_offset(offset);
       continue;
     }
     int64_t offset = it->second;
@@ -416,7 +433,11 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
     if (offset >= 0) next_offsets[p] = offset;
     where += " " + std::to_string(p) + "@" + (offset >= 0 ? std::to_string(offset) : "start");
   }
-  if (!where.empty()) spdlog::info("trainer: resuming {} from the snapshot:{}", topic, where);
+  if (!where.empty()) {
+    spdlog::info("trainer: resuming {} from the snapshot (or, for partitions given back, what "
+                 "the state covers):{}",
+                 topic, where);
+  }
   const RdKafka::ErrorCode e = c->assign(parts);
   if (e != RdKafka::ERR_NO_ERROR) {
     spdlog::error("trainer: cannot take the assigned partitions: {}", RdKafka::err2str(e));
@@ -442,10 +463,19 @@ void KafkaTrainer::Impl::OnRevoke(RdKafka::KafkaConsumer* c,
                    s.message());
     }
   }
+  // What the state holds is durable now unless a snapshot above failed.
+  const bool durable = snapshots_allowed && !dirty && !since_checkpoint && batch.empty();
   for (RdKafka::TopicPartition* tp : parts) {
-    assigned.erase(tp->partition());
-    at_end.erase(tp->partition());
-    next_offsets.erase(tp->partition());
+    const int32_t p = tp->partition();
+    auto next = next_offsets.find(p);
+    if (durable && next != next_offsets.end() && next->second >= 0) {
+      revoked_covered[p] = next->second;
+    } else {
+      revoked_covered.erase(p);
+    }
+    assigned.erase(p);
+    at_end.erase(p);
+    if (next != next_offsets.end()) next_offsets.erase(next);
   }
   batch.clear();
   batch_bytes = 0;
