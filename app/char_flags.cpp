@@ -19,7 +19,8 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
                   "Character model: code points read per word; longer words are cut")
       ->capture_default_str();
   cmd->add_option("--char-distill-every", o->every_words,
-                  "Character model: words seen between distillation steps")
+                  "Character model: words seen between distillation steps (at most 4 steps per "
+                  "micro-batch)")
       ->capture_default_str();
   cmd->add_option("--char-distill-batch", o->batch_types,
                   "Character model: word types per distillation step (drawn ~ count^0.5)")
