@@ -1046,7 +1046,13 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
         m.snapshot_cluster_id = j.value("cluster_id", "");
         m.snapshot_topic = j.value("topic", "");
         for (const auto& [p, offset] : j.at("partitions").items()) {
-          m.resume_offsets[std::stoi(p)] = offset.get<int64_t>();
+          // A broker that died with the process (commit_before_durable: `streamvec run`) is new
+          // at every start: its topic is read from the beginning, whatever the snapshot's
+          // offsets say. The cluster-id check cannot tell: the mock's id is made from two
+          // pointers, which a new process can repeat (it did under ASan), and the old offsets
+          // then skipped the first documents of the new broker's partitions.
+          m.resume_offsets[std::stoi(p)] =
+              o.commit_before_durable ? RdKafka::Topic::OFFSET_BEGINNING : offset.get<int64_t>();
         }
       }
       if (auto pos = st.Get(kSourcePositionsEntry); pos.ok()) {
