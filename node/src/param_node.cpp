@@ -272,7 +272,7 @@ struct ParamNode::Impl {
   // merged batch, and on the 0.5 s tick. The trainers' flow control waits on it.
   void CommitRead();
   // Commits `offset` to ParamNodesReadGroup now (asynchronously).
-  void CommitReadOffset(int64_t offset);
+  void CommitReadOffset(int64_t offset, bool sync = false);
   bool Assign(const std::atomic<bool>& stop);
   void UpdateLag();
 };
@@ -920,10 +920,13 @@ bool ParamNode::Impl::Assign(const std::atomic<bool>& stop) {
   }
   // The read group restarts from here too: a read position from before a crash would let the
   // trainers push past what the broker keeps for the re-read.
+  // Synchronously: an asynchronous commit sent while the coordinator is still being found can
+  // reach the broker after the first merge's commit and move the read group back (CI once saw
+  // it stay at 0 after two merged messages).
   if (offset >= 0) {
-    CommitReadOffset(offset);
+    CommitReadOffset(offset, /*sync=*/true);
   } else if (watermarks == RdKafka::ERR_NO_ERROR && low >= 0) {
-    CommitReadOffset(low);
+    CommitReadOffset(low, /*sync=*/true);
   }
   spdlog::info("param-node: shard {} of {}: consuming {}/{} from {}", options.shard,
                options.shards, updates_topic, options.shard,
@@ -942,11 +945,12 @@ void ParamNode::Impl::CommitRead() {
   CommitReadOffset(next_offset);
 }
 
-void ParamNode::Impl::CommitReadOffset(int64_t offset) {
+void ParamNode::Impl::CommitReadOffset(int64_t offset, bool sync) {
   std::vector<RdKafka::TopicPartition*> list{
       RdKafka::TopicPartition::create(updates_topic, static_cast<int32_t>(options.shard))};
   list[0]->set_offset(offset);
-  const RdKafka::ErrorCode e = read_committer->commitAsync(list);
+  const RdKafka::ErrorCode e =
+      sync ? read_committer->commitSync(list) : read_committer->commitAsync(list);
   RdKafka::TopicPartition::destroy(list);
   if (e != RdKafka::ERR_NO_ERROR) {
     spdlog::warn("param-node: committing the read offset failed: {}", RdKafka::err2str(e));
