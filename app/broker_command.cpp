@@ -17,9 +17,9 @@ namespace {
 
 struct BrokerFlags {
   int brokers = 1;
-  // 32 rings of about 5 MiB: 160 MiB of backlog before the trainers must have committed. With
-  // 16, `ingest` of the 100M corpus waited 2-5 s on the trainer's flow-control checkpoints
-  // (docs/pipeline.md, "Flow control").
+  // 32 rings of about 5 MiB: 160 MiB of backlog before the trainers must have committed, so a
+  // trainer writes a flow-control checkpoint at most every ~112 MB of text (docs/pipeline.md,
+  // "Flow control").
   int partitions = 32;
   std::string bootstrap_file;
   std::string prefix = "streamvec";

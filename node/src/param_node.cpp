@@ -271,7 +271,8 @@ struct ParamNode::Impl {
   // Commits next_offset to ParamNodesReadGroup (asynchronously, when it moved): after each
   // merged batch, and on the 0.5 s tick. The trainers' flow control waits on it.
   void CommitRead();
-  // Commits `offset` to ParamNodesReadGroup now (asynchronously).
+  // Commits `offset` to ParamNodesReadGroup now: asynchronously, or with `sync` waiting for the
+  // broker's answer (the start position, so that no later commit can land before it).
   void CommitReadOffset(int64_t offset, bool sync = false);
   bool Assign(const std::atomic<bool>& stop);
   void UpdateLag();
