@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "streamvec/base/heap.h"
 #include "streamvec/tokenizer/whitespace_tokenizer.h"
 #include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/kafka_trainer.h"
@@ -25,15 +23,12 @@ namespace {
 // and the next piece's allocations pay it again. Keeping freed memory for reuse (blocks under
 // 32 MiB from the heap, the heap trimmed only past 256 MiB free) makes --model char-lstm 1.1-1.3x
 // faster. Process-wide, set once when the first character model trainer is made.
-void KeepFreedMemoryForReuse() {
-#ifdef __GLIBC__
+void KeepCharModelMemoryForReuse() {
   static const bool once = [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    KeepFreedMemoryForReuse(size_t{256} << 20);
     return true;
   }();
   (void)once;
-#endif
 }
 
 }  // namespace
@@ -54,7 +49,7 @@ const char* CharModeName(CharMode mode) { return mode == CharMode::kSum ? "sum" 
 CharSgns::CharSgns(const CharSgnsOptions& options, int threads)
     : options_(options), threads_(std::max(1, threads)), model_(options.model) {
   SV_CHECK(ValidateCharModelOptions(options.model).ok());
-  KeepFreedMemoryForReuse();
+  KeepCharModelMemoryForReuse();
   if (options.mode == CharMode::kSum) {
     // The projection P and its bias p are the last parameters (CharModel::num_parameters):
     // zero, so C(w) = 0 and sum mode starts as plain SGNS.
