@@ -70,7 +70,7 @@ int RunBroker(const BrokerFlags& flags) {
     }
   }
   // The groups are held before the broker says where it is, so that a trainer started on its
-  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.15 s join wait,
+  // bootstrap string finds its group non-empty (EmbeddedBroker::HoldGroup: a 0.06 s join wait,
   // not 3 s).
   std::vector<std::string> groups = flags.hold_groups;
   if (flags.hold_trainers) groups.push_back(TrainersGroup(flags.prefix));
@@ -136,9 +136,9 @@ void RegisterBrokerCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--hold-group", flags->hold_groups,
                   "keep this consumer group non-empty with a member of the broker's own, so a "
-                  "trainer joining it consumes after ~0.3 s instead of the mock's 3 s first join "
+                  "trainer joining it consumes after ~0.15 s instead of the mock's 3 s first join "
                   "(repeatable; ~7 s more at start). Its members join with session.timeout.ms "
-                  "1150 (a trainer does so itself) and keep the default "
+                  "1060 (a trainer does so itself) and keep the default "
                   "partition.assignment.strategy; for one trainer or a few: under heavy load a "
                   "member that misses its session can make the mock abort (docs/pipeline.md)");
   cmd->add_flag("--hold-trainers", flags->hold_trainers, "--hold-group <prefix>.trainers");

@@ -223,11 +223,12 @@ namespace {
 // mock expires a member still waiting after the group's session timeout, which is the last
 // joiner's. So the first keeper needs a session over 3 s, and each next keeper, joining as the
 // previous one leaves, a session over the previous one's less 1 s (its own wait). The last one
-// leaves a group whose joins wait 0.15 s. A ladder of four takes about 7 s.
+// leaves a group whose joins wait 0.06 s. A ladder of four takes about 7 s.
 constexpr int kKeeperSessionsMs[] = {3300, 2500, 1700, kHeldGroupSessionMs};
-// The last keeper heartbeats every 25 ms, so that it rejoins well within a trainer's 0.15 s
-// join; the others every quarter of their session.
-constexpr int kLastKeeperHeartbeatMs = 25;
+// The last keeper heartbeats every 15 ms, so that it learns of a rebalance and rejoins well
+// within a trainer's 0.06 s join wait (a keeper that rejoins after the wait makes the mock start
+// the rebalance over); the others every quarter of their session.
+constexpr int kLastKeeperHeartbeatMs = 15;
 
 }  // namespace
 

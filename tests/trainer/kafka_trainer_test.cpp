@@ -406,10 +406,11 @@ TEST_F(KafkaTrainerTest, PartitionsGivenBackByARebalanceResumeWhereTheStateStopp
   // Another group, with nothing committed. A second member joins it first and leaves once the
   // trainer holds part of the partitions: the trainer's are revoked and given back with the rest.
   // The group is held (EmbeddedBroker::HoldGroup) and its members keep a short session, so each
-  // join takes 0.15 s (an empty group's first join waits 3 s, longer than such a session).
+  // join takes 0.06 s (an empty group's first join waits 3 s, longer than such a session).
   ASSERT_TRUE(broker_->HoldGroup("rebalanced").ok());
   const std::vector<std::pair<std::string, std::string>> session = {
-      {"session.timeout.ms", "1150"}, {"heartbeat.interval.ms", "300"}};
+      {"session.timeout.ms", std::to_string(kHeldGroupSessionMs)},
+      {"heartbeat.interval.ms", std::to_string(kHeldGroupHeartbeatMs)}};
   std::string err;
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::vector<std::pair<std::string, std::string>> props = {

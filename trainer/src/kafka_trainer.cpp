@@ -317,7 +317,7 @@ struct KafkaTrainer::Impl {
   // assigning one (--assign) is refused with InvalidArgument, as the mock refuses commits
   // without a generation to a group with members. Elsewhere (a real cluster, whose
   // group.min.session.timeout.ms is 6 s, or a group nobody holds, whose first join outlasts
-  // 1.15 s) nothing changes.
+  // 1.06 s) nothing changes.
   Status SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_conf);
 
   // Copies the run thread's wall and phase times into stats.
@@ -845,7 +845,7 @@ Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_
         "--assign: group " + group +
         " is held by the embedded broker (streamvec broker "
         "--hold-group), and the broker refuses offset commits from a consumer outside a group "
-        "that has members; drop --assign (a trainer joins a held group in about 0.2 s) or start "
+        "that has members; drop --assign (a trainer joins a held group in about 0.1 s) or start "
         "the broker without --hold-trainers / --hold-group");
   }
   for (const auto& [name, value] : options.kafka.properties) {

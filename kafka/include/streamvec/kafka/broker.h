@@ -28,8 +28,8 @@ struct EmbeddedBrokerOptions {
 // The topic a group's keeper subscribes to (EmbeddedBroker::HoldGroup): "<group>.keeper".
 std::string GroupKeeperTopic(const std::string& group);
 // The session timeout of a held group's keeper, in ms, and the one its members must join with;
-// a join then waits 150 ms on the mock (EmbeddedBroker::HoldGroup).
-inline constexpr int kHeldGroupSessionMs = 1150;
+// a join then waits 60 ms on the mock (EmbeddedBroker::HoldGroup).
+inline constexpr int kHeldGroupSessionMs = 1060;
 // The heartbeat interval members of a held group use, in ms (about four per session).
 inline constexpr int kHeldGroupHeartbeatMs = 300;
 
@@ -50,7 +50,7 @@ class EmbeddedBroker {
   Status CreateTopic(const std::string& name, int partitions = 0);
 
   // Keeps consumer group `group` from ever being empty, so that a trainer joining it starts
-  // consuming about 0.2 s after it asks instead of 3 s. The mock, like a real broker with its
+  // consuming about 0.1 s after it asks instead of 3 s. The mock, like a real broker with its
   // group.initial.rebalance.delay.ms (3 s by default; a real cluster sets it per broker), holds
   // the first join of an empty group for 3 s waiting for more members, and librdkafka 2.0's mock
   // has no setting for it. A consumer of the broker's own (the group's keeper) joins `group`,
@@ -63,7 +63,7 @@ class EmbeddedBroker {
   // refuses a SyncGroup that comes after the leader's, broker.cpp says more). Members must
   // therefore join with the keeper's session, kHeldGroupSessionMs, and heartbeat every
   // kHeldGroupHeartbeatMs (a trainer that finds the keeper's topic on the mock sets both itself); a
-  // killed member leaves the group after 1.15 s. Returns once the keeper holds its partition: about
+  // killed member leaves the group after 1.06 s. Returns once the keeper holds its partition: about
   // 7 s (a ladder of keepers with shorter and shorter sessions, broker.cpp says why). Idempotent
   // per group. Errors: InvalidArgument (empty group), Internal (librdkafka refused the consumer),
   // IoError (no assignment within timeout_ms). Under heavy load a member that misses the short
