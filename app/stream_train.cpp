@@ -16,6 +16,7 @@
 
 #include "pipeline_metrics.h"
 #include "stop_signal.h"
+#include "streamvec/base/heap.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/kernels/cuda.h"
 #include "streamvec/store/state_store.h"
@@ -404,6 +405,10 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   if (f.kafka.topic_prefix.empty()) return Fail(Status::InvalidArgument("--prefix is empty"), 2);
   if (!(f.max_idle_s >= 0)) return Fail(Status::InvalidArgument("--max-idle must be >= 0"), 2);
   if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return Fail(s, 2);
+  // The consumer's fetch buffers (up to its queue of prefetched messages) and each document's
+  // copy are freed at a high rate; kept for reuse instead of faulted in again (docs/pipeline.md,
+  // "Where the time goes").
+  KeepFreedMemoryForReuse(size_t{256} << 20);
   KafkaTrainerOptions o;
   o.kafka = f.kafka;
   o.group = f.group;
