@@ -33,10 +33,6 @@ namespace {
 constexpr double kIdleSnapshotSeconds = 0.5;
 // The snapshot write budget holds at most this many seconds of its rate.
 constexpr double kWriteBurstSeconds = 60;
-// queued.max.messages.kbytes on the embedded broker (librdkafka's default: 65536). Over the 100M
-// corpus (documents of 256 KiB), with the heap kept for reuse (`train`), the trainer took 36-39k
-// page faults instead of 54-55k and 0.47-0.67 s of system time instead of 0.61-0.83.
-constexpr int kEmbeddedBrokerQueueKiB = 16384;
 
 double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -312,10 +308,9 @@ struct KafkaTrainer::Impl {
   // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
   // the end of that wait, even when documents arrive meanwhile, so librdkafka's 500 ms held each
   // document that reached a caught-up trainer up to half a second (a Kafka broker answers as
-  // soon as data comes, and keeps the default). Its queued.max.messages.kbytes becomes
-  // kEmbeddedBrokerQueueKiB unless set: a fetch from the broker on the same machine is quick,
-  // and a smaller queue of prefetched messages reuses its freed fetch buffers instead of
-  // faulting new ones in. With the group also held by a keeper
+  // soon as data comes, and keeps the default). (Its queue of prefetched messages keeps
+  // librdkafka's 64 MiB: with 16 MiB a trainer that joined a group waited 0.3-0.5 s longer in
+  // consume over the 100M corpus, fetching paused while the queue was full.) With the group also held by a keeper
   // (EmbeddedBroker::HoldGroup: topic GroupKeeperTopic(group) exists): a group-joining trainer
   // gets session.timeout.ms and heartbeat.interval.ms kHeldGroupSessionMs and
   // kHeldGroupHeartbeatMs unless --kafka-config set them
@@ -839,16 +834,10 @@ Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_
   std::unique_ptr<RdKafka::Metadata> owned(md);
   if (!IsEmbeddedBrokerClusterId(producer->clusterid(2000))) return Status::Ok();
   bool fetch_wait_set = false;
-  bool queue_set = false;
   for (const auto& [name, value] : options.kafka.properties) {
     fetch_wait_set = fetch_wait_set || name == "fetch.wait.max.ms";
-    queue_set = queue_set || name == "queued.max.messages.kbytes";
   }
   if (!fetch_wait_set) SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "fetch.wait.max.ms", "10"));
-  if (!queue_set) {
-    SV_RETURN_IF_ERROR(SetProperty(consumer_conf, "queued.max.messages.kbytes",
-                                   std::to_string(kEmbeddedBrokerQueueKiB)));
-  }
   const std::string keeper = GroupKeeperTopic(group);
   bool held = false;
   for (const RdKafka::TopicMetadata* t : *md->topics()) held = held || t->topic() == keeper;
