@@ -242,7 +242,7 @@ def start_broker(sv: Path, work: Path, tag: str, a, hold_group: bool = True) -> 
     bs.unlink(missing_ok=True)
     broker = Proc(f"{tag}-broker", [str(sv), "broker", "--bootstrap-file", str(bs),
                                     "--partitions", str(a.partitions)]
-                  + (["--hold-trainers"] if hold_group else []), work)
+                  + (["--hold-trainers"] if hold_group else []) + a.broker_arg, work)
     end = time.monotonic() + 30
     while time.monotonic() < end and not (bs.exists() and bs.read_text().strip()):
         if broker.poll() is not None:
@@ -885,6 +885,10 @@ def main() -> int:
                    help="extra argument for `train --stream` (repeatable)")
     p.add_argument("--ingest-arg", action="append", default=[],
                    help="extra argument for `ingest` (repeatable)")
+    p.add_argument("--broker-arg", action="append", default=[],
+                   help="extra argument for `streamvec broker` (repeatable; e.g. "
+                        "--broker-arg=--param-shards=2: the parameter node's topics beside the "
+                        "documents')")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per e2e/kill run")
     p.add_argument("--fresh-n", type=int, default=10, help="freshness probes")
     p.add_argument("--fresh-lines", type=int, default=2000, help=f"lines of {FRESH_SOURCE} to start with")
