@@ -46,7 +46,7 @@ int RunBroker(const BrokerFlags& flags) {
   // Every message passes through the mock twice: copied from the produce request into the
   // partition's log and from the log into a fetch response. With glibc's defaults both land in
   // memory just handed back by a free(), faulted in again page by page: at 32 partitions, 100 MB
-  // of documents cost the broker 30-36k page faults and 0.56-0.72 CPU-s, against 0.20-0.21 with
+  // of documents cost the broker 30-36k page faults and 0.56-0.74 CPU-s, against 0.12-0.21 with
   // the heap reserved up front (docs/pipeline.md, "Where the time goes").
   const HeapReserve reserve = flags.preallocate ? ReserveHeap(RingBytes(flags)) : HeapReserve{};
   StatusOr<std::unique_ptr<EmbeddedBroker>> broker =

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "commands.h"
-#include "streamvec/base/heap.h"
 #include "pipeline_metrics.h"
 #include "stop_signal.h"
+#include "streamvec/base/heap.h"
 #include "streamvec/ingest/ingestor.h"
 #include "streamvec/kafka/client_config.h"
 
