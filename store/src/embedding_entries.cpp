@@ -304,7 +304,9 @@ StatusOr<std::vector<double>> ReadEmbeddingCounts(
                               " words (8 bytes each)");
   }
   std::vector<double> counts(rows);
-  std::memcpy(counts.data(), bytes->data(), bytes->size());
+  // An empty vector's data() may be null, and memcpy to null is undefined even for 0 bytes (a
+  // snapshot taken before any word was admitted has no rows: UBSan stopped `run` there).
+  if (rows > 0) std::memcpy(counts.data(), bytes->data(), bytes->size());
   for (size_t i = 0; i < rows; ++i) {
     if (!(counts[i] >= 0) || !std::isfinite(counts[i])) {
       return Status::Corruption(std::string("entry '") + kCountsKey + "': count of word " +
