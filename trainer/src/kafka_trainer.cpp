@@ -308,11 +308,10 @@ struct KafkaTrainer::Impl {
   // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
   // the end of that wait, even when documents arrive meanwhile, so librdkafka's 500 ms held each
   // document that reached a caught-up trainer up to half a second (a Kafka broker answers as
-  // soon as data comes, and keeps the default). (Its queue of prefetched messages keeps
-  // librdkafka's 64 MiB: with 16 MiB a trainer that joined a group waited 0.3-0.5 s longer in
-  // consume over the 100M corpus, fetching paused while the queue was full.) With the group also held by a keeper
-  // (EmbeddedBroker::HoldGroup: topic GroupKeeperTopic(group) exists): a group-joining trainer
-  // gets session.timeout.ms and heartbeat.interval.ms kHeldGroupSessionMs and
+  // soon as data comes, and keeps the default). The queue of prefetched messages keeps
+  // librdkafka's 64 MiB (a smaller one pauses fetching while full). With the group also held by
+  // a keeper (EmbeddedBroker::HoldGroup: topic GroupKeeperTopic(group) exists): a group-joining
+  // trainer gets session.timeout.ms and heartbeat.interval.ms kHeldGroupSessionMs and
   // kHeldGroupHeartbeatMs unless --kafka-config set them
   // (the mock applies the last joiner's session to the whole group and waits that less 1 s for
   // a join, so a member with a longer session would hold every later join that long); an
