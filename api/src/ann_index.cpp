@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <queue>
 #include <sstream>
 #include <thread>
 
@@ -312,17 +311,19 @@ inline void Prefetch(const char* p, size_t bytes) {
 // The HNSW search (Malkov & Yashunin 2018: greedy descent through the upper layers, then
 // algorithm 2, SEARCH-LAYER, with ef candidates on layer 0) over the graph hnswlib built: the same
 // steps, in the same order, as hnswlib 0.6's searchKnn without deletions, so the same answers.
-// Two differences, both for speed at vocabularies whose graph is larger than the caches (220k
+// Three differences, all for speed at vocabularies whose graph is larger than the caches (220k
 // rows: 55 MB, where a search touches thousands of elements and is bound by memory latency):
 // - when a node is expanded, the codes of all its unvisited neighbours are prefetched before the
 //   first distance is computed, so their cache misses overlap (hnswlib prefetches one line of the
 //   next neighbour only);
+// - the visited set takes a bit a node (below);
 // - no statistics: hnswlib's searchKnn adds to two atomic counters per visited node, which
 //   concurrent request threads bounce between cores.
+// `start`: null, or the node where the layer-0 search starts (no descent; see AnnIndex::Search).
 // Returns up to `count` (internal id, distance) pairs, nearest first, from max(ef, count)
 // candidates.
 std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* query, size_t count,
-                                                    size_t ef) {
+                                                    size_t ef, const tableint* start) {
   std::vector<std::pair<float, tableint>> out;
   if (g.cur_element_count == 0 || count == 0) return out;
   ef = std::max(ef, count);
@@ -331,9 +332,9 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
   const size_t code_bytes = g.data_size_;
   auto code = [&g](tableint id) { return g.getDataByInternalId(id); };
 
-  tableint current = g.enterpoint_node_;
+  tableint current = start != nullptr ? *start : g.enterpoint_node_;
   float current_distance = distance(query, code(current), param);
-  for (int level = g.maxlevel_; level > 0; --level) {
+  for (int level = start != nullptr ? 0 : g.maxlevel_; level > 0; --level) {
     for (bool changed = true; changed;) {
       changed = false;
       const auto* list = reinterpret_cast<const tableint*>(g.get_linklist(current, level));
@@ -350,36 +351,57 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
     }
   }
 
-  hnswlib::VisitedList* visited_list = g.visited_list_pool_->getFreeVisitedList();
-  hnswlib::vl_type* visited = visited_list->mass;
-  const hnswlib::vl_type tag = visited_list->curV;
-  using Entry = std::pair<float, tableint>;
-  // As hnswlib: `top` a max-heap of the ef nearest found, `candidates` a max-heap on -distance.
-  std::priority_queue<Entry, std::vector<Entry>, Graph::CompareByFirst> top, candidates;
-  float bound = current_distance;
-  top.emplace(current_distance, current);
-  candidates.emplace(-current_distance, current);
-  visited[current] = tag;
-  std::vector<tableint> fresh(g.maxM0_);
-  std::vector<const int8_t*> fresh_codes(g.maxM0_);
-  std::vector<int32_t> dots(g.maxM0_);
+  // The visited set: one bit a node, per thread (27 KB at 220k nodes, in L1 or L2), cleared for
+  // each search. hnswlib's visited list takes two bytes a node (440 KB), whose random reads missed
+  // the caches on most visits; and its pool takes a lock twice a search.
+  thread_local std::vector<uint64_t> visited;
+  visited.assign((g.cur_element_count + 63) / 64, 0);
+  auto seen = [](tableint id) {  // marks `id` visited; true when it already was
+    uint64_t& word = visited[id >> 6];
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    const bool was = (word & bit) != 0;
+    word |= bit;
+    return was;
+  };
+  // The ef nearest found so far, nearest first, each marked once expanded: a sorted pool (as
+  // NSG's and DiskANN's searches keep it) in place of hnswlib's two heaps (`top`, the ef nearest,
+  // and `candidates`, every unexpanded node). The same expansions in the same order: hnswlib
+  // expands its nearest unexpanded candidate while that is no farther than the ef-th nearest,
+  // and every such candidate is in the pool; a node enters when nearer than the ef-th (or the
+  // pool is not full). Ties aside (equal SQ8 distances), the same answers.
+  struct Entry {
+    float distance;
+    tableint id;
+    bool expanded;
+  };
+  thread_local std::vector<Entry> pool;
+  pool.clear();
+  pool.reserve(ef + 1);
+  pool.push_back({current_distance, current, false});
+  seen(current);
+  thread_local std::vector<tableint> fresh;
+  thread_local std::vector<const int8_t*> fresh_codes;
+  thread_local std::vector<int32_t> dots;
+  fresh.resize(g.maxM0_);
+  fresh_codes.resize(g.maxM0_);
+  dots.resize(g.maxM0_);
   const Sq8Param& sq8 = *static_cast<const Sq8Param*>(param);
   const auto* query_codes = static_cast<const int8_t*>(query) + sizeof(float);
   const float query_step = Sq8Step(query);
-  while (!candidates.empty()) {
-    const auto [negative_distance, node] = candidates.top();
-    if (-negative_distance > bound) break;
-    candidates.pop();
-    if (!candidates.empty())
-      Prefetch(g.data_level0_memory_ + candidates.top().second * g.size_data_per_element_,
-               g.size_links_level0_);
+  auto links = [&g](tableint id) { return g.data_level0_memory_ + id * g.size_data_per_element_; };
+  for (size_t next = 0; next < pool.size();) {
+    pool[next].expanded = true;
+    const tableint node = pool[next].id;
+    // The node expanded after this one, unless this one's neighbours displace it: its links.
+    size_t after = next + 1;
+    while (after < pool.size() && pool[after].expanded) ++after;
+    if (after < pool.size()) Prefetch(links(pool[after].id), g.size_links_level0_);
     const auto* list = reinterpret_cast<const tableint*>(g.get_linklist0(node));
     const size_t size = g.getListCount(const_cast<tableint*>(list));
     size_t n = 0;
     for (size_t i = 1; i <= size; ++i) {
       const tableint id = list[i];
-      if (visited[id] == tag) continue;
-      visited[id] = tag;
+      if (seen(id)) continue;
       const char* c = code(id);
       fresh[n] = id;
       fresh_codes[n++] = reinterpret_cast<const int8_t*>(c + sizeof(float));
@@ -387,34 +409,47 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
     }
     // All the neighbours' dots in one call (hnswlib: two indirect calls a neighbour).
     sq8.dot_many(query_codes, fresh_codes.data(), n, sq8.dim, dots.data());
+    size_t lowest = next + 1;  // entries before the lowest insertion stay expanded
     for (size_t i = 0; i < n; ++i) {
       const float d = Sq8Distance(query_step, Sq8Step(code(fresh[i])), dots[i]);
-      if (top.size() < ef || bound > d) {
-        candidates.emplace(-d, fresh[i]);
-        top.emplace(d, fresh[i]);
-        if (top.size() > ef) top.pop();
-        bound = top.top().first;
+      if (pool.size() < ef || d < pool.back().distance) {
+        const auto at = std::upper_bound(pool.begin(), pool.end(), d,
+                                         [](float x, const Entry& e) { return x < e.distance; });
+        const auto position = static_cast<size_t>(at - pool.begin());
+        if (pool.size() == ef) pool.pop_back();
+        pool.insert(pool.begin() + static_cast<std::ptrdiff_t>(position), {d, fresh[i], false});
+        lowest = std::min(lowest, position);
       }
     }
+    next = lowest;
+    while (next < pool.size() && pool[next].expanded) ++next;
   }
-  g.visited_list_pool_->releaseVisitedList(visited_list);
-  while (top.size() > count) top.pop();
-  out.resize(top.size());
-  for (size_t i = out.size(); i-- > 0; top.pop()) out[i] = top.top();
+  out.resize(std::min(count, pool.size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = {pool[i].distance, pool[i].id};
   return out;
 }
 
 }  // namespace
 
-std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query,
-                                                        size_t count) const {
+std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query, size_t count,
+                                                        std::optional<size_t> start_row) const {
   std::vector<ServingSnapshot::Neighbor> out;
   const Graph& g = *impl_->graph;
   const size_t n = g.cur_element_count;
   if (count == 0 || n == 0) return out;
   std::vector<unsigned char> code(CodeBytes(static_cast<size_t>(impl_->dim)));
   Quantize(unit_query, static_cast<size_t>(impl_->dim), code.data());
-  const auto found = SearchGraph(g, code.data(), std::min(n, count), g.ef_);
+  tableint start = 0;
+  bool seeded = false;
+  if (start_row) {
+    const auto it = g.label_lookup_.find(static_cast<hnswlib::labeltype>(*start_row));
+    if (it != g.label_lookup_.end()) {
+      start = it->second;
+      seeded = true;
+    }
+  }
+  const auto found =
+      SearchGraph(g, code.data(), std::min(n, count), g.ef_, seeded ? &start : nullptr);
   out.reserve(found.size());
   for (const auto& [distance, id] : found) {
     out.push_back(

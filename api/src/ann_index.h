@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,15 @@ class AnnIndex {
   // its SQ8 cosine (within a few 1e-3 of the float one; re-score them with the snapshot's rows
   // before ranking). Fewer than `count` for a small vocabulary. Cost: about ef_search x M SQ8
   // distances (tens of microseconds at 200k rows).
+  // `start_row`: a row at or near the query (the query word's own row for one word's
+  // neighbours): the layer-0 search starts there instead of descending from the entry point
+  // through the upper layers (as HNSW's insertion starts at a known node). Same recall@10, about
+  // 8% fewer distances at 220k rows (bench/knn/search_bench.sh); ignored when not indexed.
   // The search is ours over hnswlib's graph (SearchGraph in ann_index.cpp: hnswlib's steps, with
-  // every unvisited neighbour's code prefetched before its distance is computed).
-  std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t count) const;
+  // every unvisited neighbour's code prefetched before its distance is computed, and a visited
+  // set of one bit a node).
+  std::vector<ServingSnapshot::Neighbor> Search(const float* unit_query, size_t count,
+                                                std::optional<size_t> start_row = {}) const;
   // The same search by hnswlib's own searchKnn: Search must answer exactly as it does (tests,
   // and the benchmark that compares the two).
   std::vector<ServingSnapshot::Neighbor> SearchWithHnswlib(const float* unit_query,

@@ -797,11 +797,11 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       std::string out = "{\"word\":";
       AppendString(&out, *word);
       out += ",\"neighbors\":";
-      AppendNeighbors(&out, s,
-                      served->Nearest(unit.data(), static_cast<size_t>(*k),
-                                      r->row ? std::span<const size_t>(self)
-                                             : std::span<const size_t>(),
-                                      s.rows()));
+      AppendNeighbors(
+          &out, s,
+          served->Nearest(unit.data(), static_cast<size_t>(*k),
+                          r->row ? std::span<const size_t>(self) : std::span<const size_t>(),
+                          s.rows(), r->row));
       out += ",\"source\":\"" + std::string(r->source()) + "\"";
       out += ",\"snapshot\":" + std::to_string(s.version()) + "}";
       return Json(std::move(out));
@@ -903,8 +903,13 @@ HttpReply Answer(const RouteContext& ctx, const RouteSpec& spec, const HttpCall&
       std::optional<Combined> c = Combine(s, positive, negative, &error);
       if (!c) return error;
       const bool exact = !served->UsesIndex() || static_cast<size_t>(*restrict_vocab) < s.rows();
+      // One table word's neighbours: the index's search starts at that word's row.
+      const std::optional<size_t> query_row =
+          positive.size() == 1 && negative.empty() && c->exclude.size() == 1
+              ? std::optional<size_t>(c->exclude[0])
+              : std::nullopt;
       const auto results = served->Nearest(c->query.data(), static_cast<size_t>(*topn), c->exclude,
-                                           static_cast<size_t>(*restrict_vocab));
+                                           static_cast<size_t>(*restrict_vocab), query_row);
       // Written directly (the hot route): the keys in the order nlohmann's object dumps them.
       std::string out = "{";
       if (spec.id == Route::kMostSimilar) {

@@ -52,7 +52,8 @@ void IndexQuality(Served* served) {
 
 std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, size_t k,
                                                        std::span<const size_t> exclude,
-                                                       size_t limit_rows) const {
+                                                       size_t limit_rows,
+                                                       std::optional<size_t> query_row) const {
   if (!UsesIndex() || limit_rows < snapshot->rows()) {
     return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
   }
@@ -69,7 +70,10 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
   out.reserve(ask + unindexed_rows.size());
   // The candidates' float rows are fetched together (one cache miss each, overlapped), then
   // scored.
-  for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask)) {
+  // A carried index numbers its rows after the older snapshot: its search starts at the entry
+  // point.
+  if (carried) query_row.reset();
+  for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask, query_row)) {
     const uint32_t row = carried ? row_of_index_row[c.row] : static_cast<uint32_t>(c.row);
     if (row == kNoRow || excluded(row)) continue;
     snapshot->PrefetchRow(row);
@@ -147,7 +151,7 @@ double MeasureRecallAt10(const Served& served, size_t queries) {
     s.UnitVector(row, unit.data());
     const size_t self[] = {row};
     const auto exact = s.NearestToVector(unit.data(), 10, self, rows);
-    const auto approx = served.Nearest(unit.data(), 10, self, rows);
+    const auto approx = served.Nearest(unit.data(), 10, self, rows, row);
     for (const auto& e : exact) {
       for (const auto& a : approx) {
         if (a.row == e.row) {

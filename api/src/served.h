@@ -70,9 +70,11 @@ struct Served {
   // Top k by cosine to `unit_query` among the first `limit_rows` rows, `exclude` skipped: the
   // HNSW index when there is one (carried or not, see above) and the whole vocabulary is
   // searched, else the exact scan. Sorted by similarity descending, ties by row ascending.
+  // `query_row`: the row whose unit vector `unit_query` is (one word's neighbours), where the
+  // index's search starts (AnnIndex::Search's start_row) instead of its entry point.
   std::vector<ServingSnapshot::Neighbor> Nearest(const float* unit_query, size_t k,
-                                                 std::span<const size_t> exclude,
-                                                 size_t limit_rows) const;
+                                                 std::span<const size_t> exclude, size_t limit_rows,
+                                                 std::optional<size_t> query_row = {}) const;
   // True when the index was built over an older snapshot (see above).
   bool IndexCarried() const { return index != nullptr && index_snapshot != snapshot; }
   // The carried index's recall@10 on this snapshot was under ServeOptions::min_carried_recall:

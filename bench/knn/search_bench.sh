@@ -20,11 +20,15 @@ fi
 blas=
 grep -q '^OPENBLAS_FOUND:INTERNAL=1' "$b/CMakeCache.txt" 2>/dev/null &&
   grep -q '^STREAMVEC_ENABLE_OPENBLAS:BOOL=ON' "$b/CMakeCache.txt" && blas=$(pkg-config --libs openblas)
+# A CUDA build's character model library calls the CUDA runtime.
+cudart=
+grep -q '^STREAMVEC_ENABLE_CUDA:BOOL=ON' "$b/CMakeCache.txt" 2>/dev/null &&
+  cudart=$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$b/CMakeCache.txt")
 g++ -O2 -std=c++20 -Iapi/src -Iapi/include -Ibase/include -Istore/include -Ikernels/include \
   -Icharmodel/include -Itokenizer/include bench/knn/search_bench.cpp \
   "$b/api/libstreamvec_api.a" "$b/store/libstreamvec_store.a" \
   "$b/charmodel/libstreamvec_charmodel.a" "$b/kernels/libstreamvec_kernels.a" \
   "$b/tokenizer/libstreamvec_tokenizer.a" "$b/base/libstreamvec_base.a" \
-  -lrocksdb -lspdlog -lfmt -lxxhash $(pkg-config --libs libutf8proc) $blas -lpthread \
+  -lrocksdb -lspdlog -lfmt -lxxhash $(pkg-config --libs libutf8proc) $blas $cudart -lpthread \
   -o "$tmp/search_bench"
 "$tmp/search_bench" "$vectors" "${@:2}"

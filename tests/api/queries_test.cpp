@@ -245,6 +245,34 @@ TEST(AnnIndexTest, SearchAnswersAsHnswlibsOwnSearch) {
   }
 }
 
+// One word's neighbours start the search at the word's own row (no descent through the upper
+// layers): the row is always found, at the smallest candidate list, where the descent from the
+// entry point misses some; a row the index lacks is ignored (the entry point then).
+TEST(AnnIndexTest, ASearchStartedAtTheQuerysRowAlwaysFindsTheRow) {
+  const ServingSnapshot snapshot(RandomEmbeddings(5000, 24, 8), SnapshotInfo{});
+  AnnOptions options;
+  options.ef_search = 10;
+  options.ef_construction = 20;
+  options.m = 4;
+  std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, options);
+  ASSERT_NE(index, nullptr);
+  std::vector<float> unit(24);
+  size_t found_from_row = 0, found_from_entry = 0, same_as_entry = 0;
+  for (size_t row = 0; row < snapshot.rows(); ++row) {
+    snapshot.UnitVector(row, unit.data());
+    const auto from_row = index->Search(unit.data(), 1, row);
+    const auto from_entry = index->Search(unit.data(), 1);
+    ASSERT_EQ(from_row.size(), 1u);
+    found_from_row += from_row[0].row == row;
+    found_from_entry += from_entry[0].row == row;
+    const auto unindexed = index->Search(unit.data(), 1, snapshot.rows() + 7);
+    same_as_entry += unindexed[0].row == from_entry[0].row;
+  }
+  EXPECT_EQ(found_from_row, snapshot.rows());
+  EXPECT_LT(found_from_entry, snapshot.rows());
+  EXPECT_EQ(same_as_entry, snapshot.rows());
+}
+
 // Any dim, not only multiples of 4: hnswlib stores its elements back to back, so a row's bytes
 // are padded to keep the next element's link counts aligned (the sanitizer build reports a
 // misaligned load otherwise, as `serve` at --dim 50 once did).
