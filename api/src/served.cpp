@@ -57,12 +57,16 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
   if (!UsesIndex() || limit_rows < snapshot->rows()) {
     return snapshot->NearestToVector(unit_query, k, exclude, limit_rows);
   }
-  // The index proposes candidates (its search list is ef long at no extra cost), the served
-  // snapshot scores them with its float rows (exact cosines, the scan's ranking among them); a
-  // carried index maps its rows to the served ones, and the rows it lacks are scored too.
+  // The index proposes candidates, the best kRescored x (k + excluded) of its ef by their SQ8
+  // cosines (within a few 1e-3 of the float ones), and the served snapshot scores them with its
+  // float rows (exact cosines, the scan's ranking among them; each a cache miss of dim floats, so
+  // not all ef); a carried index maps its rows to the served ones, and the rows it lacks are
+  // scored too.
   std::vector<ServingSnapshot::Neighbor> out;
   if (k == 0) return out;
-  const size_t ask = std::max(k + exclude.size(), index->ef_search());
+  constexpr size_t kRescored = 4;
+  const size_t wanted = k + exclude.size();
+  const size_t ask = std::max(wanted, std::min(index->ef_search(), kRescored * wanted));
   auto excluded = [&exclude](size_t r) {
     return std::find(exclude.begin(), exclude.end(), r) != exclude.end();
   };
