@@ -311,12 +311,12 @@ inline void Prefetch(const char* p, size_t bytes) {
 // The HNSW search (Malkov & Yashunin 2018: greedy descent through the upper layers, then
 // algorithm 2, SEARCH-LAYER, with ef candidates on layer 0) over the graph hnswlib built: the same
 // steps, in the same order, as hnswlib 0.6's searchKnn without deletions, so the same answers.
-// Three differences, all for speed at vocabularies whose graph is larger than the caches (220k
+// The differences, all for speed at vocabularies whose graph is larger than the caches (220k
 // rows: 55 MB, where a search touches thousands of elements and is bound by memory latency):
 // - when a node is expanded, the codes of all its unvisited neighbours are prefetched before the
 //   first distance is computed, so their cache misses overlap (hnswlib prefetches one line of the
 //   next neighbour only);
-// - the visited set takes a bit a node (below);
+// - the visited set takes a bit a node, and one sorted pool replaces hnswlib's two heaps (below);
 // - no statistics: hnswlib's searchKnn adds to two atomic counters per visited node, which
 //   concurrent request threads bounce between cores.
 // `start`: null, or the node where the layer-0 search starts (no descent; see AnnIndex::Search).
@@ -439,17 +439,13 @@ std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query,
   if (count == 0 || n == 0) return out;
   std::vector<unsigned char> code(CodeBytes(static_cast<size_t>(impl_->dim)));
   Quantize(unit_query, static_cast<size_t>(impl_->dim), code.data());
-  tableint start = 0;
-  bool seeded = false;
+  std::optional<tableint> start;  // the internal id of start_row, when indexed
   if (start_row) {
     const auto it = g.label_lookup_.find(static_cast<hnswlib::labeltype>(*start_row));
-    if (it != g.label_lookup_.end()) {
-      start = it->second;
-      seeded = true;
-    }
+    if (it != g.label_lookup_.end()) start = it->second;
   }
   const auto found =
-      SearchGraph(g, code.data(), std::min(n, count), g.ef_, seeded ? &start : nullptr);
+      SearchGraph(g, code.data(), std::min(n, count), g.ef_, start ? &*start : nullptr);
   out.reserve(found.size());
   for (const auto& [distance, id] : found) {
     out.push_back(

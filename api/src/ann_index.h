@@ -62,8 +62,8 @@ class AnnIndex {
   // distances (tens of microseconds at 200k rows).
   // `start_row`: a row at or near the query (the query word's own row for one word's
   // neighbours): the layer-0 search starts there instead of descending from the entry point
-  // through the upper layers (as HNSW's insertion starts at a known node). Same recall@10, about
-  // 8% fewer distances at 220k rows (bench/knn/search_bench.sh); ignored when not indexed.
+  // through the upper layers. Same recall@10, about 8% less time at 220k rows
+  // (bench/knn/search_bench.sh); ignored when the row is not indexed.
   // The search is ours over hnswlib's graph (SearchGraph in ann_index.cpp: hnswlib's steps, with
   // every unvisited neighbour's code prefetched before its distance is computed, and a visited
   // set of one bit a node).

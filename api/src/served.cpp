@@ -72,11 +72,11 @@ std::vector<ServingSnapshot::Neighbor> Served::Nearest(const float* unit_query, 
   };
   const bool carried = IndexCarried();
   out.reserve(ask + unindexed_rows.size());
-  // The candidates' float rows are fetched together (one cache miss each, overlapped), then
-  // scored.
   // A carried index numbers its rows after the older snapshot: its search starts at the entry
   // point.
   if (carried) query_row.reset();
+  // The candidates' float rows are fetched together (one cache miss each, overlapped), then
+  // scored.
   for (const ServingSnapshot::Neighbor& c : index->Search(unit_query, ask, query_row)) {
     const uint32_t row = carried ? row_of_index_row[c.row] : static_cast<uint32_t>(c.row);
     if (row == kNoRow || excluded(row)) continue;
