@@ -144,6 +144,72 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
   fs::remove_all(dir);
 }
 
+// A trainer whose push interval is never reached (--push-every far beyond the stream): once
+// the stream goes quiet it pushes what it trained, so the shard merges the trainer's words while
+// the trainer still runs, not only when it stops.
+TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("streamvec_dist_quiet_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("quiet"), 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("quiet"), 1).ok());
+  ParamNodeOptions no;
+  no.kafka.brokers = (*broker)->bootstrap();
+  no.kafka.topic_prefix = "quiet";
+  no.state_dir = (dir / "node").string();
+  no.create_topics_on = broker->get();
+  no.publish_every_s = 0.05;
+  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  std::atomic<bool> stop_node{false};
+  Status node_status;
+  std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
+
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), DocsTopic("quiet"), Documents("alpha", 0)),
+            0);
+  KafkaTrainerOptions o;
+  o.kafka.brokers = (*broker)->bootstrap();
+  o.kafka.topic_prefix = "quiet";
+  o.state_dir = (dir / "trainer").string();
+  o.assign = true;
+  o.assign_partitions = {0};
+  o.group = "quiet.trainers";
+  o.learner.dim = 8;
+  o.learner.vocab_capacity = 64;
+  o.learner.min_count = 2;
+  o.learner.noise_table_size = 4096;
+  o.learner.sample = 0;
+  o.max_idle_s = 0;  // runs until stopped
+  o.micro_batch_max_docs = 20;
+  o.param_shards = 1;
+  o.push_every_words = uint64_t{1} << 40;
+  o.trainer_id = 1;
+  StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop_trainer{false};
+  Status trainer_status;
+  std::thread trainer_thread([&] { trainer_status = (*trainer)->Run(stop_trainer); });
+
+  bool merged_while_running = false;
+  for (int i = 0; i < 600 && !merged_while_running; ++i) {  // up to 30 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    merged_while_running = (*node)->stats().merges > 0;
+  }
+  const KafkaTrainerStats running = (*trainer)->stats();
+  stop_trainer = true;
+  trainer_thread.join();
+  stop_node = true;
+  node_thread.join();
+  ASSERT_TRUE(trainer_status.ok()) << trainer_status.ToString();
+  ASSERT_TRUE(node_status.ok()) << node_status.ToString();
+  EXPECT_TRUE(merged_while_running) << "the shard merged nothing while the trainer ran";
+  EXPECT_EQ(running.documents, 200u);
+  fs::remove_all(dir);
+}
+
 // A learner of dim 100 that admits 12,000 words (w0 .. w11999) in one micro-batch: a first push
 // of about 10 MB, twice the embedded broker's ring per partition.
 StreamingOptions TwelveThousandWordsOptions() {

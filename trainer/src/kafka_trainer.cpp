@@ -238,6 +238,7 @@ struct KafkaTrainer::Impl {
   uint64_t max_partition_bytes_since_snapshot = 0;
   Clock::time_point last_snapshot_time = Clock::now();
   bool ever_assigned = false;
+  uint64_t idle_pushed_words = 0;  // words trained at the last push of a quiet stream
   bool got_message = false;
   Clock::time_point first_message;
   Clock::time_point last_activity = Clock::now();  // assignment or message
@@ -1269,6 +1270,21 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     const bool pause = m.options.snapshot_every_s > 0 && m.batch.empty() &&
                        SecondsSince(m.last_activity) >= kIdleSnapshotSeconds &&
                        SecondsSince(m.last_snapshot_time) >= kIdleSnapshotSeconds;
+    // A quiet stream (every assigned partition read to its end, no message for
+    // kIdleSnapshotSeconds) sends the shards everything trained since the last such push, the
+    // rows the push schedule deferred included, and applies what they published: the node's
+    // embedding then holds every trained word while the stream waits, instead of when the
+    // trainer stops, and a trainer that stops later has little left to push.
+    if (m.param && m.batch.empty() && m.ever_assigned && m.at_end.size() == m.assigned.size() &&
+        SecondsSince(m.last_activity) >= kIdleSnapshotSeconds) {
+      const uint64_t trained = m.learner->stats().words_trained;
+      if (trained != m.idle_pushed_words) {
+        m.idle_pushed_words = trained;
+        if (Status ps = m.param->Sync(/*force=*/true); !ps.ok()) {
+          spdlog::warn("trainer: parameter node: {}", ps.message());
+        }
+      }
+    }
     // A snapshot written in the background: commit its offsets once it is durable.
     if (m.in_flight && m.in_flight->done.load()) {
       if (Status s = m.FinishSnapshot(/*commit=*/true); !s.ok()) {
