@@ -41,13 +41,41 @@ std::vector<testing::Record> Documents(const std::string& own, int32_t partition
   return out;
 }
 
+// A fresh directory under the temporary one, named for this process.
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / (name + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A small trainer (dim 8, 64 words) on `broker` that reads partition `partition` of
+// <prefix>.docs (manual assignment) and pushes to `shards` shards as sender `id`.
+KafkaTrainerOptions SmallTrainerOptions(EmbeddedBroker* broker, const std::string& prefix,
+                                        const fs::path& state_dir, int32_t partition,
+                                        uint32_t id, uint32_t shards) {
+  KafkaTrainerOptions o;
+  o.kafka.brokers = broker->bootstrap();
+  o.kafka.topic_prefix = prefix;
+  o.state_dir = state_dir.string();
+  o.assign = true;
+  o.assign_partitions = {partition};
+  o.learner.dim = 8;
+  o.learner.vocab_capacity = 64;
+  o.learner.min_count = 2;
+  o.learner.noise_table_size = 4096;
+  o.learner.sample = 0;
+  o.micro_batch_max_docs = 20;
+  o.param_shards = shards;
+  o.trainer_id = id;
+  return o;
+}
+
 // Trainers A and B each read one partition of the documents (manual assignment) and push to two
 // shards; every word either trained ends up in the shard ShardOf names, merged from the pushes,
 // and the shards' union (what `serve --state S0 --state S1` serves) holds both trainers' words.
 TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
-  const fs::path dir = fs::temp_directory_path() / ("streamvec_dist_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = FreshDir("streamvec_dist");
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("dist"), 2).ok());
@@ -80,23 +108,12 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
             0);
   std::vector<std::unique_ptr<KafkaTrainer>> trainers;
   for (int t = 0; t < 2; ++t) {
-    KafkaTrainerOptions o;
-    o.kafka.brokers = (*broker)->bootstrap();
-    o.kafka.topic_prefix = "dist";
-    o.state_dir = (dir / ("trainer" + std::to_string(t))).string();
-    o.assign = true;
-    o.assign_partitions = {t};
+    KafkaTrainerOptions o =
+        SmallTrainerOptions(broker->get(), "dist", dir / ("trainer" + std::to_string(t)), t,
+                            static_cast<uint32_t>(t + 1), /*shards=*/2);
     o.group = "dist.trainers" + std::to_string(t);
-    o.learner.dim = 8;
-    o.learner.vocab_capacity = 64;
-    o.learner.min_count = 2;
-    o.learner.noise_table_size = 4096;
-    o.learner.sample = 0;
     o.max_idle_s = 2;
-    o.micro_batch_max_docs = 20;
-    o.param_shards = 2;
     o.push_every_words = 300;
-    o.trainer_id = static_cast<uint32_t>(t + 1);
     StatusOr<std::unique_ptr<KafkaTrainer>> k = KafkaTrainer::Create(o);
     ASSERT_TRUE(k.ok()) << k.status().ToString();
     trainers.push_back(std::move(k).value());
@@ -148,10 +165,7 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
 // the stream goes quiet it pushes what it trained, so the shard merges the trainer's words while
 // the trainer still runs, not only when it stops.
 TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("streamvec_dist_quiet_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = FreshDir("streamvec_dist_quiet");
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("quiet"), 1).ok());
@@ -170,23 +184,11 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
 
   ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), DocsTopic("quiet"), Documents("alpha", 0)),
             0);
-  KafkaTrainerOptions o;
-  o.kafka.brokers = (*broker)->bootstrap();
-  o.kafka.topic_prefix = "quiet";
-  o.state_dir = (dir / "trainer").string();
-  o.assign = true;
-  o.assign_partitions = {0};
+  KafkaTrainerOptions o =
+      SmallTrainerOptions(broker->get(), "quiet", dir / "trainer", 0, /*id=*/1, /*shards=*/1);
   o.group = "quiet.trainers";
-  o.learner.dim = 8;
-  o.learner.vocab_capacity = 64;
-  o.learner.min_count = 2;
-  o.learner.noise_table_size = 4096;
-  o.learner.sample = 0;
   o.max_idle_s = 0;  // runs until stopped
-  o.micro_batch_max_docs = 20;
-  o.param_shards = 1;
   o.push_every_words = uint64_t{1} << 40;
-  o.trainer_id = 1;
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
   std::atomic<bool> stop_trainer{false};

@@ -1275,7 +1275,7 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     // rows the push schedule deferred included, and applies what they published: the node's
     // embedding then holds every trained word while the stream waits, instead of when the
     // trainer stops, and a trainer that stops later has little left to push.
-    if (m.param && m.batch.empty() && m.ever_assigned && m.at_end.size() == m.assigned.size() &&
+    if (m.param && all_at_end && m.batch.empty() &&
         SecondsSince(m.last_activity) >= kIdleSnapshotSeconds) {
       const uint64_t trained = m.learner->stats().words_trained;
       if (trained != m.idle_pushed_words) {
