@@ -45,6 +45,7 @@ import urllib.request
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+RESULTS = BENCH_DIR / "results"
 REPO = BENCH_DIR.parent
 DATA = REPO.parent / "shared" / "data"  # ../shared/data from the repository root
 
@@ -171,7 +172,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--streamvec", default=str(REPO / "build" / "app" / "streamvec"))
     p.add_argument("--corpus", default=str(DATA / "corpus" / "enwiki-text8style-100m.txt"))
-    p.add_argument("--state", default=str(BENCH_DIR / "results" / "cache" / "knn-state"))
+    p.add_argument("--state", default=str(RESULTS / "cache" / "knn-state"))
     p.add_argument("--vocab-capacity", type=int, default=300000)
     p.add_argument("--min-count", type=int, default=1)
     p.add_argument("--port", type=int, default=18950)
@@ -197,7 +198,7 @@ def main():
     log("serving: " + " ".join(cmd))
     load_before = os.getloadavg()
     started = time.monotonic()
-    serve_log = BENCH_DIR / "results" / "knn-serve.log"
+    serve_log = RESULTS / "knn-serve.log"
     serve_log.parent.mkdir(parents=True, exist_ok=True)
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(serve_log, "w"))
     try:
@@ -223,16 +224,15 @@ def main():
         recall_http = http_recall(base, words, query_words)
         log(f"recall@10: server {m['streamvec_index_recall_at_10']:.3f}, HTTP {recall_http:.3f}")
         url = f"{base}/v1/most_similar?positive={args.word}&topn=10"
-        script = rotation_script(BENCH_DIR / "results" / "knn-rotation.lua", query_words)
+        script = rotation_script(RESULTS / "knn-rotation.lua", query_words)
         runs, paced_runs = [], []
-        results = BENCH_DIR / "results"
         for _ in range(args.reps):  # the query sets alternate, saturated then paced
             runs.append({"queries": args.word, **wrk(args, url)})
             runs.append({"queries": f"{len(query_words)} words", **wrk(args, base, script)})
             paced_runs.append({"queries": args.word, **paced(
-                args, base, results / "knn-paced-word.lua", [args.word])})
+                args, base, RESULTS / "knn-paced-word.lua", [args.word])})
             paced_runs.append({"queries": f"{len(query_words)} words", **paced(
-                args, base, results / "knn-paced-rotation.lua", query_words)})
+                args, base, RESULTS / "knn-paced-rotation.lua", query_words)})
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -262,7 +262,7 @@ def main():
     lines += [
         f"paced: the same with a 1 ms pause after every K-th request of a wrk thread, the "
         f"lightest of K = {', '.join(map(str, PACING))} that reaches {args.target_rps:,} req/s "
-        f"(scripts {results / 'knn-paced-word.lua'}, {results / 'knn-paced-rotation.lua'})",
+        f"(scripts {RESULTS / 'knn-paced-word.lua'}, {RESULTS / 'knn-paced-rotation.lua'})",
         "| run | queries | K | req/s | p50 ms | p99 ms | non-2xx |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -282,7 +282,7 @@ def main():
                  f"{len(query_words)} words {', '.join(sat[1::2])}")
     text = "\n".join(lines)
     print(text)
-    out = BENCH_DIR / "results" / f"knn-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
+    out = RESULTS / f"knn-{dt.datetime.now():%Y%m%d-%H%M%S}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     log(f"written to {out}")
