@@ -13,6 +13,7 @@
 #include "pipeline_metrics.h"
 #include "stop_signal.h"
 #include "streamvec/api/metrics_endpoint.h"
+#include "streamvec/base/heap.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/node/param_node.h"
 
@@ -65,6 +66,9 @@ int RunParamNode(const ParamNodeFlags& f) {
   o.shard = static_cast<uint32_t>(f.shard);
   o.shards = static_cast<uint32_t>(f.shards);
   o.state_dir = f.state;
+  // Each merged batch's decoded pushes and each snapshot's copy of the rows are freed at a high
+  // rate; kept for reuse instead of faulted in again (base/heap.h).
+  KeepFreedMemoryForReuse(size_t{256} << 20);
   if (!f.brokers.empty() && !f.bootstrap_file.empty()) {
     return Usage("give --brokers or --bootstrap-file, not both");
   }

@@ -1,6 +1,7 @@
 #include "streamvec/base/heap.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +15,9 @@
 #endif
 
 namespace streamvec {
+namespace {
+std::atomic<bool> freed_memory_kept{false};
+}  // namespace
 
 void KeepFreedMemoryForReuse(size_t trim_bytes) {
 #if defined(__GLIBC__)
@@ -22,7 +26,10 @@ void KeepFreedMemoryForReuse(size_t trim_bytes) {
 #else
   (void)trim_bytes;
 #endif
+  freed_memory_kept.store(true);
 }
+
+bool FreedMemoryKeptForReuse() { return freed_memory_kept.load(); }
 
 HeapReserve ReserveHeap(size_t bytes) {
   HeapReserve out;

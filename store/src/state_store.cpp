@@ -25,6 +25,7 @@
 
 #include "snapshot_layout.h"
 #include "state_restore.h"
+#include "streamvec/base/heap.h"
 #include "version_writer.h"
 
 namespace streamvec {
@@ -571,8 +572,11 @@ Status StateStore::WriteSnapshot(const std::function<Status(const SnapshotSink&)
 #if defined(__GLIBC__)
   // A snapshot's transient buffers (write batches, memtables, table building on RocksDB's
   // threads, the caller's copies) are freed by now; glibc keeps freed memory in its arenas,
-  // which showed up as resident memory creeping up snapshot after snapshot. Hand it back.
-  malloc_trim(0);
+  // which showed up as resident memory creeping up snapshot after snapshot. Hand it back, unless
+  // the process keeps freed memory for reuse (base/heap.h: the Kafka trainer, the parameter
+  // node): there the next snapshot's copies would fault every page in again (page faults were
+  // about a quarter of a distributed trainer's time, docs/distributed.md).
+  if (!FreedMemoryKeptForReuse()) malloc_trim(0);
 #endif
   return Status::Ok();
 }

@@ -19,6 +19,11 @@ namespace streamvec {
 // ones); a no-op without glibc. An explicit malloc_trim(3) still hands memory back.
 void KeepFreedMemoryForReuse(size_t trim_bytes);
 
+// True once KeepFreedMemoryForReuse (or ReserveHeap) ran in this process. Code that would hand
+// freed memory back to the kernel on its own (StateStore's malloc_trim after a snapshot) leaves
+// it then: the process asked to keep it, and trimming would make its next buffers fault in again.
+bool FreedMemoryKeptForReuse();
+
 // What ReserveHeap did.
 struct HeapReserve {
   size_t bytes = 0;      // heap faulted in and left free for reuse

@@ -134,7 +134,9 @@ class StateStore {
   // not undo the snapshot, WriteSnapshot still returns OK and the failure is reported by
   // last_publish_error(); readers keep seeing the previous published snapshot.
   // `options`: keep_unwritten and full_rewrite (see SnapshotWriteOptions). A key passed twice
-  // by one fill is InvalidArgument.
+  // by one fill is InvalidArgument. Afterwards the process's freed memory goes back to the kernel
+  // (glibc's malloc_trim), unless the process keeps it for reuse (FreedMemoryKeptForReuse,
+  // base/heap.h).
   Status WriteSnapshot(const std::function<Status(const SnapshotSink&)>& fill,
                        const std::string& metadata_json = "{}",
                        const SnapshotWriteOptions& options = {});
