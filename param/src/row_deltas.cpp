@@ -14,6 +14,12 @@ RowDeltaTracker::RowDeltaTracker(float* table, size_t rows, size_t stride, int d
     : table_(table), rows_(rows), stride_(stride), dim_(dim), base_of_(rows, kNone) {
   SV_CHECK(dim >= 1 && stride >= static_cast<size_t>(dim));
   SV_CHECK(table != nullptr || rows == 0);
+  // A base for every row at most: reserved up front (address space; pages come in as bases are
+  // used) so that growing never copies the bases into fresh memory, faulted in page by page
+  // again. Over 1 GiB they grow as needed.
+  if (rows * static_cast<size_t>(dim) * sizeof(float) <= (size_t{1} << 30)) {
+    bases_.reserve(rows * static_cast<size_t>(dim));
+  }
 }
 
 void RowDeltaTracker::MarkDirty(uint32_t slot) {
