@@ -74,6 +74,7 @@ class Child:
         self.t_exit = time.monotonic()
         self.rc = os.waitstatus_to_exitcode(status)
         self.cpu = ru.ru_utime + ru.ru_stime
+        self.minflt = ru.ru_minflt
         self.done.set()
 
     def wait(self, timeout: float) -> bool:
@@ -254,6 +255,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
                 pull_mb += float(p.group(5))
         row.update(words=int(words), trained=int(trained), words_per_s=words / row["wall_s"],
                    trainer_cpu_s=sum(t.cpu for t in trainers), ingest_cpu_s=ingest.cpu,
+                   trainer_minflt=sum(t.minflt for t in trainers),
                    broker_cpu_s=broker_cpu)
         if shards:
             merged = messages = lost = 0
@@ -265,6 +267,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
                 merged += int(m.group(3))
                 lost += int(m.group(4))
             node_cpu = sum(nd.cpu for nd in nodes)
+            row["node_minflt"] = sum(nd.minflt for nd in nodes)
             row.update(push_bytes_per_word=push_mb * 1e6 / trained,
                        pull_bytes_per_word=pull_mb * 1e6 / trained, push_mb=push_mb,
                        node_messages=messages, node_merged=merged, lost_messages=lost,
