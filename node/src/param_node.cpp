@@ -196,16 +196,31 @@ struct ParamNode::Impl {
   uint64_t clock = 0, total_messages = 0, total_rejected = 0, total_rows_dropped = 0;
   uint64_t sequence = 0;  // of the next publication message
 
-  // Publication: words whose rows changed since they were last published, and vocabulary
+  // Publication: the slots whose rows changed since they were last published (1 in
+  // pending_row; a slot's flag goes with the word that holds it), their number, and vocabulary
   // changes not yet published (the latest per word).
-  std::set<std::string> pending_rows;
+  std::vector<uint8_t> pending_row;
+  size_t pending_rows = 0;
+  void MarkPending(uint32_t slot) {
+    if (slot >= pending_row.size()) pending_row.resize(rows.slots(), 0);
+    if (pending_row[slot] == 0) {
+      pending_row[slot] = 1;
+      ++pending_rows;
+    }
+  }
+  void ClearPending(uint32_t slot) {
+    if (slot < pending_row.size() && pending_row[slot] != 0) {
+      pending_row[slot] = 0;
+      --pending_rows;
+    }
+  }
   // ProcessBatch's merge batches (new rows, and the rest), kept so that their memory is reused.
   std::unique_ptr<MergeBatch> fresh_batch, merged_batch;
-  // The last word published: a turn that cannot publish every pending row (publish_max_bytes)
-  // goes on after it, round robin, so that no row waits more than one pass over the pending
-  // set (from the first word every turn, the words late in the order waited for the end of a
-  // run while the cap held).
-  std::string publish_cursor;
+  // The slot after the last one published: a turn that cannot publish every pending row
+  // (publish_max_bytes) goes on from it, round robin over the slots, so that no row waits more
+  // than one pass over the pending ones (from the first slot every turn, the rows late in the
+  // order waited for the end of a run while the cap held).
+  size_t publish_cursor = 0;
   std::map<std::string, ParamRecord> pending_vocab;
   // Republication (ParamNodeOptions::republish_every_s): the words held when the current sweep
   // began, and the next one to publish; empty between sweeps.
@@ -230,13 +245,13 @@ struct ParamNode::Impl {
   Status Publish(bool everything);
   // The record of a held word's rows (word, count and error, input and output rows); false when
   // the shard does not hold the word or its rows are not finite (logged, not published).
-  bool RowRecord(const std::string& word, ParamRecord* r) const;
+  bool RowRecord(uint32_t slot, ParamRecord* r) const;
   // Begins a republication sweep over the words held now, once republish_every_s has passed
   // since the last one began and none is in progress.
   void StartSweepIfDue();
   // Appends the sweep's next rows to `records` while `*budget` (bytes, updated) stays within
-  // publish_max_bytes (at least one record when `records` is empty); skips words in
-  // pending_rows (their change goes out as such). Ends the sweep at its last word. Returns the
+  // publish_max_bytes (at least one record when `records` is empty); skips words whose rows
+  // are pending (their change goes out as such). Ends the sweep at its last word. Returns the
   // rows appended.
   size_t AppendSweptRows(ParamPrecision precision, size_t* budget,
                          std::vector<ParamRecord>* records);
@@ -388,7 +403,7 @@ Status ParamNode::Impl::Restore() {
     return Status::Corruption(where + "malformed parameter node entry: " + e.what());
   }
   // A restored node republishes what it holds: trainers that start now pull it from `.params`.
-  for (const auto& [word, slot] : rows.slot_of) pending_rows.insert(word);
+  for (const auto& [word, slot] : rows.slot_of) MarkPending(slot);
   TakeVocabularyChanges();
   spdlog::info("param-node: resuming {} (snapshot {}): {} words, dim {}, clock {}, `.updates` "
                "offset {}", options.state_dir, store->version(), rows.held(), options.dim, clock,
@@ -431,8 +446,10 @@ void ParamNode::Impl::Reject(const RdKafka::Message& m, const std::string& reaso
 void ParamNode::Impl::TakeVocabularyChanges() {
   for (ParamRecord& r : counts->TakeChanges()) {
     if (r.removed) {
+      if (const int64_t slot = rows.Find(r.word); slot >= 0) {
+        ClearPending(static_cast<uint32_t>(slot));
+      }
       rows.Remove(r.word);
-      pending_rows.erase(r.word);
       std::lock_guard<std::mutex> lock(mu);
       ++stats.evictions;
     }
@@ -522,14 +539,14 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
           // admitted it anew, with a random row): not a step to add. Its row is published so
           // that the sender takes it in place of its initialisation.
           if (r.initial && !fresh_slots.count(slot)) {
-            pending_rows.insert(r.word);
+            MarkPending(slot);
             continue;
           }
         }
         MergeBatch& into = fresh_slots.count(slot) ? fresh : merged;
         if (!r.input.empty()) into.Add(uint64_t{slot} * 2, push.header.sender, r.input);
         if (!r.output.empty()) into.Add(uint64_t{slot} * 2 + 1, push.header.sender, r.output);
-        pending_rows.insert(r.word);
+        MarkPending(slot);
       }
     }
     rounds = fresh.rows() + merged.rows();
@@ -590,7 +607,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   pending_gaps.clear();
   if (!everything) StartSweepIfDue();
   const bool sweeping = !everything && sweep_next < sweep_words.size();
-  if (pending_rows.empty() && pending_vocab.empty() && !sweeping) return Status::Ok();
+  if (pending_rows == 0 && pending_vocab.empty() && !sweeping) return Status::Ok();
   ParamMessageHeader header;
   header.model = ParamModelKind::kSgns;
   header.precision = options.publish_precision;
@@ -605,21 +622,22 @@ Status ParamNode::Impl::Publish(bool everything) {
   // turn do not hold it back.
   const size_t changed_cap = sweeping ? options.publish_max_bytes - options.publish_max_bytes / 4
                                       : options.publish_max_bytes;
-  // Every step erases the row it visits or ends the turn, so this ends.
-  auto it = pending_rows.upper_bound(publish_cursor);
-  while (!pending_rows.empty()) {
-    if (it == pending_rows.end()) it = pending_rows.begin();
+  // One pass over the slots from the cursor, round robin.
+  const size_t slots = pending_row.size();
+  for (size_t k = 0; k < slots && pending_rows > 0; ++k) {
+    const uint32_t slot = static_cast<uint32_t>((publish_cursor + k) % slots);
+    if (pending_row[slot] == 0) continue;
     ParamRecord r;
-    if (!RowRecord(*it, &r)) {
-      it = pending_rows.erase(it);
+    if (!RowRecord(slot, &r)) {
+      ClearPending(slot);
       continue;
     }
     const size_t b = ParamRecordBytes(r, options.dim, header.precision);
     if (!everything && !records.empty() && budget + b > changed_cap) break;
     budget += b;
-    publish_cursor = *it;
+    publish_cursor = slot + 1;
     records.push_back(std::move(r));
-    it = pending_rows.erase(it);
+    ClearPending(slot);
   }
   // Then the sweep, in the rest of the turn.
   const size_t swept = sweeping ? AppendSweptRows(header.precision, &budget, &records) : 0;
@@ -661,12 +679,12 @@ Status ParamNode::Impl::Publish(bool everything) {
   return Status::Ok();
 }
 
-bool ParamNode::Impl::RowRecord(const std::string& word, ParamRecord* r) const {
-  const int64_t slot = rows.Find(word);
-  if (slot < 0) return false;
+bool ParamNode::Impl::RowRecord(uint32_t slot, ParamRecord* r) const {
+  if (slot >= rows.slots() || rows.words[slot].empty()) return false;  // a free slot
+  const std::string& word = rows.words[slot];
   const int dim = rows.dim;
-  const float* in = rows.Row(static_cast<uint32_t>(slot), 0);
-  const float* out = rows.Row(static_cast<uint32_t>(slot), 1);
+  const float* in = rows.Row(slot, 0);
+  const float* out = rows.Row(slot, 1);
   if (!AllFinite(in, dim) || !AllFinite(out, dim)) {
     spdlog::warn(
         "param-node: the row of '{}' is not finite (a diverging merge rule?): not "
@@ -698,9 +716,10 @@ size_t ParamNode::Impl::AppendSweptRows(ParamPrecision precision, size_t* budget
                                         std::vector<ParamRecord>* records) {
   size_t swept = 0;
   while (sweep_next < sweep_words.size()) {
-    const std::string& word = sweep_words[sweep_next];
+    const int64_t slot = rows.Find(sweep_words[sweep_next]);
     ParamRecord r;
-    if (pending_rows.count(word) != 0 || !RowRecord(word, &r)) {
+    if (slot < 0 || (static_cast<size_t>(slot) < pending_row.size() && pending_row[slot] != 0) ||
+        !RowRecord(static_cast<uint32_t>(slot), &r)) {
       ++sweep_next;
       continue;
     }
