@@ -24,17 +24,23 @@ void CountSummary::Add(std::string_view word, double weight) {
   total_ += weight;
   std::string key(word);
   if (auto it = index_.find(key); it != index_.end()) {
-    auto node = by_count_.extract({it->second.count, key});
-    it->second.count += weight;
-    node.value().first = it->second.count;
-    by_count_.insert(std::move(node));
+    it->second.count += weight;  // its by_count_ entry is left behind (re-filed at an eviction)
     changed_.insert(key);
     return;
   }
   if (index_.size() >= capacity_) {
     // Space-saving: the smallest counter is evicted and its count becomes the floor (every held
-    // count is >= the floor, so this never lowers it).
+    // count is >= the floor, so this never lowers it). by_count_'s counts are the words' counts
+    // when last filed, at most their counts now (counts only grow): a first entry whose count
+    // moved since is re-filed under its count and the first entry looked at again; one that did
+    // not move is below or equal to every other word's count now, ties in word order: the victim.
     auto victim = by_count_.begin();
+    for (auto held = index_.find(victim->second); held->second.count != victim->first;
+         victim = by_count_.begin(), held = index_.find(victim->second)) {
+      auto node = by_count_.extract(victim);
+      node.value().first = held->second.count;
+      by_count_.insert(std::move(node));
+    }
     floor_ = std::max(floor_, victim->first);
     index_.erase(victim->second);
     changed_.erase(victim->second);

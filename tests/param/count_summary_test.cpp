@@ -50,6 +50,46 @@ TEST(CountSummaryTest, FullSummaryEvictsTheSmallestCountAndRaisesTheFloor) {
   EXPECT_EQ(s.total(), 5.5);
 }
 
+// Space-saving step by step (Metwally et al. 2005) against a plain reference: every held word's
+// count and error, the floor, and so every eviction's victim (the smallest count, ties in word
+// order), on a stream where held words keep growing between evictions.
+TEST(CountSummaryTest, EvictionsMatchAReferenceSpaceSavingOnARandomStream) {
+  constexpr size_t kCapacity = 20;
+  CountSummary s(kCapacity);
+  std::map<std::string, std::pair<double, double>> ref;  // word -> (count, error)
+  double floor = 0.0;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> weight(1, 3);
+  for (int i = 0; i < 20000; ++i) {
+    // About Zipf over 200 words: frequent words are held and grow, rare ones churn.
+    const int rank = static_cast<int>(std::floor(std::exp(std::uniform_real_distribution<double>(
+        0.0, std::log(200.0))(rng))));
+    const std::string w = "w" + std::to_string(rank);
+    const double c = weight(rng);
+    s.Add(w, c);
+    if (auto it = ref.find(w); it != ref.end()) {
+      it->second.first += c;
+    } else {
+      if (ref.size() >= kCapacity) {
+        auto victim = ref.begin();
+        for (auto j = ref.begin(); j != ref.end(); ++j) {
+          if (j->second.first < victim->second.first) victim = j;  // first in word order on ties
+        }
+        floor = std::max(floor, victim->second.first);
+        ref.erase(victim);
+      }
+      ref[w] = {floor + c, floor};
+    }
+    ASSERT_EQ(s.size(), ref.size()) << "after " << i + 1 << " words";
+    ASSERT_EQ(s.floor(), floor) << "after " << i + 1 << " words";
+    for (const auto& [word, held] : ref) {
+      ASSERT_TRUE(s.Contains(word)) << word << " after " << i + 1 << " words";
+      ASSERT_EQ(s.Estimate(word), held.first) << word;
+      ASSERT_EQ(s.Estimate(word) - s.Guaranteed(word), held.second) << word;
+    }
+  }
+}
+
 TEST(CountSummaryTest, MergeMatchesTheHandComputedMisraGriesStep) {
   // A: x 5, y 3, z 1. B: x 2, w 4, v 2. Capacity 3. Counters added: x 7, w 4, y 3, v 2, z 1;
   // the 3rd largest, 3, is subtracted: x 4, w 1 stay; floor = 0 + 0 + 3; counts x 4 + 3 = 7,

@@ -112,7 +112,9 @@ class CountSummary {
   double total_ = 0.0;
   double floor_ = 0.0;
   std::unordered_map<std::string, Held> index_;
-  // (count, word) of every held word: begin() is the eviction victim.
+  // (count, word) of every held word, the count as of its last filing (Insert, or an eviction
+  // that found it stale; an Add does not re-file it): at most its count now. Add evicts the
+  // first entry whose count is current (see Add).
   std::set<std::pair<double, std::string>> by_count_;
   // Since the last TakeChanges: words whose count changed (held now), and words that left.
   std::set<std::string> changed_, removed_;
