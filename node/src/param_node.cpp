@@ -243,8 +243,8 @@ struct ParamNode::Impl {
                const std::string& key);
   void TakeVocabularyChanges();
   Status Publish(bool everything);
-  // The record of a held word's rows (word, count and error, input and output rows); false when
-  // the shard does not hold the word or its rows are not finite (logged, not published).
+  // The record of the rows in `slot` (word, count and error, input and output rows); false when
+  // the slot holds no word or its rows are not finite (logged, not published).
   bool RowRecord(uint32_t slot, ParamRecord* r) const;
   // Begins a republication sweep over the words held now, once republish_every_s has passed
   // since the last one began and none is in progress.
