@@ -1,32 +1,18 @@
 #include "streamvec/base/heap.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "../heap_testing.h"
+
 namespace streamvec {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerAllocator = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizerAllocator = true;
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-
-long MinorFaults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
+using heap_testing::kSanitizerAllocator;
+using heap_testing::MinorFaults;
 
 // Allocates `mib` blocks of 1 MiB, writes every page of each, frees them all.
 void TouchAndFree(int mib) {

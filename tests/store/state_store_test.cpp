@@ -3,10 +3,10 @@
 #include "streamvec/base/heap.h"
 #include "streamvec/store/snapshot_reader.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
@@ -19,6 +19,8 @@
 #include <rocksdb/db.h>
 
 #include <gtest/gtest.h>
+
+#include "../heap_testing.h"
 
 namespace streamvec {
 namespace {
@@ -46,19 +48,8 @@ class StateStoreTest : public ::testing::Test {
   std::string dir_;
 };
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizerAllocator = true;
-#elif defined(__has_feature)
-constexpr bool kSanitizerAllocator = __has_feature(address_sanitizer);
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-
-long MinorFaults() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt;
-}
+using heap_testing::kSanitizerAllocator;
+using heap_testing::MinorFaults;
 
 // Allocates `mib` MiB in blocks of 32 KiB (a snapshot's row chunks) and one block more, writes
 // every page, and frees all but the last block: it stays as a pin above the others, so that
