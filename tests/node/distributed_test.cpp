@@ -71,6 +71,20 @@ KafkaTrainerOptions SmallTrainerOptions(EmbeddedBroker* broker, const std::strin
   return o;
 }
 
+// One shard's options on `broker` (one partition) for topic prefix `prefix`, its state in
+// `dir`/node; a fresh `dir`.
+ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& prefix,
+                                 const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ParamNodeOptions no;
+  no.kafka.brokers = broker->bootstrap();
+  no.kafka.topic_prefix = prefix;
+  no.state_dir = (dir / "node").string();
+  no.create_topics_on = broker;
+  return no;
+}
+
 // Trainers A and B each read one partition of the documents (manual assignment) and push to two
 // shards; every word either trained ends up in the shard ShardOf names, merged from the pushes,
 // and the shards' union (what `serve --state S0 --state S1` serves) holds both trainers' words.
@@ -170,11 +184,7 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
   ASSERT_TRUE(broker.ok());
   ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("quiet"), 1).ok());
   ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("quiet"), 1).ok());
-  ParamNodeOptions no;
-  no.kafka.brokers = (*broker)->bootstrap();
-  no.kafka.topic_prefix = "quiet";
-  no.state_dir = (dir / "node").string();
-  no.create_topics_on = broker->get();
+  ParamNodeOptions no = OneShardOptions(broker->get(), "quiet", dir);
   no.publish_every_s = 0.05;
   StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
@@ -234,20 +244,6 @@ void TrainTwelveThousandWords(StreamingLearner* learner) {
     }
   }
   ASSERT_TRUE(learner->TrainMicroBatch({lines.begin(), lines.end()}).ok());
-}
-
-// One shard's options on `broker` (one partition) for topic prefix `prefix`, its state in
-// `dir`/node; a fresh `dir`.
-ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& prefix,
-                                 const fs::path& dir) {
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  ParamNodeOptions no;
-  no.kafka.brokers = broker->bootstrap();
-  no.kafka.topic_prefix = prefix;
-  no.state_dir = (dir / "node").string();
-  no.create_topics_on = broker;
-  return no;
 }
 
 // A trainer's options towards that shard, as sender 1.
