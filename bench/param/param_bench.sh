@@ -9,6 +9,7 @@ b="${1:-build}"
 exe="$(mktemp -d)/param_bench"
 g++ -O2 -std=c++20 -Iparam/include -Ibase/include bench/param/param_bench.cpp \
   "$b/param/libstreamvec_param.a" "$b/trainer/libstreamvec_trainer.a" \
-  "$b/tokenizer/libstreamvec_tokenizer.a" "$b/base/libstreamvec_base.a" \
+  "$b/tokenizer/libstreamvec_tokenizer.a" "$b/kernels/libstreamvec_kernels.a" \
+  "$b/base/libstreamvec_base.a" \
   $(pkg-config --libs libutf8proc) -o "$exe"
 "$exe"

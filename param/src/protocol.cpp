@@ -1,13 +1,12 @@
 #include "streamvec/param/protocol.h"
 
-#include <Eigen/Core>
-
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include "streamvec/base/hash_word.h"
+#include "streamvec/kernels/half.h"
 #include "streamvec/tokenizer/utf8.h"
 
 namespace streamvec {
@@ -108,7 +107,9 @@ void PutVector(std::string& out, const std::vector<float>& v, ParamPrecision p) 
     out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
     return;
   }
-  for (float x : v) Put(out, Eigen::numext::bit_cast<uint16_t>(Eigen::half(x)));
+  uint16_t halves[kMaxParamDim];
+  FloatsToHalves(v.data(), halves, v.size());
+  out.append(reinterpret_cast<const char*>(halves), v.size() * sizeof(uint16_t));
 }
 
 std::string PutHeader(const ParamMessageHeader& h, uint32_t records) {
@@ -136,11 +137,13 @@ std::string CheckVector(const std::vector<float>& v, uint32_t dim, ParamPrecisio
     return std::string(which) + " row has " + std::to_string(v.size()) + " floats, not dim " +
            std::to_string(dim);
   }
+  uint16_t halves[kMaxParamDim];
+  if (p == ParamPrecision::kFp16) FloatsToHalves(v.data(), halves, v.size());
   for (size_t j = 0; j < v.size(); ++j) {
-    const float x = p == ParamPrecision::kFp16 ? static_cast<float>(Eigen::half(v[j])) : v[j];
-    if (!std::isfinite(x)) {
-      return std::string(which) + " row component " + std::to_string(j) +
-             (std::isfinite(v[j]) ? " is beyond fp16's range" : " is not finite");
+    if (!std::isfinite(v[j]))
+      return std::string(which) + " row component " + std::to_string(j) + " is not finite";
+    if (p == ParamPrecision::kFp16 && HalfIsNonFinite(halves[j])) {
+      return std::string(which) + " row component " + std::to_string(j) + " is beyond fp16's range";
     }
   }
   return "";
@@ -421,11 +424,9 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
       if (h.precision == ParamPrecision::kFp32) {
         std::memcpy(v.data(), raw.data(), row_bytes);
       } else {
-        for (uint32_t j = 0; j < h.dim; ++j) {
-          uint16_t bits;
-          std::memcpy(&bits, raw.data() + 2 * j, 2);
-          v[j] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
-        }
+        uint16_t halves[kMaxParamDim];
+        std::memcpy(halves, raw.data(), row_bytes);
+        HalvesToFloats(halves, v.data(), h.dim);
       }
       for (uint32_t j = 0; j < h.dim; ++j) {
         if (!std::isfinite(v[j])) {

@@ -1,12 +1,11 @@
 #include "streamvec/param/row_deltas.h"
 
-#include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "streamvec/base/status.h"
+#include "streamvec/kernels/half.h"
 
 namespace streamvec {
 
@@ -57,6 +56,7 @@ std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
 void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
                              ParamPrecision precision) {
   const bool half = precision == ParamPrecision::kFp16;
+  std::vector<uint16_t> halves(half ? dim_ : 0);
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t s = slots[i];
     SV_CHECK(s < rows_ && base_of_[s] != kNone);
@@ -64,16 +64,16 @@ void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
     const volatile float* row = RowAt(s);
     float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
     float* out = deltas + i * static_cast<size_t>(dim_);
-    for (int j = 0; j < dim_; ++j) {
-      const float now = row[j];
-      float d = now - base[j];
-      if (half) d = static_cast<float>(Eigen::half(d));
-      out[j] = d;
-      // The base moves by what was sent, computed as the receiver will (base + d), so it stays
-      // bit-equal to the receiver's row; whatever rounding left out (fp16, or an ulp of fp32)
-      // stays in row - base.
-      base[j] += d;
+    for (int j = 0; j < dim_; ++j) out[j] = row[j];
+    for (int j = 0; j < dim_; ++j) out[j] -= base[j];
+    if (half) {  // what the receiver will read: the delta rounded to fp16
+      FloatsToHalves(out, halves.data(), dim_);
+      HalvesToFloats(halves.data(), out, dim_);
     }
+    // The base moves by what was sent, computed as the receiver will (base + d), so it stays
+    // bit-equal to the receiver's row; whatever rounding left out (fp16, or an ulp of fp32)
+    // stays in row - base.
+    for (int j = 0; j < dim_; ++j) base[j] += out[j];
   }
 }
 
