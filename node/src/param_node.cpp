@@ -238,6 +238,8 @@ struct ParamNode::Impl {
 
   Status Restore();
   void ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>>& batch);
+  std::vector<ParamMessage> push_pool;  // ProcessBatch's decoded pushes, memory kept
+  static constexpr size_t kKeptDecodedPushes = 32;
   void Reject(const RdKafka::Message& m, const std::string& reason);
   void Produce(const std::string& topic, int32_t partition, const std::string& value,
                const std::string& key);
@@ -461,7 +463,10 @@ void ParamNode::Impl::TakeVocabularyChanges() {
 void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>>& batch) {
   const auto t0 = Clock::now();
   uint64_t bytes = 0;
-  std::vector<ParamMessage> pushes;
+  // This batch's pushes: the first `used` of push_pool, decoded into the memory earlier batches'
+  // left (DecodeParamMessageInto), so that merging allocates nothing per record.
+  std::vector<ParamMessage>& pushes = push_pool;
+  size_t used = 0;
   // Counts first, the whole batch's, in offset order: they decide which words hold rows.
   for (const auto& m : batch) {
     bytes += m->len();
@@ -479,10 +484,12 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     expected_offset = std::max(expected_offset, m->offset() + 1);
     const std::string_view payload(static_cast<const char*>(m->payload()),
                                    m->payload() ? m->len() : 0);
-    StatusOr<ParamMessage> decoded =
-        DecodeParamMessage(payload, ParamExpectations{ParamModelKind::kSgns, options.dim});
-    if (!decoded.ok()) {
-      Reject(*m, decoded.status().message());
+    if (used == pushes.size()) pushes.emplace_back();
+    ParamMessage* decoded = &pushes[used];
+    if (Status s = DecodeParamMessageInto(
+            payload, ParamExpectations{ParamModelKind::kSgns, options.dim}, *decoded);
+        !s.ok()) {
+      Reject(*m, s.message());
       continue;
     }
     if (decoded->header.kind != ParamMessageKind::kPush) {
@@ -494,6 +501,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
       Reject(*m, s.message());
       continue;
     }
+    ++used;
     if (options.dim == 0) {
       options.dim = decoded->header.dim;
       rows.dim = static_cast<int>(options.dim);
@@ -501,12 +509,12 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
                    m->topic_name() + "/" + std::to_string(m->partition()) + "@" +
                        std::to_string(m->offset()));
     }
-    pushes.push_back(std::move(decoded).value());
   }
+  const std::span<const ParamMessage> merged_pushes(pushes.data(), used);
   TakeVocabularyChanges();
 
   uint64_t dropped = 0, rounds = 0, contributions = 0;
-  if (!pushes.empty()) {
+  if (!merged_pushes.empty()) {
     const int dim = rows.dim;
     if (!fresh_batch || fresh_batch->dim() != dim) {
       fresh_batch = std::make_unique<MergeBatch>(dim);
@@ -516,12 +524,12 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     MergeBatch& merged = *merged_batch;
     std::unordered_set<uint32_t> fresh_slots;
     const auto now = std::chrono::steady_clock::now();
-    for (const ParamMessage& push : pushes) trainer_seen[push.header.sender] = now;
+    for (const ParamMessage& push : merged_pushes) trainer_seen[push.header.sender] = now;
     for (auto it = trainer_seen.begin(); it != trainer_seen.end();) {
       it = now - it->second > std::chrono::seconds(kActiveTrainerSeconds) ? trainer_seen.erase(it)
                                                                           : std::next(it);
     }
-    for (const ParamMessage& push : pushes) {
+    for (const ParamMessage& push : merged_pushes) {
       for (const ParamRecord& r : push.records) {
         if (r.input.empty() && r.output.empty()) continue;
         if (!counts->Contains(r.word)) {
@@ -562,7 +570,10 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     rule.scale = 1.0 / std::sqrt(static_cast<double>(std::max<size_t>(1, trainer_seen.size())));
     merged.Apply(rule, row_of);
   }
-  clock += pushes.size();
+  // The memory of a few messages is kept (a batch of max_batch_messages would keep hundreds of
+  // MB of decoded rows).
+  if (push_pool.size() > kKeptDecodedPushes) push_pool.resize(kKeptDecodedPushes);
+  clock += used;
   total_messages += batch.size();
   total_rows_dropped += dropped;
   changed = true;
@@ -570,7 +581,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   std::lock_guard<std::mutex> lock(mu);
   stats.messages += batch.size();
   stats.bytes_in += bytes;
-  stats.merges += pushes.size();
+  stats.merges += used;
   stats.rounds += rounds;
   stats.contributions += contributions;
   stats.rows_dropped += dropped;

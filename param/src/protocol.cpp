@@ -307,9 +307,17 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
 }
 
 StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExpectations& expect) {
-  Reader in(bytes);
   ParamMessage m;
+  SV_RETURN_IF_ERROR(DecodeParamMessageInto(bytes, expect, m));
+  return m;
+}
+
+Status DecodeParamMessageInto(std::string_view bytes, const ParamExpectations& expect,
+                              ParamMessage& m) {
+  Reader in(bytes);
+  m.header = ParamMessageHeader{};
   ParamMessageHeader& h = m.header;
+  size_t used = 0;  // records of m decoded so far (the others' memory is kept for reuse)
   if (!in.Has(4)) return in.Truncated(4, "the magic");
   if (const uint32_t magic = in.Get<uint32_t>(); magic != kParamMagic) {
     char hex[16];
@@ -394,8 +402,13 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
     if (std::string why = CheckWord(word); !why.empty()) {
       return Status::InvalidArgument(RecordName(i, "") + ": " + why);
     }
-    ParamRecord& r = m.records.emplace_back();
+    if (used == m.records.size()) m.records.emplace_back();
+    ParamRecord& r = m.records[used++];
     r.word.assign(word);
+    r.has_count = r.removed = r.initial = false;
+    r.count = r.count_error = 0.0;
+    r.input.clear();
+    r.output.clear();
     if (!in.Has(1)) return in.Truncated(1, RecordName(i, word) + "'s fields");
     const uint8_t fields = in.Get<uint8_t>();
     if (std::string why = CheckFields(h.kind, fields); !why.empty()) {
@@ -443,7 +456,8 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes, const ParamExp
                                                         : std::to_string(h.record_count - 1)) +
                                    ", at byte " + std::to_string(in.pos()));
   }
-  return m;
+  m.records.resize(used);
+  return Status::Ok();
 }
 
 std::string UpdatesTopic(const std::string& prefix) { return prefix + ".updates"; }

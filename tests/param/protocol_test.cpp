@@ -141,6 +141,60 @@ TEST(ParamProtocolTest, Fp16CarriesEigenHalfRoundingInHalfTheBytes) {
   EXPECT_EQ(b32.size() - b16.size(), 2 * row_values);
 }
 
+// A message decoded into one that held another (more records, other fields, a publication)
+// equals the same message decoded fresh: nothing of the earlier one is left over.
+TEST(ParamProtocolTest, DecodingIntoAReusedMessageLeavesNothingOfTheLastOne) {
+  std::mt19937 rng(3);
+  ParamMessageHeader rows;
+  rows.kind = ParamMessageKind::kRows;
+  rows.dim = 16;
+  rows.sender = 2;
+  rows.sender_clock = 99;
+  rows.base_clock = 98;
+  std::vector<ParamRecord> published;
+  for (int i = 0; i < 9; ++i) {
+    ParamRecord r;
+    r.word = "published" + std::to_string(i);
+    r.has_count = true;
+    r.count = 50.0 + i;
+    r.count_error = 3.0;
+    r.input = RandomVector(rng, 16);
+    r.output = RandomVector(rng, 16);
+    published.push_back(std::move(r));
+  }
+  const std::string first = EncodeOne(rows, published);
+  const std::string second =
+      EncodeOne(PushHeader(16, ParamPrecision::kFp16), PushRecords(rng, 16, 6));
+  ParamMessage reused;
+  ASSERT_TRUE(DecodeParamMessageInto(first, {}, reused).ok());
+  ASSERT_EQ(reused.records.size(), 9u);
+  ASSERT_TRUE(DecodeParamMessageInto(second, {}, reused).ok());
+  StatusOr<ParamMessage> fresh = DecodeParamMessage(second);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(reused.header.kind, ParamMessageKind::kPush);
+  EXPECT_EQ(reused.header.sender, fresh->header.sender);
+  EXPECT_EQ(reused.header.base_clock, fresh->header.base_clock);
+  ASSERT_EQ(reused.records.size(), fresh->records.size());
+  for (size_t i = 0; i < fresh->records.size(); ++i) {
+    const ParamRecord& a = reused.records[i];
+    const ParamRecord& b = fresh->records[i];
+    EXPECT_EQ(a.word, b.word) << i;
+    EXPECT_EQ(a.has_count, b.has_count) << i;
+    EXPECT_EQ(a.count, b.count) << i;
+    EXPECT_EQ(a.count_error, b.count_error) << i;
+    EXPECT_EQ(a.removed, b.removed) << i;
+    EXPECT_EQ(a.initial, b.initial) << i;
+    EXPECT_EQ(a.input, b.input) << i;
+    EXPECT_EQ(a.output, b.output) << i;
+  }
+  // A rejected message names its problem as DecodeParamMessage does.
+  std::string bad = second;
+  bad.resize(bad.size() - 3);
+  const Status s = DecodeParamMessageInto(bad, {}, reused);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), Rejection(bad));
+}
+
 TEST(ParamProtocolTest, EncoderSplitsIntoMessagesUnderTheByteLimitInOrder) {
   std::mt19937 rng(3);
   const std::vector<ParamRecord> records = PushRecords(rng, 100, 500);

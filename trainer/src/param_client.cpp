@@ -47,6 +47,7 @@ struct ParamClient::Impl {
   Clock::time_point last_wait_log{};
   bool params_assigned = false;
   Clock::time_point last_assign_try{};
+  ParamMessage publication;  // the last decoded .params message (its memory reused)
 
   // Over the learner's tables (created at the first push: the tables' address is stable).
   std::optional<RowDeltaTracker> input_deltas, output_deltas;
@@ -583,21 +584,22 @@ struct ParamClient::Impl {
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         stats.pull_messages += 1;
         stats.pull_bytes += m->len;
-        StatusOr<ParamMessage> msg = DecodeParamMessage(
+        const Status decoded = DecodeParamMessageInto(
             std::string_view(static_cast<const char*>(m->payload), m->len),
-            {.model = ParamModelKind::kSgns, .dim = static_cast<uint32_t>(dim)});
-        if (msg.ok() && msg->header.kind == ParamMessageKind::kGap) {
+            {.model = ParamModelKind::kSgns, .dim = static_cast<uint32_t>(dim)}, publication);
+        const ParamMessage* msg = &publication;
+        if (decoded.ok() && msg->header.kind == ParamMessageKind::kGap) {
           if (msg->header.sender < options.shards) {
             Status s = PushAgain(msg->header.sender, static_cast<int64_t>(msg->header.sender_clock),
                                  static_cast<int64_t>(msg->header.base_clock));
             if (!s.ok()) spdlog::error("trainer: {}", s.message());
           }
-        } else if (!msg.ok() || msg->header.kind == ParamMessageKind::kPush) {
+        } else if (!decoded.ok() || msg->header.kind == ParamMessageKind::kPush) {
           stats.rejected += 1;
           if (Clock::now() - last_reject_log > std::chrono::seconds(10)) {
             spdlog::warn("trainer: skipped a publication on {} partition {} offset {}: {}",
                          params_topic, m->partition, static_cast<long long>(m->offset),
-                         msg.ok() ? "a push, not a publication" : msg.status().message());
+                         decoded.ok() ? "a push, not a publication" : decoded.message());
             last_reject_log = Clock::now();
           }
         } else if (msg->header.kind == ParamMessageKind::kVocabulary) {

@@ -173,6 +173,11 @@ size_t ParamRecordBytes(const ParamRecord& record, uint32_t dim, ParamPrecision 
 // bench/param/fuzz).
 StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes,
                                           const ParamExpectations& expect = {});
+// The same decoding into `out`, whose records' memory (words, rows) is reused: a receiver that
+// decodes message after message into the same few ParamMessages allocates only while messages
+// grow. On an error `out` holds what was decoded before it (valid objects, to be overwritten).
+Status DecodeParamMessageInto(std::string_view bytes, const ParamExpectations& expect,
+                              ParamMessage& out);
 
 // Topic names for a prefix beside DocsTopic / RejectedTopic ("streamvec" -> "streamvec.updates",
 // "streamvec.params").
