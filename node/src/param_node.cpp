@@ -798,6 +798,8 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
   const std::vector<CountEntry> entries = counts->Entries();
   if (dim > 0) {
     // The serving embedding: held words with rows, most frequent first.
+    job->serving_words.reserve(rows.held());
+    job->serving_rows.reserve(rows.held() * static_cast<size_t>(dim));
     for (const CountEntry& e : entries) {
       const int64_t slot = rows.Find(e.word);
       if (slot < 0) continue;
@@ -810,6 +812,11 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
   for (size_t chunk = 0; chunk * kNodeRowsPerChunk < rows.slots(); ++chunk) {
     std::string b;
     const size_t end = std::min(rows.slots(), (chunk + 1) * kNodeRowsPerChunk);
+    size_t bytes = 0;  // reserved at once: appending row by row would copy the chunk as it grows
+    for (size_t slot = chunk * kNodeRowsPerChunk; slot < end; ++slot) {
+      bytes += 4 + rows.words[slot].size() + 2 * dim * sizeof(float) + 2 * sizeof(float);
+    }
+    b.reserve(bytes);
     for (size_t slot = chunk * kNodeRowsPerChunk; slot < end; ++slot) {
       const std::string& w = rows.words[slot];
       const uint32_t len = static_cast<uint32_t>(w.size());
@@ -823,6 +830,7 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
     job->entries.emplace_back(ChunkKey(chunk), std::move(b));
   }
   json list = json::array();
+  list.get_ref<json::array_t&>().reserve(entries.size());
   for (const CountEntry& e : entries) list.push_back({e.word, e.count, e.error});
   job->entries.emplace_back(kNodeCountsEntry, json{{"capacity", counts->capacity()},
                                                    {"total", counts->total()},
