@@ -532,11 +532,13 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     for (const ParamMessage& push : merged_pushes) {
       for (const ParamRecord& r : push.records) {
         if (r.input.empty() && r.output.empty()) continue;
-        if (!counts->Contains(r.word)) {
+        // A word with a row is held by the counts (TakeVocabularyChanges removed the rows of
+        // the words they dropped): only a word without one is looked up there.
+        int64_t found = rows.Find(r.word);
+        if (found < 0 && !counts->Contains(r.word)) {
           ++dropped;
           continue;
         }
-        int64_t found = rows.Find(r.word);
         uint32_t slot;
         if (found < 0) {
           slot = rows.Add(r.word);

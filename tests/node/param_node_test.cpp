@@ -467,6 +467,17 @@ TEST_F(ParamNodeTest, EvictedWordsLoseTheirRowsAndTheVocabularyStaysBounded) {
   const ParamNodeStats s = node_->stats();
   EXPECT_EQ(s.rows, 2u);
   EXPECT_EQ(s.evictions, 1u);
+  // A later row of the evicted word, without a count, is dropped: the word has no row and the
+  // counts do not hold it.
+  Send({PushMessage(2, 0, {Push("b", 0, {9.0f, 9.0f})})});
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (node_->stats().messages < 3 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const ParamNodeStats after = node_->stats();
+  EXPECT_EQ(after.messages, 3u);
+  EXPECT_EQ(after.rows_dropped, 1u);
+  EXPECT_EQ(after.rows, 2u);
   ASSERT_TRUE(StopNode().ok());
 }
 
