@@ -140,8 +140,9 @@ std::string CheckVector(const std::vector<float>& v, uint32_t dim, ParamPrecisio
   uint16_t halves[kMaxParamDim];
   if (p == ParamPrecision::kFp16) FloatsToHalves(v.data(), halves, v.size());
   for (size_t j = 0; j < v.size(); ++j) {
-    if (!std::isfinite(v[j]))
+    if (!std::isfinite(v[j])) {
       return std::string(which) + " row component " + std::to_string(j) + " is not finite";
+    }
     if (p == ParamPrecision::kFp16 && HalfIsNonFinite(halves[j])) {
       return std::string(which) + " row component " + std::to_string(j) + " is beyond fp16's range";
     }
