@@ -2,6 +2,12 @@
 
 #include <Eigen/Core>
 
+#include "streamvec/base/cpu_features.h"
+
+#if defined(STREAMVEC_X86_KERNELS)
+#include <cpuid.h>
+#endif
+
 namespace streamvec {
 namespace internal {
 #if defined(STREAMVEC_X86_KERNELS)
@@ -26,8 +32,11 @@ void HalvesToFloatsPortable(const uint16_t* in, float* out, size_t n) {
 
 bool HalfConversionF16cSupported() {
 #if defined(STREAMVEC_X86_KERNELS)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // AVX with its registers saved by the OS (IsaSupported's AVX2 check), and CPUID leaf 1's F16C
+  // bit (clang's __builtin_cpu_supports does not know "f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return IsaSupported(Isa::kAvx2) && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+         (ecx & bit_F16C) != 0;
 #else
   return false;
 #endif

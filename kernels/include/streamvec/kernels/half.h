@@ -20,9 +20,10 @@ using FloatsToHalvesFn = void (*)(const float* in, uint16_t* out, size_t n);
 // float; a NaN stays a NaN, +-infinity and subnormals convert exactly).
 using HalvesToFloatsFn = void (*)(const uint16_t* in, float* out, size_t n);
 
-// The builds: `f16c` true gives the F16C instructions' build (x86-64 CPUs since 2012, AVX2 ones
-// included), false the portable one (Eigen::half). The caller checks HalfConversionF16cSupported()
-// before asking for the F16C build; a binary without it (non-x86) gives the portable one.
+// The builds: `f16c` true gives the F16C instructions' build, false the portable one
+// (Eigen::half). The caller checks HalfConversionF16cSupported() (an AVX2 CPU, as
+// IsaSupported(Isa::kAvx2), with F16C) before asking for the F16C build; a binary without it
+// (non-x86) gives the portable one.
 FloatsToHalvesFn FloatsToHalvesFunction(bool f16c);
 HalvesToFloatsFn HalvesToFloatsFunction(bool f16c);
 bool HalfConversionF16cSupported();
