@@ -102,13 +102,13 @@ void Put(std::string& out, T v) {
   out.append(b, sizeof v);
 }
 
-void PutVector(std::string& out, const std::vector<float>& v, ParamPrecision p) {
+// Appends v (dim floats) at precision p; at fp16, `halves` holds v's halves (CheckVector's).
+void PutVector(std::string& out, const std::vector<float>& v, ParamPrecision p,
+               const uint16_t* halves) {
   if (p == ParamPrecision::kFp32) {
     out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
     return;
   }
-  uint16_t halves[kMaxParamDim];
-  FloatsToHalves(v.data(), halves, v.size());
   out.append(reinterpret_cast<const char*>(halves), v.size() * sizeof(uint16_t));
 }
 
@@ -130,14 +130,14 @@ std::string PutHeader(const ParamMessageHeader& h, uint32_t records) {
   return out;
 }
 
-// Why the vector cannot be sent, or "".
+// Why the vector cannot be sent, or "". At fp16 it converts v into `halves` (dim of them), which
+// PutVector then writes: each component is converted once.
 std::string CheckVector(const std::vector<float>& v, uint32_t dim, ParamPrecision p,
-                        const char* which) {
+                        const char* which, uint16_t* halves) {
   if (v.size() != dim) {
     return std::string(which) + " row has " + std::to_string(v.size()) + " floats, not dim " +
            std::to_string(dim);
   }
-  uint16_t halves[kMaxParamDim];
   if (p == ParamPrecision::kFp16) FloatsToHalves(v.data(), halves, v.size());
   for (size_t j = 0; j < v.size(); ++j) {
     if (!std::isfinite(v[j])) {
@@ -262,6 +262,9 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
   }
   std::string body;
   uint32_t in_body = 0;
+  // A record's input and output rows at fp16, converted by CheckVector and written by PutVector
+  // (unused at fp32).
+  std::vector<uint16_t> halves(2 * size_t{h.dim});
   auto flush = [&] {
     if (in_body == 0) return;
     ParamMessageHeader mh = h;
@@ -280,9 +283,11 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
     const uint8_t fields = FieldsOf(r);
     std::string why = CheckFields(h.kind, fields);
     if (why.empty() && r.has_count) why = CheckCount(r.count, r.count_error);
-    if (why.empty() && !r.input.empty()) why = CheckVector(r.input, h.dim, h.precision, "input");
+    if (why.empty() && !r.input.empty()) {
+      why = CheckVector(r.input, h.dim, h.precision, "input", halves.data());
+    }
     if (why.empty() && !r.output.empty()) {
-      why = CheckVector(r.output, h.dim, h.precision, "output");
+      why = CheckVector(r.output, h.dim, h.precision, "output", halves.data() + h.dim);
     }
     if (!why.empty()) return Status::InvalidArgument(RecordName(i, r.word) + ": " + why);
     const size_t bytes = ParamRecordBytes(r, h.dim, h.precision);
@@ -299,8 +304,8 @@ StatusOr<std::vector<std::string>> EncodeParamMessages(const ParamMessageHeader&
       Put(body, r.count);
       Put(body, r.count_error);
     }
-    if (!r.input.empty()) PutVector(body, r.input, h.precision);
-    if (!r.output.empty()) PutVector(body, r.output, h.precision);
+    if (!r.input.empty()) PutVector(body, r.input, h.precision, halves.data());
+    if (!r.output.empty()) PutVector(body, r.output, h.precision, halves.data() + h.dim);
     ++in_body;
   }
   flush();
