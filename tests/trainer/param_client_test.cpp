@@ -273,6 +273,97 @@ TEST(ParamClientTest, LearnerStartsWordsFromTheInitializerOrFromTheWordsHash) {
   EXPECT_TRUE(std::equal(node_in.begin(), node_in.end(), zebra));
 }
 
+// A word this trainer gives a slot starts from the newest row a shard published for it, also
+// after thousands of words came and left the node's vocabulary (the client's filter over the
+// published words is rebuilt then: the words still held keep theirs), and a word the node
+// removed starts from its word-seeded row.
+TEST(ParamClientTest, AWordStartsFromItsPublishedRowAfterVocabularyChurn) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pw.updates", 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pw.params", 1).ok());
+  StreamingOptions options = SmallLearnerOptions();
+  options.vocab_capacity = 20000;  // the client keeps as many published words
+  StreamingLearner learner(options);
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pw";
+  po.push_every_words = 1;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  auto row_of = [](int i, float sign) {
+    std::vector<float> v(8);
+    for (int j = 0; j < 8; ++j) v[j] = sign * static_cast<float>(i * 8 + j + 1) / 1024.0f;
+    return v;
+  };
+  ParamMessageHeader h;
+  h.dim = 8;
+  h.sender_clock = 1;
+  auto publish = [&](ParamMessageKind kind, const std::vector<ParamRecord>& records) {
+    h.kind = kind;
+    StatusOr<std::vector<std::string>> messages = EncodeParamMessages(h, records);
+    ASSERT_TRUE(messages.ok()) << messages.status().ToString();
+    std::vector<testing::Record> out;
+    for (std::string& m : *messages) out.push_back({.key = "", .value = m, .partition = 0});
+    h.sequence += messages->size();
+    ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pw.params", out), 0);
+  };
+  // 9000 words published, all but the first 1000 removed, 9000 others published.
+  constexpr int kWords = 9000, kKept = 1000;
+  std::vector<ParamRecord> first, removed, second;
+  for (int i = 0; i < kWords; ++i) {
+    ParamRecord r;
+    r.word = "old" + std::to_string(i);
+    r.input = row_of(i, 1.0f);
+    r.output = row_of(i, -1.0f);
+    first.push_back(r);
+    if (i >= kKept) {
+      ParamRecord gone;
+      gone.word = r.word;
+      gone.removed = true;
+      removed.push_back(gone);
+    }
+    r.word = "new" + std::to_string(i);
+    second.push_back(r);
+  }
+  publish(ParamMessageKind::kRows, first);
+  publish(ParamMessageKind::kVocabulary, removed);
+  publish(ParamMessageKind::kRows, second);
+  const uint64_t messages = h.sequence;
+  for (int i = 0; i < 200 && (*client)->stats().pull_messages < messages; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*client)->stats().pull_messages, messages);
+
+  const std::vector<std::string> published = {"old0", "old999", "new0", "new1", "new4096",
+                                              "new8999"};
+  const std::vector<std::string> gone = {"old1000", "old8999"};
+  std::vector<std::string> lines;  // one-word sentences train nothing: rows stay as they started
+  for (const auto* list : {&published, &gone}) {
+    for (const std::string& w : *list) lines.insert(lines.end(), {w, w});
+  }
+  ASSERT_TRUE(learner.TrainMicroBatch(Text(lines)).ok());
+  EXPECT_EQ((*client)->stats().rows_from_node, published.size());
+  for (const std::string& w : published) {
+    const float* in = learner.InputRow(w);
+    ASSERT_NE(in, nullptr) << w;
+    const std::vector<float> want = row_of(std::stoi(w.substr(3)), 1.0f);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), in)) << w;
+  }
+  StreamingLearner seeded(options);
+  seeded.SetWordSeededInit(true);
+  ASSERT_TRUE(seeded.TrainMicroBatch(Text(lines)).ok());
+  for (const std::string& w : gone) {
+    const float* got = learner.InputRow(w);
+    const float* own = seeded.InputRow(w);
+    ASSERT_NE(got, nullptr) << w;
+    ASSERT_NE(own, nullptr) << w;
+    EXPECT_TRUE(std::equal(own, own + 8, got)) << w;
+  }
+}
+
 TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
   StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;

@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "streamvec/base/hash_word.h"
 #include "streamvec/kafka/consumer_lag.h"
 #include "streamvec/kafka/rdkafka_conf.h"
 #include "streamvec/param/row_deltas.h"
@@ -107,6 +109,34 @@ struct ParamClient::Impl {
   };
   std::unordered_map<std::string, std::vector<float>, WordHash, std::equal_to<>> node_rows;
   size_t node_rows_cap = 0;
+  // A filter of one bit a word (low bits of HashWord) over node_rows' words, 256 KiB: most
+  // words given a slot are rare ones no shard has published (a run of the 100M corpus with two
+  // trainers: about 13k of 200k slot initialisations each found a node row), and the filter
+  // answers those without the map's cache misses. A word that leaves node_rows keeps its bit (a
+  // false positive costs one map look-up); the filter is rebuilt from the map once the words
+  // added since the last rebuild outnumber twice the map's size.
+  static constexpr size_t kNodeRowFilterBits = size_t{1} << 21;
+  std::vector<uint64_t> node_row_filter = std::vector<uint64_t>(kNodeRowFilterBits / 64, 0);
+  size_t node_row_filter_adds = 0;
+  static size_t NodeRowFilterBit(std::string_view word) {
+    return static_cast<size_t>(HashWord(word)) & (kNodeRowFilterBits - 1);
+  }
+  bool MaybeNodeRow(std::string_view word) const {
+    const size_t b = NodeRowFilterBit(word);
+    return (node_row_filter[b >> 6] >> (b & 63)) & 1u;
+  }
+  void AddNodeRowWord(std::string_view word) {
+    if (++node_row_filter_adds > 2 * std::max<size_t>(node_rows.size(), 4096)) {
+      std::fill(node_row_filter.begin(), node_row_filter.end(), 0);
+      for (const auto& [w, rows] : node_rows) {
+        const size_t b = NodeRowFilterBit(w);
+        node_row_filter[b >> 6] |= uint64_t{1} << (b & 63);
+      }
+      node_row_filter_adds = 0;
+    }
+    const size_t b = NodeRowFilterBit(word);
+    node_row_filter[b >> 6] |= uint64_t{1} << (b & 63);
+  }
   // The deltas of the last kKeptRounds push rounds not yet acknowledged by every shard: a
   // publication older than this trainer's pushes of a row is taken as the published row plus
   // the deltas it lacks (what the node will hold once it merges them), so neither the other
@@ -170,7 +200,7 @@ struct ParamClient::Impl {
   // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
   // tracks its delta against that row and is not initial.
   bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
-    const auto it = node_rows.find(word);
+    const auto it = MaybeNodeRow(word) ? node_rows.find(word) : node_rows.end();
     if (it == node_rows.end()) {
       // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
       // this same word before an eviction (its old base is not this row's).
@@ -628,6 +658,7 @@ struct ParamClient::Impl {
               auto it = node_rows.find(r.word);
               if (it == node_rows.end() && node_rows.size() < node_rows_cap) {
                 it = node_rows.emplace(r.word, std::vector<float>()).first;
+                AddNodeRowWord(r.word);
               }
               if (it != node_rows.end()) {
                 it->second.assign(r.input.begin(), r.input.end());
