@@ -243,6 +243,11 @@ struct ParamNode::Impl {
   void Reject(const RdKafka::Message& m, const std::string& reason);
   void Produce(const std::string& topic, int32_t partition, const std::string& value,
                const std::string& key);
+  // The words the counts dropped since the last call: their rows go (before the next merge)
+  // and a removed record waits for the next publication.
+  void TakeRemovedWords();
+  // TakeRemovedWords, then the counts' changes since the last call into pending_vocab (once a
+  // publication turn: a word's count changes many times a turn and goes out once).
   void TakeVocabularyChanges();
   Status Publish(bool everything);
   // The record of the rows in `slot` (word, count and error, input and output rows); false when
@@ -445,18 +450,26 @@ void ParamNode::Impl::Reject(const RdKafka::Message& m, const std::string& reaso
   ++stats.rejected;
 }
 
-void ParamNode::Impl::TakeVocabularyChanges() {
-  for (ParamRecord& r : counts->TakeChanges()) {
-    if (r.removed) {
-      if (const int64_t slot = rows.Find(r.word); slot >= 0) {
-        ClearPending(static_cast<uint32_t>(slot));
-      }
-      rows.Remove(r.word);
+void ParamNode::Impl::TakeRemovedWords() {
+  for (std::string& word : counts->TakeRemoved()) {
+    if (const int64_t slot = rows.Find(word); slot >= 0) ClearPending(static_cast<uint32_t>(slot));
+    rows.Remove(word);
+    {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.evictions;
     }
+    ParamRecord r;
+    r.word = word;
+    r.removed = true;
+    pending_vocab[std::move(word)] = std::move(r);
+  }
+}
+
+void ParamNode::Impl::TakeVocabularyChanges() {
+  TakeRemovedWords();
+  for (ParamRecord& r : counts->TakeChanges()) {
     std::string word = r.word;
-    pending_vocab[word] = std::move(r);
+    pending_vocab[std::move(word)] = std::move(r);
   }
 }
 
@@ -511,7 +524,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     }
   }
   const std::span<const ParamMessage> merged_pushes(pushes.data(), used);
-  TakeVocabularyChanges();
+  TakeRemovedWords();
 
   uint64_t dropped = 0, rounds = 0, contributions = 0;
   if (!merged_pushes.empty()) {
@@ -532,7 +545,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     for (const ParamMessage& push : merged_pushes) {
       for (const ParamRecord& r : push.records) {
         if (r.input.empty() && r.output.empty()) continue;
-        // A word with a row is held by the counts (TakeVocabularyChanges removed the rows of
+        // A word with a row is held by the counts (TakeRemovedWords removed the rows of
         // the words they dropped): only a word without one is looked up there.
         int64_t found = rows.Find(r.word);
         if (found < 0 && !counts->Contains(r.word)) {
@@ -619,6 +632,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   }
   pending_gaps.clear();
   if (!everything) StartSweepIfDue();
+  TakeVocabularyChanges();
   const bool sweeping = !everything && sweep_next < sweep_words.size();
   if (pending_rows == 0 && pending_vocab.empty() && !sweeping) return Status::Ok();
   ParamMessageHeader header;

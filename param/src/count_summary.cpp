@@ -12,10 +12,15 @@ CountSummary::CountSummary(size_t capacity) : capacity_(capacity) {
   index_.reserve(capacity);
 }
 
+void CountSummary::MarkChanged(std::unordered_map<std::string, Held>::iterator it) {
+  if (it->second.changed) return;
+  it->second.changed = true;
+  changed_words_.push_back(it->first);
+}
+
 void CountSummary::Insert(const std::string& word, double count, double error) {
-  index_.emplace(word, Held{count, error});
+  MarkChanged(index_.emplace(word, Held{count, error}).first);
   by_count_.emplace(count, word);
-  changed_.insert(word);
   removed_.erase(word);
 }
 
@@ -25,7 +30,7 @@ void CountSummary::Add(std::string_view word, double weight) {
   std::string key(word);
   if (auto it = index_.find(key); it != index_.end()) {
     it->second.count += weight;  // its by_count_ entry is left behind (re-filed at an eviction)
-    changed_.insert(key);
+    MarkChanged(it);
     return;
   }
   if (index_.size() >= capacity_) {
@@ -43,7 +48,6 @@ void CountSummary::Add(std::string_view word, double weight) {
     }
     floor_ = std::max(floor_, victim->first);
     index_.erase(victim->second);
-    changed_.erase(victim->second);
     removed_.insert(victim->second);
     by_count_.erase(victim);
   }
@@ -101,9 +105,9 @@ void CountSummary::Merge(const CountSummary& other_in) {
   }
   const double floor = floor_ + other.floor_ + c_k;
   for (const auto& [word, held] : index_) {  // every word held before may leave (Insert: stays)
-    changed_.erase(word);
     removed_.insert(word);
   }
+  changed_words_.clear();  // every word kept is inserted again, and marked
   index_.clear();
   by_count_.clear();
   for (const auto& [word, m] : merged) {
@@ -138,28 +142,42 @@ std::vector<CountEntry> CountSummary::Entries() const {
 }
 
 std::vector<ParamRecord> CountSummary::TakeChanges() {
+  std::sort(changed_words_.begin(), changed_words_.end());
+  changed_words_.erase(std::unique(changed_words_.begin(), changed_words_.end()),
+                       changed_words_.end());
   std::vector<ParamRecord> records;
-  records.reserve(changed_.size() + removed_.size());
-  auto changed = changed_.begin();
+  records.reserve(changed_words_.size() + removed_.size());
+  auto changed = changed_words_.begin();
   auto removed = removed_.begin();
-  // Both sets are ordered: merge them into one word-ordered list.
-  while (changed != changed_.end() || removed != removed_.end()) {
+  // Both lists are ordered: merge them into one word-ordered list.
+  while (changed != changed_words_.end() || removed != removed_.end()) {
     ParamRecord r;
-    if (removed == removed_.end() || (changed != changed_.end() && *changed < *removed)) {
-      const Held& h = index_.at(*changed);
-      r.word = *changed++;
+    if (removed == removed_.end() || (changed != changed_words_.end() && *changed < *removed)) {
+      const auto it = index_.find(*changed);
+      if (it == index_.end() || !it->second.changed) {  // evicted since it was marked
+        ++changed;
+        continue;
+      }
+      it->second.changed = false;
+      r.word = std::move(*changed++);
       r.has_count = true;
-      r.count = h.count;
-      r.count_error = h.error;
+      r.count = it->second.count;
+      r.count_error = it->second.error;
     } else {
       r.word = *removed++;
       r.removed = true;
     }
     records.push_back(std::move(r));
   }
-  changed_.clear();
+  changed_words_.clear();
   removed_.clear();
   return records;
+}
+
+std::vector<std::string> CountSummary::TakeRemoved() {
+  std::vector<std::string> words(removed_.begin(), removed_.end());
+  removed_.clear();
+  return words;
 }
 
 std::vector<ParamRecord> CountSummary::ToRecords() const {

@@ -60,9 +60,11 @@ std::string PushMessage(uint32_t sender, uint64_t sequence, std::vector<ParamRec
   return m->front();
 }
 
-// The newest row record of each word seen on `.params`, and the largest node clock.
+// The newest row record and vocabulary record of each word seen on `.params`, and the largest
+// node clock.
 struct Published {
   std::map<std::string, ParamRecord> rows;
+  std::map<std::string, ParamRecord> vocabulary;
   uint64_t clock = 0;
 };
 
@@ -185,6 +187,9 @@ class ParamNodeTest : public ::testing::Test {
       if (!d.ok()) continue;
       p.clock = std::max(p.clock, d->header.sender_clock);
       if (d->header.sender_clock >= clock) seen = true;
+      if (d->header.kind == ParamMessageKind::kVocabulary) {
+        for (ParamRecord& r : d->records) p.vocabulary[r.word] = std::move(r);
+      }
       if (d->header.kind != ParamMessageKind::kRows) continue;
       for (ParamRecord& r : d->records) p.rows[r.word] = std::move(r);
     }
@@ -460,10 +465,17 @@ TEST_F(ParamNodeTest, EvictedWordsLoseTheirRowsAndTheVocabularyStaysBounded) {
   o.merge.rule = MergeRule::kSum;
   StartNode(o);
   Send({PushMessage(1, 0, {Push("a", 5, {1.0f, 1.0f}), Push("b", 4, {2.0f, 2.0f})})});
-  ReadParams(1);
+  Published first = ReadParams(1);
+  EXPECT_EQ(first.vocabulary["a"].count, 5.0);
+  EXPECT_EQ(first.vocabulary["b"].count, 4.0);
   Send({PushMessage(1, 1, {Push("c", 1, {3.0f, 3.0f})})});  // evicts b, the smallest count
   Published p = ReadParams(2);
   ExpectRow(p.rows["c"].input, {3.0, 3.0});
+  // The vocabulary changes are published: b removed, c entered at b's count plus 1.
+  EXPECT_TRUE(p.vocabulary["b"].removed);
+  EXPECT_TRUE(p.vocabulary["c"].has_count);
+  EXPECT_EQ(p.vocabulary["c"].count, 5.0);
+  EXPECT_EQ(p.vocabulary["c"].count_error, 4.0);
   const ParamNodeStats s = node_->stats();
   EXPECT_EQ(s.rows, 2u);
   EXPECT_EQ(s.evictions, 1u);

@@ -158,6 +158,40 @@ TEST(CountSummaryTest, TakeChangesGivesCountAndRemovalRecordsSinceTheLastCall) {
   EXPECT_EQ(words, (std::vector<std::string>{"c-", "d-", "x+"}));
 }
 
+// TakeRemoved takes the removals alone, in word order, and TakeChanges then gives the counts: a
+// word counted many times once, with its latest count; a word evicted and added back once, as a
+// count; a word evicted after its count changed only as the removal TakeRemoved took.
+TEST(CountSummaryTest, TakeRemovedTakesTheRemovalsAndLeavesTheCounts) {
+  CountSummary s(2);
+  s.Add("m", 5);
+  s.Add("k", 1);
+  ASSERT_EQ(s.TakeChanges().size(), 2u);
+  s.Add("k");
+  s.Add("z");  // evicts k (2 < 5) after its count changed: z enters at 3 with error 2
+  for (int i = 0; i < 4; ++i) s.Add("m");  // m 9
+  s.Add("k");  // evicts z (3): k back at 4 with error 3
+  s.Add("b");  // evicts k (4): b enters at 5
+  EXPECT_EQ(s.TakeRemoved(), (std::vector<std::string>{"k", "z"}));
+  EXPECT_TRUE(s.TakeRemoved().empty());
+  std::vector<ParamRecord> r = s.TakeChanges();
+  std::vector<std::string> words;
+  for (const ParamRecord& x : r) {
+    words.push_back(x.word + (x.removed ? "-" : "+") + std::to_string(static_cast<int>(x.count)));
+  }
+  EXPECT_EQ(words, (std::vector<std::string>{"b+5", "m+9"}));
+  s.Add("b");
+  s.Add("k");  // evicts b (6 < 9): k enters at 7, then k twice more
+  s.Add("k");
+  s.Add("k");
+  r = s.TakeChanges();  // without a TakeRemoved: the removal comes here
+  words.clear();
+  for (const ParamRecord& x : r) {
+    words.push_back(x.word + (x.removed ? "-" : "+") + std::to_string(static_cast<int>(x.count)));
+  }
+  EXPECT_EQ(words, (std::vector<std::string>{"b-0", "k+9"}));
+  EXPECT_TRUE(s.TakeChanges().empty());
+}
+
 // A Zipf(s) stream over `vocab` words ("w0" most frequent).
 std::vector<std::string> ZipfStream(std::mt19937_64& rng, size_t vocab, double s, size_t n) {
   std::vector<double> weights(vocab);

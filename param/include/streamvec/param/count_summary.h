@@ -90,10 +90,17 @@ class CountSummary {
   // What changed since the last call (or since construction), as vocabulary records for
   // `<prefix>.params`: a count record (count, count_error) for every held word whose count
   // changed, a removed record for every word held at some point since and not now (evicted, or
-  // dropped by a merge), in word order; then forgets them. A word evicted and added back in the
-  // interval gets a count record; after FromEntries every held word counts as changed (a
-  // restored node republishes its vocabulary). Memory: one entry per changed word until the call.
+  // dropped by a merge) that TakeRemoved has not taken, in word order; then forgets them. A word
+  // evicted and added back in the interval gets a count record; after FromEntries every held
+  // word counts as changed (a restored node republishes its vocabulary). Memory: one entry per
+  // change until the call (a word's count changes are marked on the word, once).
   std::vector<ParamRecord> TakeChanges();
+
+  // The words that left since the last TakeRemoved or TakeChanges (evicted, or dropped by a
+  // merge, and not held now), in word order, and forgets them: TakeChanges then reports counts
+  // only. For a receiver that must act on removals at once (a node shard drops an evicted
+  // word's rows before it merges the next batch) and publishes count changes less often.
+  std::vector<std::string> TakeRemoved();
 
   // Rebuilds a summary from Entries(), total() and floor() (a snapshot, or a summary sent whole).
   // InvalidArgument naming the entry for anything that breaks the invariants above: more
@@ -106,7 +113,9 @@ class CountSummary {
   struct Held {
     double count;
     double error;
+    bool changed = false;  // listed in changed_words_ since the last TakeChanges
   };
+  void MarkChanged(std::unordered_map<std::string, Held>::iterator it);
   void Insert(const std::string& word, double count, double error);
   size_t capacity_;
   double total_ = 0.0;
@@ -116,8 +125,11 @@ class CountSummary {
   // that found it stale; an Add does not re-file it): at most its count now. Add evicts the
   // first entry whose count is current (see Add).
   std::set<std::pair<double, std::string>> by_count_;
-  // Since the last TakeChanges: words whose count changed (held now), and words that left.
-  std::set<std::string> changed_, removed_;
+  // Since the last TakeChanges: words whose count changed (each once while its flag is set;
+  // possibly also words since evicted, or listed twice after an eviction and a return: taken
+  // only while held and flagged), and words that left.
+  std::vector<std::string> changed_words_;
+  std::set<std::string> removed_;
 };
 
 }  // namespace streamvec
