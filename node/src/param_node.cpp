@@ -721,8 +721,7 @@ bool ParamNode::Impl::RowRecord(uint32_t slot, ParamRecord* r) const {
   }
   r->word = word;
   r->has_count = true;
-  r->count = counts->Estimate(word);
-  r->count_error = r->count - counts->Guaranteed(word);
+  counts->CountOf(word, &r->count, &r->count_error);
   r->input.assign(in, in + dim);
   r->output.assign(out, out + dim);
   return true;

@@ -12,7 +12,7 @@ CountSummary::CountSummary(size_t capacity) : capacity_(capacity) {
   index_.reserve(capacity);
 }
 
-void CountSummary::MarkChanged(std::unordered_map<std::string, Held>::iterator it) {
+void CountSummary::MarkChanged(Index::iterator it) {
   if (it->second.changed) return;
   it->second.changed = true;
   changed_words_.push_back(it->first);
@@ -27,8 +27,7 @@ void CountSummary::Insert(const std::string& word, double count, double error) {
 void CountSummary::Add(std::string_view word, double weight) {
   SV_CHECK(weight > 0.0 && std::isfinite(weight));
   total_ += weight;
-  std::string key(word);
-  if (auto it = index_.find(key); it != index_.end()) {
+  if (auto it = index_.find(word); it != index_.end()) {
     it->second.count += weight;  // its by_count_ entry is left behind (re-filed at an eviction)
     MarkChanged(it);
     return;
@@ -51,7 +50,7 @@ void CountSummary::Add(std::string_view word, double weight) {
     removed_.insert(victim->second);
     by_count_.erase(victim);
   }
-  Insert(key, floor_ + weight, floor_);
+  Insert(std::string(word), floor_ + weight, floor_);
 }
 
 Status CountSummary::AddPushed(std::span<const ParamRecord> records) {
@@ -122,13 +121,19 @@ void CountSummary::Merge(const CountSummary& other_in) {
 }
 
 double CountSummary::Estimate(std::string_view word) const {
-  auto it = index_.find(std::string(word));
+  auto it = index_.find(word);
   return it == index_.end() ? floor_ : it->second.count;
 }
 
 double CountSummary::Guaranteed(std::string_view word) const {
-  auto it = index_.find(std::string(word));
+  auto it = index_.find(word);
   return it == index_.end() ? 0.0 : it->second.count - it->second.error;
+}
+
+void CountSummary::CountOf(std::string_view word, double* count, double* error) const {
+  auto it = index_.find(word);
+  *count = it == index_.end() ? floor_ : it->second.count;
+  *error = it == index_.end() ? floor_ : it->second.error;
 }
 
 std::vector<CountEntry> CountSummary::Entries() const {

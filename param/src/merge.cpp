@@ -98,9 +98,24 @@ MergeBatch::MergeBatch(int dim) : dim_(dim) { SV_CHECK(dim >= 1); }
 
 void MergeBatch::Add(uint64_t key, uint32_t sender, std::span<const float> delta) {
   SV_CHECK(delta.size() == static_cast<size_t>(dim_));
-  auto [it, fresh] = by_key_.try_emplace(key, rounds_.size());
-  if (fresh) rounds_.push_back(Round{key, kNoPart, kNoPart});
-  Round& round = rounds_[it->second];
+  size_t index;
+  if (key < kDenseKeys) {
+    if (key >= round_of_key_.size()) {
+      round_of_key_.resize(std::max<size_t>(key + 1, 2 * round_of_key_.size()), 0);
+    }
+    uint32_t& slot = round_of_key_[key];
+    if (slot == 0) {
+      SV_CHECK(rounds_.size() < UINT32_MAX);
+      rounds_.push_back(Round{key, kNoPart, kNoPart});
+      slot = static_cast<uint32_t>(rounds_.size());
+    }
+    index = slot - 1;
+  } else {
+    auto [it, fresh] = by_key_.try_emplace(key, rounds_.size());
+    if (fresh) rounds_.push_back(Round{key, kNoPart, kNoPart});
+    index = it->second;
+  }
+  Round& round = rounds_[index];
   for (uint32_t p = round.head; p != kNoPart; p = parts_[p].next) {
     if (parts_[p].sender != sender) continue;
     float* acc = pool_.data() + parts_[p].offset;
@@ -133,6 +148,9 @@ void MergeBatch::Apply(const MergeOptions& options,
 }
 
 void MergeBatch::Clear() {
+  for (const Round& round : rounds_) {
+    if (round.key < kDenseKeys) round_of_key_[round.key] = 0;
+  }
   rounds_.clear();
   parts_.clear();
   by_key_.clear();

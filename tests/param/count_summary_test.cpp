@@ -190,6 +190,17 @@ TEST(CountSummaryTest, TakeRemovedTakesTheRemovalsAndLeavesTheCounts) {
   }
   EXPECT_EQ(words, (std::vector<std::string>{"b-0", "k+9"}));
   EXPECT_TRUE(s.TakeChanges().empty());
+  // CountOf: Estimate and Estimate - Guaranteed in one look-up, held or not.
+  for (const char* w : {"k", "m", "b", "never"}) {
+    double count = -1.0, error = -1.0;
+    s.CountOf(w, &count, &error);
+    EXPECT_EQ(count, s.Estimate(w)) << w;
+    EXPECT_EQ(error, s.Estimate(w) - s.Guaranteed(w)) << w;
+  }
+  double count = 0.0, error = 0.0;
+  s.CountOf("k", &count, &error);
+  EXPECT_EQ(count, 9.0);
+  EXPECT_EQ(error, 6.0);
 }
 
 // A Zipf(s) stream over `vocab` words ("w0" most frequent).

@@ -206,6 +206,38 @@ TEST(MergeBatchTest, SumsASendersDeltasAndMergesSendersPerRow) {
   EXPECT_EQ(batch.contributions(), 0u);
 }
 
+// Keys of any size are rows of their own (small ones through the batch's table, large ones
+// through its map), in first-added order, and a reused batch starts every row afresh.
+TEST(MergeBatchTest, KeysOfAnySizeAreRowsOfTheirOwnInTheOrderTheyCame) {
+  MergeBatch batch(2);
+  MergeOptions o;
+  o.rule = MergeRule::kSum;
+  const uint64_t small = 5, edge = uint64_t{1} << 22, large = uint64_t{1} << 40;
+  const std::vector<float> one{1.0f, 2.0f}, ten{10.0f, 20.0f};
+  for (int pass = 0; pass < 2; ++pass) {
+    std::map<uint64_t, Row> rows;
+    for (uint64_t key : {small, edge, large, edge - 1}) rows[key] = Row{{0.0f, 0.0f}};
+    batch.Add(small, 1, one);
+    batch.Add(large, 1, one);
+    batch.Add(edge, 2, ten);
+    batch.Add(small, 2, ten);
+    batch.Add(large, 1, ten);  // sender 1 again: summed into its first delta
+    batch.Add(edge - 1, 1, one);
+    EXPECT_EQ(batch.rows(), 4u) << pass;
+    EXPECT_EQ(batch.contributions(), 5u) << pass;
+    std::vector<uint64_t> order;
+    batch.Apply(o, [&](uint64_t key) {
+      order.push_back(key);
+      return rows.at(key).ref();
+    });
+    EXPECT_EQ(order, (std::vector<uint64_t>{small, large, edge, edge - 1})) << pass;
+    EXPECT_EQ(rows[small].v, (std::vector<float>{11.0f, 22.0f})) << pass;
+    EXPECT_EQ(rows[large].v, (std::vector<float>{11.0f, 22.0f})) << pass;
+    EXPECT_EQ(rows[edge].v, (std::vector<float>{10.0f, 20.0f})) << pass;
+    EXPECT_EQ(rows[edge - 1].v, (std::vector<float>{1.0f, 2.0f})) << pass;
+  }
+}
+
 TEST(MergeBatchTest, ABatchReusedAfterApplyMergesItsSendersInTheOrderTheyCame) {
   MergeBatch batch(2);
   MergeOptions o;

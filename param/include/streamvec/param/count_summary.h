@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <span>
 #include <string>
@@ -75,7 +76,10 @@ class CountSummary {
   // not held).
   double Estimate(std::string_view word) const;
   double Guaranteed(std::string_view word) const;
-  bool Contains(std::string_view word) const { return index_.count(std::string(word)) != 0; }
+  bool Contains(std::string_view word) const { return index_.find(word) != index_.end(); }
+  // Estimate and Guaranteed in one look-up: c and its error e = c - (c - e) of a held word, or
+  // floor() and floor() for a word not held (what the two give for it).
+  void CountOf(std::string_view word, double* count, double* error) const;
 
   size_t size() const { return index_.size(); }
   size_t capacity() const { return capacity_; }
@@ -115,12 +119,19 @@ class CountSummary {
     double error;
     bool changed = false;  // listed in changed_words_ since the last TakeChanges
   };
-  void MarkChanged(std::unordered_map<std::string, Held>::iterator it);
+  // Looked up by string_view (std::hash of a string and of its view agree): no string is built
+  // to find a word.
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
+  };
+  using Index = std::unordered_map<std::string, Held, WordHash, std::equal_to<>>;
+  void MarkChanged(Index::iterator it);
   void Insert(const std::string& word, double count, double error);
   size_t capacity_;
   double total_ = 0.0;
   double floor_ = 0.0;
-  std::unordered_map<std::string, Held> index_;
+  Index index_;
   // (count, word) of every held word, the count as of its last filing (Insert, or an eviction
   // that found it stale; an Add does not re-file it): at most its count now. Add evicts the
   // first entry whose count is current (see Add).

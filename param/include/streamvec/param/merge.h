@@ -105,7 +105,8 @@ void MergeRound(const MergeOptions& options, std::span<const float* const> delta
 
 // Collects one batch of consumed pushes and applies its rounds: one contribution per (row key,
 // sender), deltas of the same sender and key summed. Keys are the caller's (e.g.
-// slot * 2 + table); memory grows with the distinct (key, sender) pairs until Clear.
+// slot * 2 + table); memory grows with the distinct (key, sender) pairs until Clear, and with
+// the largest key below 2^22 (4 bytes a key: a table from key to round, kept across batches).
 class MergeBatch {
  public:
   explicit MergeBatch(int dim);
@@ -135,6 +136,10 @@ class MergeBatch {
   int dim_;
   std::vector<Round> rounds_;                    // first-added order
   std::vector<Part> parts_;                      // every round's parts, flat
+  // key -> index into rounds_ + 1 (0: no round yet), for keys below kDenseKeys (grown to the
+  // largest key added; the node's keys are slot * 2 + table); larger keys go to by_key_.
+  static constexpr uint64_t kDenseKeys = uint64_t{1} << 22;
+  std::vector<uint32_t> round_of_key_;
   std::unordered_map<uint64_t, size_t> by_key_;  // key -> index into rounds_
   std::vector<float> pool_;                      // contributions, dim floats each
   std::vector<const float*> deltas_;             // Apply's scratch
