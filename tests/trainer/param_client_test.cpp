@@ -233,6 +233,82 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   }
 }
 
+// With pull_every, published rows wait: a newer publication of a word replaces its waiting row,
+// a word the node removed loses it (the rows listed after it keep theirs, and can still be
+// replaced), and the application takes the newest of each.
+TEST(ParamClientTest, WaitingRowsAreReplacedDroppedAndAppliedAtTheirTime) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pq.updates", 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pq.params", 1).ok());
+  StreamingLearner learner(SmallLearnerOptions());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pq";
+  po.push_every_words = 1;
+  po.pull_every_words = uint64_t{1} << 40;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat on the mat"}))
+                  .ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // every word pushed
+  ASSERT_TRUE((*client)->Flush(5000).ok());           // delivered: its offsets are known
+
+  ParamMessageHeader h;
+  h.dim = 8;
+  h.sender_clock = 1;
+  h.base_clock = 1000;  // the merged watermark: past every push
+  auto row = [](const std::string& word, float base) {
+    ParamRecord r;
+    r.word = word;
+    for (int j = 0; j < 8; ++j) r.input.push_back(base + static_cast<float>(j));
+    for (int j = 0; j < 8; ++j) r.output.push_back(-base - static_cast<float>(j));
+    return r;
+  };
+  uint64_t produced = 0;
+  auto publish = [&](ParamMessageKind kind, const std::vector<ParamRecord>& records) {
+    h.kind = kind;
+    StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, records);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_EQ(m->size(), 1u);
+    ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pq.params",
+                                  {{.key = "", .value = (*m)[0], .partition = 0}}),
+              0);
+    ++produced;
+    for (int i = 0; i < 100 && (*client)->stats().pull_messages < produced; ++i) {
+      ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_EQ((*client)->stats().pull_messages, produced);
+  };
+  publish(ParamMessageKind::kRows, {row("cat", 10), row("sat", 20), row("mat", 30)});
+  EXPECT_EQ((*client)->stats().rows_pending, 3u);
+  ParamRecord removed;
+  removed.word = "cat";
+  removed.removed = true;
+  publish(ParamMessageKind::kVocabulary, {removed});  // the first waiting row goes
+  EXPECT_EQ((*client)->stats().rows_pending, 2u);
+  // Replace the waiting rows of sat and of mat (which took cat's place in the list).
+  publish(ParamMessageKind::kRows, {row("sat", 40), row("mat", 50)});
+  EXPECT_EQ((*client)->stats().rows_pending, 2u);
+  EXPECT_EQ((*client)->stats().rows_applied, 0u);
+
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // due at a forced sync
+  EXPECT_EQ((*client)->stats().rows_applied, 2u);
+  EXPECT_EQ((*client)->stats().rows_pending, 0u);
+  const ParamRecord sat = row("sat", 40), mat = row("mat", 50), cat = row("cat", 10);
+  const float* sat_in = learner.InputRow("sat");
+  const float* mat_in = learner.InputRow("mat");
+  const float* cat_in = learner.InputRow("cat");
+  ASSERT_NE(sat_in, nullptr);
+  ASSERT_NE(mat_in, nullptr);
+  ASSERT_NE(cat_in, nullptr);
+  // Nothing trained since the push: exactly the published rows.
+  EXPECT_TRUE(std::equal(sat.input.begin(), sat.input.end(), sat_in));
+  EXPECT_TRUE(std::equal(mat.input.begin(), mat.input.end(), mat_in));
+  EXPECT_FALSE(std::equal(cat.input.begin(), cat.input.end(), cat_in));
+}
+
 // The distributed seam of the learner: a word's fresh rows come from the row initializer when
 // it has them, else (word-seeded) from a hash of the word, the same in every learner whatever
 // order the words arrive in. One-word sentences train nothing, so the rows stay as initialised.

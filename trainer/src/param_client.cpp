@@ -91,11 +91,57 @@ struct ParamClient::Impl {
   // so far are merged, which is the base ApplyRows wants, however many rounds pass before the
   // application. (Correcting at application time instead would need the deltas of every round
   // since the publication, and only kKeptRounds rounds are kept.)
-  struct UnappliedRow {
-    std::string word;
-    std::vector<float> rows;
+  // Held in flat lists whose memory is kept from one application to the next (a row consumed
+  // costs no allocation), the rows contiguous as ApplyRows takes them.
+  struct UnappliedRows {
+    int dim = 0;
+    std::vector<uint32_t> position;  // slot -> index + 1 into the lists below (0: none)
+    std::vector<uint32_t> slots;
+    std::vector<std::string> words;  // the word each row was published for
+    std::vector<float> in, out;      // dim floats a row
+    size_t size() const { return slots.size(); }
+    bool empty() const { return slots.empty(); }
+    // The index of `slot`'s row, or -1.
+    int64_t Find(uint32_t slot) const {
+      return slot < position.size() ? static_cast<int64_t>(position[slot]) - 1 : -1;
+    }
+    // The index of `slot`'s row, added (its rows unset) when it has none.
+    size_t Upsert(uint32_t slot) {
+      if (slot >= position.size()) position.resize(slot + 1, 0);
+      if (position[slot] != 0) return position[slot] - 1;
+      slots.push_back(slot);
+      if (words.size() < slots.size()) words.emplace_back();
+      in.resize(slots.size() * static_cast<size_t>(dim));
+      out.resize(in.size());
+      position[slot] = static_cast<uint32_t>(slots.size());
+      return slots.size() - 1;
+    }
+    // Drops `slot`'s row (the last one moves into its place). No-op when it has none.
+    void Erase(uint32_t slot) {
+      const int64_t found = Find(slot);
+      if (found < 0) return;
+      const size_t i = static_cast<size_t>(found), last = slots.size() - 1, d = dim;
+      if (i != last) {
+        slots[i] = slots[last];
+        words[i].swap(words[last]);
+        std::copy(in.begin() + last * d, in.begin() + (last + 1) * d, in.begin() + i * d);
+        std::copy(out.begin() + last * d, out.begin() + (last + 1) * d, out.begin() + i * d);
+        position[slots[i]] = static_cast<uint32_t>(i + 1);
+      }
+      position[slot] = 0;
+      slots.pop_back();
+      in.resize(slots.size() * d);
+      out.resize(in.size());
+    }
+    // Drops every row; the lists keep their memory (words beyond size() are spare strings).
+    void Clear() {
+      for (uint32_t slot : slots) position[slot] = 0;
+      slots.clear();
+      in.clear();
+      out.clear();
+    }
   };
-  std::unordered_map<uint32_t, UnappliedRow> unapplied;
+  UnappliedRows unapplied;
   uint64_t last_apply_words = 0;
   // The shards' newest published rows (input then output, dim floats each) of every word seen
   // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
@@ -211,7 +257,7 @@ struct ParamClient::Impl {
     std::copy(it->second.begin() + dim, it->second.end(), out);
     input_deltas->Untrack(slot);
     output_deltas->Untrack(slot);
-    unapplied.erase(slot);
+    unapplied.Erase(slot);
     input_deltas->MarkDirty(slot);
     output_deltas->MarkDirty(slot);
     slot_word[slot].assign(word);
@@ -241,6 +287,8 @@ struct ParamClient::Impl {
     input_deltas.emplace(t.input, t.slots, t.stride, dim);
     output_deltas.emplace(t.output, t.slots, t.stride, dim);
     slot_word.assign(t.slots, std::string());
+    unapplied.dim = dim;
+    unapplied.position.assign(t.slots, 0);
     pushed_count.assign(t.slots, 0.0);
     initial.assign(t.slots, false);
     last_push_round.assign(t.slots, 0);
@@ -456,7 +504,7 @@ struct ParamClient::Impl {
         slot_word[s] = words[i];
         pushed_count[s] = 0.0;
         initial[s] = true;
-        unapplied.erase(s);  // a publication of the slot's earlier word, or from before the node
+        unapplied.Erase(s);  // a publication of the slot's earlier word, or from before the node
                              // dropped the word: not this row's
       }
     }
@@ -487,12 +535,13 @@ struct ParamClient::Impl {
     for (size_t i = 0; i < slots.size() && !unapplied.empty(); ++i) {
       // What the node will add to the published row once it merges this push (the exported,
       // rounded delta is also what moved the base).
-      const auto it = unapplied.find(slots[i]);
-      if (it == unapplied.end()) continue;
-      float* row = it->second.rows.data();
+      const int64_t u = unapplied.Find(slots[i]);
+      if (u < 0) continue;
+      float* row_in = unapplied.in.data() + static_cast<size_t>(u) * dim;
+      float* row_out = unapplied.out.data() + static_cast<size_t>(u) * dim;
       for (int j = 0; j < dim; ++j) {
-        row[j] += in[i * dim + j];
-        row[dim + j] += out[i * dim + j];
+        row_in[j] += in[i * dim + j];
+        row_out[j] += out[i * dim + j];
       }
     }
     std::vector<std::vector<ParamRecord>> by_shard(options.shards);
@@ -645,7 +694,7 @@ struct ParamClient::Impl {
             const int64_t slot = learner->SlotOf(r.word);
             if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
               slot_word[static_cast<uint32_t>(slot)].clear();
-              unapplied.erase(static_cast<uint32_t>(slot));
+              unapplied.Erase(static_cast<uint32_t>(slot));
             }
           }
         } else if (msg->header.kind == ParamMessageKind::kRows) {
@@ -684,9 +733,11 @@ struct ParamClient::Impl {
               }
               stats.rows_corrected += 1;
             }
-            UnappliedRow& u = unapplied[s];  // the newest publication supersedes a waiting one
-            u.word = r.word;
-            u.rows = received;
+            // The newest publication supersedes a waiting one.
+            const size_t u = unapplied.Upsert(s);
+            unapplied.words[u].assign(r.word);
+            std::copy(received.begin(), received.begin() + dim, unapplied.in.begin() + u * dim);
+            std::copy(received.begin() + dim, received.end(), unapplied.out.begin() + u * dim);
           }
         }
       }
@@ -700,24 +751,32 @@ struct ParamClient::Impl {
   void ApplyUnapplied(uint64_t words_trained) {
     last_apply_words = words_trained;
     if (unapplied.empty()) return;
-    std::vector<uint32_t> slots;
-    std::vector<float> in_rows, out_rows;
-    slots.reserve(unapplied.size());
-    in_rows.reserve(unapplied.size() * static_cast<size_t>(dim));
-    out_rows.reserve(in_rows.capacity());
-    for (const auto& [slot, u] : unapplied) {
-      if (slot_word[slot] != u.word) continue;  // (erased when the slot changes word; a guard)
-      slots.push_back(slot);
-      in_rows.insert(in_rows.end(), u.rows.begin(), u.rows.begin() + dim);
-      out_rows.insert(out_rows.end(), u.rows.begin() + dim, u.rows.end());
+    // Rows whose slot changed word since are dropped (they are erased when the slot changes
+    // word; a guard), the others moved up in place.
+    std::vector<uint32_t>& slots = unapplied.slots;
+    for (uint32_t slot : slots) unapplied.position[slot] = 0;  // all of them go now
+    const size_t d = static_cast<size_t>(dim);
+    size_t kept = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slot_word[slots[i]] != unapplied.words[i]) continue;
+      if (kept != i) {
+        slots[kept] = slots[i];
+        std::copy(unapplied.in.begin() + i * d, unapplied.in.begin() + (i + 1) * d,
+                  unapplied.in.begin() + kept * d);
+        std::copy(unapplied.out.begin() + i * d, unapplied.out.begin() + (i + 1) * d,
+                  unapplied.out.begin() + kept * d);
+      }
+      ++kept;
     }
-    unapplied.clear();
+    slots.resize(kept);
     stats.rows_pending = 0;
-    if (slots.empty()) return;
-    learner->MutableRowTables();  // quiesce: the rows are written below
-    input_deltas->ApplyRows(slots, in_rows.data());
-    output_deltas->ApplyRows(slots, out_rows.data());
-    stats.rows_applied += slots.size();
+    if (kept > 0) {
+      learner->MutableRowTables();  // quiesce: the rows are written below
+      input_deltas->ApplyRows(slots, unapplied.in.data());
+      output_deltas->ApplyRows(slots, unapplied.out.data());
+      stats.rows_applied += kept;
+    }
+    unapplied.Clear();
   }
 
   // The oldest of this trainer's push rounds with rows that `shard` has not acknowledged, by
