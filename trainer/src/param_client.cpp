@@ -32,6 +32,115 @@ bool AllZero(const float* v, int dim) {
   return true;
 }
 
+// One bit a word (the low bits of HashWord), 256 KiB: MayContain is false for a word never
+// added since the last Clear, and true for one added (and for a few others).
+class WordFilter {
+ public:
+  void Add(std::string_view word) {
+    const size_t b = Bit(word);
+    bits_[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  bool MayContain(std::string_view word) const {
+    const size_t b = Bit(word);
+    return (bits_[b >> 6] >> (b & 63)) & 1u;
+  }
+  void Clear() { std::fill(bits_.begin(), bits_.end(), 0); }
+
+ private:
+  static constexpr size_t kBits = size_t{1} << 21;
+  static size_t Bit(std::string_view word) {
+    return static_cast<size_t>(HashWord(word)) & (kBits - 1);
+  }
+  std::vector<uint64_t> bits_ = std::vector<uint64_t>(kBits / 64, 0);
+};
+
+// Published rows waiting to be applied, at most one per slot: the word each was published for
+// and its input and output rows (dim floats each), the rows contiguous as
+// RowDeltaTracker::ApplyRows takes them. The memory is kept from one application to the next,
+// so a row waiting costs no allocation.
+class UnappliedRows {
+ public:
+  // Empties the lists for a table of `slots` rows of `dim` floats.
+  void Reset(size_t slots, int dim) {
+    dim_ = static_cast<size_t>(dim);
+    position_.assign(slots, 0);
+    slots_.clear();
+    in_.clear();
+    out_.clear();
+  }
+  size_t size() const { return slots_.size(); }
+  bool empty() const { return slots_.empty(); }
+  const std::vector<uint32_t>& slots() const { return slots_; }
+  // Row i's input and output rows (i < size(); In(0) and Out(0): every row, contiguous).
+  float* In(size_t i) { return in_.data() + i * dim_; }
+  float* Out(size_t i) { return out_.data() + i * dim_; }
+  // The index of `slot`'s row, or -1.
+  int64_t Find(uint32_t slot) const {
+    return slot < position_.size() ? static_cast<int64_t>(position_[slot]) - 1 : -1;
+  }
+  // `slot`'s row becomes `word`'s `in` and `out` (dim floats each), added when it has none.
+  void Put(uint32_t slot, std::string_view word, const float* in, const float* out) {
+    if (slot >= position_.size()) position_.resize(slot + 1, 0);
+    if (position_[slot] == 0) {
+      slots_.push_back(slot);
+      if (words_.size() < slots_.size()) words_.emplace_back();
+      in_.resize(slots_.size() * dim_);
+      out_.resize(in_.size());
+      position_[slot] = static_cast<uint32_t>(slots_.size());
+    }
+    const size_t i = position_[slot] - 1;
+    words_[i].assign(word);
+    std::copy(in, in + dim_, In(i));
+    std::copy(out, out + dim_, Out(i));
+  }
+  // Drops `slot`'s row (the last one moves into its place). No-op when it has none.
+  void Erase(uint32_t slot) {
+    const int64_t found = Find(slot);
+    if (found < 0) return;
+    const size_t i = static_cast<size_t>(found), last = slots_.size() - 1;
+    if (i != last) Move(last, i);
+    position_[slot] = 0;
+    slots_.pop_back();
+    in_.resize(slots_.size() * dim_);
+    out_.resize(in_.size());
+  }
+  // Keeps, in order, the rows for which keep(slot, word) holds, for one application: Find
+  // knows none of the rows afterwards, and Clear must follow. Returns how many were kept.
+  size_t KeepWhere(const std::function<bool(uint32_t, const std::string&)>& keep) {
+    for (uint32_t slot : slots_) position_[slot] = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (!keep(slots_[i], words_[i])) continue;
+      if (kept != i) Move(i, kept);
+      ++kept;
+    }
+    slots_.resize(kept);
+    return kept;
+  }
+  // Drops every row; the lists keep their memory (words beyond size() are spare strings).
+  void Clear() {
+    for (uint32_t slot : slots_) position_[slot] = 0;
+    slots_.clear();
+    in_.clear();
+    out_.clear();
+  }
+
+ private:
+  // Row `from` into place `to` (its word swapped, its slot's position updated).
+  void Move(size_t from, size_t to) {
+    slots_[to] = slots_[from];
+    words_[to].swap(words_[from]);
+    std::copy(In(from), In(from) + dim_, In(to));
+    std::copy(Out(from), Out(from) + dim_, Out(to));
+    if (position_[slots_[to]] != 0) position_[slots_[to]] = static_cast<uint32_t>(to + 1);
+  }
+  size_t dim_ = 0;
+  std::vector<uint32_t> position_;  // slot -> index + 1 into the lists below (0: none)
+  std::vector<uint32_t> slots_;
+  std::vector<std::string> words_;  // the word each row was published for
+  std::vector<float> in_, out_;     // dim floats a row
+};
+
 }  // namespace
 
 struct ParamClient::Impl {
@@ -91,56 +200,7 @@ struct ParamClient::Impl {
   // so far are merged, which is the base ApplyRows wants, however many rounds pass before the
   // application. (Correcting at application time instead would need the deltas of every round
   // since the publication, and only kKeptRounds rounds are kept.)
-  // Held in flat lists whose memory is kept from one application to the next (a row consumed
-  // costs no allocation), the rows contiguous as ApplyRows takes them.
-  struct UnappliedRows {
-    int dim = 0;
-    std::vector<uint32_t> position;  // slot -> index + 1 into the lists below (0: none)
-    std::vector<uint32_t> slots;
-    std::vector<std::string> words;  // the word each row was published for
-    std::vector<float> in, out;      // dim floats a row
-    size_t size() const { return slots.size(); }
-    bool empty() const { return slots.empty(); }
-    // The index of `slot`'s row, or -1.
-    int64_t Find(uint32_t slot) const {
-      return slot < position.size() ? static_cast<int64_t>(position[slot]) - 1 : -1;
-    }
-    // The index of `slot`'s row, added (its rows unset) when it has none.
-    size_t Upsert(uint32_t slot) {
-      if (slot >= position.size()) position.resize(slot + 1, 0);
-      if (position[slot] != 0) return position[slot] - 1;
-      slots.push_back(slot);
-      if (words.size() < slots.size()) words.emplace_back();
-      in.resize(slots.size() * static_cast<size_t>(dim));
-      out.resize(in.size());
-      position[slot] = static_cast<uint32_t>(slots.size());
-      return slots.size() - 1;
-    }
-    // Drops `slot`'s row (the last one moves into its place). No-op when it has none.
-    void Erase(uint32_t slot) {
-      const int64_t found = Find(slot);
-      if (found < 0) return;
-      const size_t i = static_cast<size_t>(found), last = slots.size() - 1, d = dim;
-      if (i != last) {
-        slots[i] = slots[last];
-        words[i].swap(words[last]);
-        std::copy(in.begin() + last * d, in.begin() + (last + 1) * d, in.begin() + i * d);
-        std::copy(out.begin() + last * d, out.begin() + (last + 1) * d, out.begin() + i * d);
-        position[slots[i]] = static_cast<uint32_t>(i + 1);
-      }
-      position[slot] = 0;
-      slots.pop_back();
-      in.resize(slots.size() * d);
-      out.resize(in.size());
-    }
-    // Drops every row; the lists keep their memory (words beyond size() are spare strings).
-    void Clear() {
-      for (uint32_t slot : slots) position[slot] = 0;
-      slots.clear();
-      in.clear();
-      out.clear();
-    }
-  };
+  // Held in flat lists whose memory is kept from one application to the next (UnappliedRows).
   UnappliedRows unapplied;
   uint64_t last_apply_words = 0;
   // The shards' newest published rows (input then output, dim floats each) of every word seen
@@ -155,33 +215,21 @@ struct ParamClient::Impl {
   };
   std::unordered_map<std::string, std::vector<float>, WordHash, std::equal_to<>> node_rows;
   size_t node_rows_cap = 0;
-  // A filter of one bit a word (low bits of HashWord) over node_rows' words, 256 KiB: most
-  // words given a slot are rare ones no shard has published (a run of the 100M corpus with two
-  // trainers: about 13k of 200k slot initialisations each found a node row), and the filter
-  // answers those without the map's cache misses. A word that leaves node_rows keeps its bit (a
-  // false positive costs one map look-up); the filter is rebuilt from the map once the words
-  // added since the last rebuild outnumber twice the map's size.
-  static constexpr size_t kNodeRowFilterBits = size_t{1} << 21;
-  std::vector<uint64_t> node_row_filter = std::vector<uint64_t>(kNodeRowFilterBits / 64, 0);
+  // A filter over node_rows' words: most words given a slot are rare ones no shard has
+  // published (a run of the 100M corpus with two trainers: about 13k of 200k slot
+  // initialisations each found a node row), and the filter answers those without the map's
+  // cache misses. A word that leaves node_rows keeps its bit (a false positive costs one map
+  // look-up); the filter is rebuilt from the map once the words added since the last rebuild
+  // outnumber twice the map's size.
+  WordFilter node_row_filter;
   size_t node_row_filter_adds = 0;
-  static size_t NodeRowFilterBit(std::string_view word) {
-    return static_cast<size_t>(HashWord(word)) & (kNodeRowFilterBits - 1);
-  }
-  bool MaybeNodeRow(std::string_view word) const {
-    const size_t b = NodeRowFilterBit(word);
-    return (node_row_filter[b >> 6] >> (b & 63)) & 1u;
-  }
   void AddNodeRowWord(std::string_view word) {
     if (++node_row_filter_adds > 2 * std::max<size_t>(node_rows.size(), 4096)) {
-      std::fill(node_row_filter.begin(), node_row_filter.end(), 0);
-      for (const auto& [w, rows] : node_rows) {
-        const size_t b = NodeRowFilterBit(w);
-        node_row_filter[b >> 6] |= uint64_t{1} << (b & 63);
-      }
+      node_row_filter.Clear();
+      for (const auto& [w, rows] : node_rows) node_row_filter.Add(w);
       node_row_filter_adds = 0;
     }
-    const size_t b = NodeRowFilterBit(word);
-    node_row_filter[b >> 6] |= uint64_t{1} << (b & 63);
+    node_row_filter.Add(word);
   }
   // The deltas of the last kKeptRounds push rounds not yet acknowledged by every shard: a
   // publication older than this trainer's pushes of a row is taken as the published row plus
@@ -246,7 +294,7 @@ struct ParamClient::Impl {
   // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
   // tracks its delta against that row and is not initial.
   bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
-    const auto it = MaybeNodeRow(word) ? node_rows.find(word) : node_rows.end();
+    const auto it = node_row_filter.MayContain(word) ? node_rows.find(word) : node_rows.end();
     if (it == node_rows.end()) {
       // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
       // this same word before an eviction (its old base is not this row's).
@@ -287,8 +335,7 @@ struct ParamClient::Impl {
     input_deltas.emplace(t.input, t.slots, t.stride, dim);
     output_deltas.emplace(t.output, t.slots, t.stride, dim);
     slot_word.assign(t.slots, std::string());
-    unapplied.dim = dim;
-    unapplied.position.assign(t.slots, 0);
+    unapplied.Reset(t.slots, dim);
     pushed_count.assign(t.slots, 0.0);
     initial.assign(t.slots, false);
     last_push_round.assign(t.slots, 0);
@@ -537,8 +584,8 @@ struct ParamClient::Impl {
       // rounded delta is also what moved the base).
       const int64_t u = unapplied.Find(slots[i]);
       if (u < 0) continue;
-      float* row_in = unapplied.in.data() + static_cast<size_t>(u) * dim;
-      float* row_out = unapplied.out.data() + static_cast<size_t>(u) * dim;
+      float* row_in = unapplied.In(static_cast<size_t>(u));
+      float* row_out = unapplied.Out(static_cast<size_t>(u));
       for (int j = 0; j < dim; ++j) {
         row_in[j] += in[i * dim + j];
         row_out[j] += out[i * dim + j];
@@ -734,10 +781,7 @@ struct ParamClient::Impl {
               stats.rows_corrected += 1;
             }
             // The newest publication supersedes a waiting one.
-            const size_t u = unapplied.Upsert(s);
-            unapplied.words[u].assign(r.word);
-            std::copy(received.begin(), received.begin() + dim, unapplied.in.begin() + u * dim);
-            std::copy(received.begin() + dim, received.end(), unapplied.out.begin() + u * dim);
+            unapplied.Put(s, r.word, received.data(), received.data() + dim);
           }
         }
       }
@@ -752,28 +796,14 @@ struct ParamClient::Impl {
     last_apply_words = words_trained;
     if (unapplied.empty()) return;
     // Rows whose slot changed word since are dropped (they are erased when the slot changes
-    // word; a guard), the others moved up in place.
-    std::vector<uint32_t>& slots = unapplied.slots;
-    for (uint32_t slot : slots) unapplied.position[slot] = 0;  // all of them go now
-    const size_t d = static_cast<size_t>(dim);
-    size_t kept = 0;
-    for (size_t i = 0; i < slots.size(); ++i) {
-      if (slot_word[slots[i]] != unapplied.words[i]) continue;
-      if (kept != i) {
-        slots[kept] = slots[i];
-        std::copy(unapplied.in.begin() + i * d, unapplied.in.begin() + (i + 1) * d,
-                  unapplied.in.begin() + kept * d);
-        std::copy(unapplied.out.begin() + i * d, unapplied.out.begin() + (i + 1) * d,
-                  unapplied.out.begin() + kept * d);
-      }
-      ++kept;
-    }
-    slots.resize(kept);
+    // word; a guard).
+    const size_t kept = unapplied.KeepWhere(
+        [this](uint32_t slot, const std::string& word) { return slot_word[slot] == word; });
     stats.rows_pending = 0;
     if (kept > 0) {
       learner->MutableRowTables();  // quiesce: the rows are written below
-      input_deltas->ApplyRows(slots, unapplied.in.data());
-      output_deltas->ApplyRows(slots, unapplied.out.data());
+      input_deltas->ApplyRows(unapplied.slots(), unapplied.In(0));
+      output_deltas->ApplyRows(unapplied.slots(), unapplied.Out(0));
       stats.rows_applied += kept;
     }
     unapplied.Clear();
