@@ -18,7 +18,10 @@ trainers' summary lines), the
 node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
 and how many were never merged (dropped, not pushed again). Then a scaling model from
-the measured figures (docs/distributed.md, "Scaling").
+the measured figures (docs/distributed.md, "Scaling"). A run whose trainers read fewer of the
+corpus's words than the baseline of its rep (a trainer stopped at --max-idle while the ingest was
+held back by the group's lag, so the rest of its partitions was never read) is marked INCOMPLETE
+and left out of the tables and the model.
 
   /usr/bin/python3 bench/distributed_bench.py                       # cost: 1x0 vs 2x1, 3 reps
   /usr/bin/python3 bench/distributed_bench.py --configs 1x0,4x2:scaled,4x2:average,4x2:sum \
@@ -343,6 +346,14 @@ def main() -> int:
                     row = {"config": tag.rsplit("-", 1)[0], "failed": str(e)}
                     log(f"FAILED: {e}")
                 row["rep"] = rep
+                b = next((r for r in rows if r.get("rep") == rep and r.get("trainers") == 1
+                          and r.get("shards") == 0 and "words" in r), None)
+                if b and "words" in row and row["words"] < b["words"]:
+                    # A trainer stopped at --max-idle while the ingest was held back by the
+                    # group's lag (every trainer's commits count): its later documents were
+                    # never trained. Its words/s and scores are not comparable.
+                    row["incomplete"] = f"{row['words']} of {b['words']} words trained"
+                    log(f"INCOMPLETE: {row['incomplete']} (raise --max-idle)")
                 rows.append(row)
                 log(json.dumps({k: v for k, v in row.items() if not isinstance(v, (float, dict))
                                 or k in ("wall_s", "ws353")}))
@@ -364,6 +375,9 @@ def main() -> int:
         if "failed" in r:
             print(f"| {r['config']} | {r['rep']} | FAILED: {r['failed'][:80]} |")
             continue
+        if "incomplete" in r:
+            print(f"| {r['config']} | {r['rep']} | INCOMPLETE: {r['incomplete']} |")
+            continue
         b = base.get(r["rep"])
         ratio = r["words_per_s"] / b["words_per_s"] if b else None
         print(f"| {r['config']} | {r['rep']} | {r['wall_s']:.1f} | {r['words_per_s'] / 1e6:.2f}M "
@@ -372,7 +386,7 @@ def main() -> int:
               f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
               f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} / "
               f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} |")
-    common = [r for r in rows if r.get("common") and r.get("shards")]
+    common = [r for r in rows if r.get("common") and r.get("shards") and "incomplete" not in r]
     if common:
         print("\nWS-353 and MEN on the pairs both the run and the baseline of its rep hold:")
         print("| config | rep | WS-353 pairs | WS-353 | baseline | difference | MEN pairs | MEN "
@@ -390,7 +404,7 @@ def main() -> int:
     # The scaling model (docs/distributed.md): a shard core merges C push bytes a second; a
     # trainer training w words/s pushes b bytes a trained word; a shard serves C / (b w)
     # trainers before it saturates.
-    dist = [r for r in rows if r.get("shards") and "failed" not in r]
+    dist = [r for r in rows if r.get("shards") and "failed" not in r and "incomplete" not in r]
     if dist and base:
         C = statistics.median(r["push_mb_per_node_core_s"] for r in dist) * 1e6
         b = statistics.median(r["push_bytes_per_word"] for r in dist)
