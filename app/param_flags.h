@@ -14,7 +14,7 @@
 namespace streamvec::app {
 
 struct ParamClientFlags {
-  uint64_t push_every = uint64_t{1} << 18;  // --push-every: trained words between pushes
+  uint64_t push_every = 0;  // --push-every: trained words between pushes (0: by the trainers)
   uint32_t push_hot_rows = 4096;            // --push-hot-rows
   uint32_t push_max_period = 8;             // --push-max-period, rounds
   int64_t pull_every = 0;      // --pull-every: trained words between applications (0: each doc)

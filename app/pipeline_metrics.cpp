@@ -142,6 +142,10 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rows_pending", "gauge",
                     "Published rows read and waiting to be applied (--pull-every).",
                     static_cast<double>(ps.rows_pending));
+  api::AppendMetric(out, "streamvec_train_param_push_interval_words", "gauge",
+                    "Trained words between two pushes now (--push-every, or by the trainers "
+                    "sharing the partitions).",
+                    static_cast<double>(ps.push_every_words));
 }
 
 namespace {
@@ -249,6 +253,10 @@ void AppendLabelledTrainerMetrics(std::string* out,
   family("streamvec_train_param_rows_pending", "gauge",
          "Published rows read and waiting to be applied (--pull-every).",
          [](const T& t) { return t.param.rows_pending; });
+  family("streamvec_train_param_push_interval_words", "gauge",
+         "Trained words between two pushes now (--push-every, or by the trainers sharing the "
+         "partitions).",
+         [](const T& t) { return t.param.push_every_words; });
 }
 
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {

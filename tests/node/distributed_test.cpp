@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -219,6 +220,46 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
   ASSERT_TRUE(node_status.ok()) << node_status.ToString();
   EXPECT_TRUE(merged_while_running) << "the shard merged nothing while the trainer ran";
   EXPECT_EQ(running.documents, 200u);
+  fs::remove_all(dir);
+}
+
+// Without --push-every a trainer pushes every kGroupPushWords over the trainers that share the
+// topic (the topic's partitions over its own): 2 of 8 partitions push as one of four trainers,
+// all 8 as one alone, 1 of 8 as one of eight (never below kMinGroupPushWords); --push-every
+// wins when given. The interval is the gauge streamvec_train_param_push_interval_words.
+TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitions) {
+  const fs::path dir = FreshDir("streamvec_dist_interval");
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 8});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("interval"), 8).ok());
+  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("interval"), 1).ok());
+  StatusOr<std::unique_ptr<ParamNode>> node =
+      ParamNode::Create(OneShardOptions(broker->get(), "interval", dir));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  struct Case {
+    std::vector<int32_t> partitions;
+    uint64_t push_every;  // the option; 0: by the share
+    uint64_t want;
+  };
+  const Case cases[] = {{{0, 1}, 0, kGroupPushWords / 4},
+                        {{0, 1, 2, 3, 4, 5, 6, 7}, 0, kGroupPushWords},
+                        {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8)},
+                        {{0, 1}, 1000, 1000}};
+  int n = 0;
+  for (const Case& c : cases) {
+    KafkaTrainerOptions o = SmallTrainerOptions(
+        broker->get(), "interval", dir / ("trainer" + std::to_string(n)), 0, /*id=*/1, 1);
+    o.group = "interval.trainers" + std::to_string(n++);
+    o.assign_partitions = c.partitions;
+    o.push_every_words = c.push_every;
+    o.max_idle_s = 0.5;
+    StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
+    ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+    std::atomic<bool> stop{false};
+    ASSERT_TRUE((*trainer)->Run(stop).ok());
+    EXPECT_EQ((*trainer)->stats().param.push_every_words, c.want)
+        << c.partitions.size() << " of 8 partitions, --push-every " << c.push_every;
+  }
   fs::remove_all(dir);
 }
 

@@ -203,6 +203,7 @@ struct KafkaTrainer::Impl {
 
   // Run-thread state.
   std::set<int32_t> assigned;
+  int32_t topic_partitions = 0;  // of `topic`, once asked (UpdatePushInterval)
   // Assigned partitions read to their end (ERR__PARTITION_EOF) with no message since: the topic
   // is idle for --max-idle only once this holds every assigned partition.
   std::set<int32_t> at_end;
@@ -305,6 +306,12 @@ struct KafkaTrainer::Impl {
   // Assignment mode: takes the configured partitions (waiting, until `stop`, for the topic to
   // exist). False when stopped first.
   bool AssignManually(const std::atomic<bool>& stop);
+  // The partitions of `topic` by the consumer's metadata (one request, 2 s at most); 0 when
+  // unknown.
+  int32_t TopicPartitions();
+  // KafkaTrainerOptions::push_every_words 0: the push interval for this trainer's share of the
+  // partitions (kGroupPushWords over the trainers that share them), set on the ParamClient.
+  void UpdatePushInterval();
   // On the embedded broker (the cluster id is the mock's), the consumer's fetch.wait.max.ms
   // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
   // the end of that wait, even when documents arrive meanwhile, so librdkafka's 500 ms held each
@@ -446,6 +453,7 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
   }
   spdlog::info("trainer: {} partition(s) of {} assigned ({} {})", assigned.size(), topic,
                options.assign ? "manually, offsets committed to group" : "group", group);
+  UpdatePushInterval();
   ever_assigned = true;
   last_activity = Clock::now();
 }
@@ -862,21 +870,42 @@ Status KafkaTrainer::Impl::SuitConsumerToEmbeddedBroker(RdKafka::Conf* consumer_
   return Status::Ok();
 }
 
+int32_t KafkaTrainer::Impl::TopicPartitions() {
+  int32_t partitions = 0;
+  RdKafka::Metadata* md = nullptr;
+  std::string err;
+  std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
+  if (t && consumer->metadata(false, t.get(), &md, 2000) == RdKafka::ERR_NO_ERROR && md) {
+    for (const RdKafka::TopicMetadata* tm : *md->topics()) {
+      if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR) {
+        partitions = static_cast<int32_t>(tm->partitions()->size());
+      }
+    }
+  }
+  delete md;
+  return partitions;
+}
+
+void KafkaTrainer::Impl::UpdatePushInterval() {
+  if (!param || options.push_every_words != 0 || assigned.empty()) return;
+  if (topic_partitions <= 0) topic_partitions = TopicPartitions();
+  if (topic_partitions <= 0) return;  // unknown: the interval stays
+  const uint64_t trainers = std::max<uint64_t>(
+      1, static_cast<uint64_t>(std::lround(static_cast<double>(topic_partitions) /
+                                           static_cast<double>(assigned.size()))));
+  const uint64_t every = std::max(kMinGroupPushWords, kGroupPushWords / trainers);
+  if (every == param->push_every_words()) return;
+  param->set_push_every_words(every);
+  spdlog::info("trainer: {} of the {} partitions of {}: about {} trainer(s) share them; pushing "
+               "every {} trained words",
+               assigned.size(), topic_partitions, topic, trainers, every);
+}
+
 bool KafkaTrainer::Impl::AssignManually(const std::atomic<bool>& stop) {
   int32_t partitions = -1;
   auto last_log = Clock::now() - std::chrono::seconds(60);
   while (!stop.load()) {
-    RdKafka::Metadata* md = nullptr;
-    std::string err;
-    std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
-    if (t && consumer->metadata(false, t.get(), &md, 2000) == RdKafka::ERR_NO_ERROR && md) {
-      for (const RdKafka::TopicMetadata* tm : *md->topics()) {
-        if (tm->topic() == topic && tm->err() == RdKafka::ERR_NO_ERROR) {
-          partitions = static_cast<int32_t>(tm->partitions()->size());
-        }
-      }
-    }
-    delete md;
+    partitions = TopicPartitions();
     if (partitions > 0) break;
     if (SecondsSince(last_log) >= 10) {
       spdlog::info("trainer: waiting for topic {} to exist", topic);
@@ -1107,7 +1136,8 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     ParamClientOptions po;
     po.kafka = o.kafka;
     po.shards = o.param_shards;
-    po.push_every_words = o.push_every_words;
+    // 0: set at each assignment (UpdatePushInterval); until the first, as for two trainers.
+    po.push_every_words = o.push_every_words != 0 ? o.push_every_words : kGroupPushWords / 2;
     po.push_hot_rows = o.push_hot_rows;
     po.push_max_period = o.push_max_period;
     po.pull_every_words = o.pull_every_words;
@@ -1117,9 +1147,12 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, m.learner.get());
     if (!client.ok()) return client.status();
     m.param = std::move(client).value();
-    spdlog::info("trainer: pushing to {} ({} shard(s)) as trainer {}, every {} trained words",
+    spdlog::info("trainer: pushing to {} ({} shard(s)) as trainer {}, every {}",
                  UpdatesTopic(o.kafka.topic_prefix), o.param_shards, po.sender,
-                 o.push_every_words);
+                 o.push_every_words != 0
+                     ? std::to_string(o.push_every_words) + " trained words"
+                     : std::to_string(kGroupPushWords) +
+                           " trained words over the trainers sharing the partitions");
   }
   const StreamingStats ls = m.learner->stats();
   m.start_words = ls.words_seen;

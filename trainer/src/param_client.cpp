@@ -901,6 +901,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   learner->SetWordSeededInit(true);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->stats.push_every_words = options.push_every_words;
   impl->learner = learner;
   if (options.push_hot_rows > 0) {
     int max_level = 0;
@@ -990,6 +991,14 @@ Status ParamClient::Flush(int timeout_ms) {
 }
 
 ParamClientStats ParamClient::stats() const { return impl_->stats; }
+
+void ParamClient::set_push_every_words(uint64_t words) {
+  SV_CHECK(words >= 1);
+  impl_->options.push_every_words = words;
+  impl_->stats.push_every_words = words;
+}
+
+uint64_t ParamClient::push_every_words() const { return impl_->options.push_every_words; }
 
 void ParamClient::set_stop(const std::atomic<bool>* stop) { impl_->options.stop = stop; }
 

@@ -81,6 +81,13 @@ class SharedSourcePositions {
   SourcePositions positions_;  // GUARDED_BY(mu_)
 };
 
+// The default push interval (KafkaTrainerOptions::push_every_words 0): kGroupPushWords trained
+// words a push of the whole group, so a trainer of T pushes every kGroupPushWords / T words (four
+// trainers: 262,144), never more often than every kMinGroupPushWords. docs/distributed.md, "Where
+// the quality goes".
+inline constexpr uint64_t kGroupPushWords = uint64_t{1} << 19;
+inline constexpr uint64_t kMinGroupPushWords = uint64_t{1} << 15;
+
 struct KafkaTrainerOptions {
   KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
   std::string group;                  // consumer group; "" = "<prefix>.trainers"
@@ -149,7 +156,11 @@ struct KafkaTrainerOptions {
   // deltas and counts to <prefix>.updates and applies the rows the node's shards publish on
   // <prefix>.params, between micro-batches. 0: alone, as before.
   uint32_t param_shards = 0;
-  uint64_t push_every_words = uint64_t{1} << 18;  // trained words between pushes
+  // Trained words between pushes; 0: kGroupPushWords over the trainers sharing the topic (its
+  // partitions over this trainer's, at each assignment), at least kMinGroupPushWords: the group
+  // as a whole trains about the same number of words between two pushes of one trainer, so a
+  // trainer's view of the others' rows is as stale with two trainers as with eight.
+  uint64_t push_every_words = 0;
   uint32_t push_hot_rows = 4096;  // the push schedule (ParamClientOptions::push_hot_rows)
   uint32_t push_max_period = 8;   // rounds (ParamClientOptions::push_max_period)
   uint64_t pull_every_words = 0;  // trained words between applications of the shards' rows

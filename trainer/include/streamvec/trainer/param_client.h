@@ -105,6 +105,7 @@ struct ParamClientStats {
   uint64_t unacked_rounds = 0;  // this trainer's push rounds with rows that some shard has not
                                 // acknowledged yet, the round just pushed included (gauge)
   uint64_t rows_pending = 0;    // published rows consumed, waiting for pull_every (gauge)
+  uint64_t push_every_words = 0;  // the push interval now (gauge; set_push_every_words)
 };
 
 class ParamClient {
@@ -129,6 +130,11 @@ class ParamClient {
   Status Flush(int timeout_ms);
 
   ParamClientStats stats() const;
+  // ParamClientOptions::push_every_words from now on (>= 1): the next push once that many words
+  // were trained since the last one. The trainer sets it when its share of the partitions
+  // changes (KafkaTrainerOptions::push_every_words 0).
+  void set_push_every_words(uint64_t words);
+  uint64_t push_every_words() const;
   // ParamClientOptions::stop, set after Create (the trainer's Run receives its flag).
   void set_stop(const std::atomic<bool>* stop);
 
