@@ -203,7 +203,7 @@ struct KafkaTrainer::Impl {
 
   // Run-thread state.
   std::set<int32_t> assigned;
-  int32_t topic_partitions = 0;  // of `topic`, once asked (UpdatePushInterval)
+  int32_t topic_partitions = 0;  // of `topic`, at the last assignment (UpdatePushInterval)
   // Assigned partitions read to their end (ERR__PARTITION_EOF) with no message since: the topic
   // is idle for --max-idle only once this holds every assigned partition.
   std::set<int32_t> at_end;
@@ -888,7 +888,8 @@ int32_t KafkaTrainer::Impl::TopicPartitions() {
 
 void KafkaTrainer::Impl::UpdatePushInterval() {
   if (!param || options.push_every_words != 0 || assigned.empty()) return;
-  if (topic_partitions <= 0) topic_partitions = TopicPartitions();
+  // Asked at every assignment: partitions may have been added since the last one.
+  if (const int32_t now = TopicPartitions(); now > 0) topic_partitions = now;
   if (topic_partitions <= 0) return;  // unknown: the interval stays
   const uint64_t trainers = std::max<uint64_t>(
       1, static_cast<uint64_t>(std::lround(static_cast<double>(topic_partitions) /
