@@ -897,9 +897,10 @@ void KafkaTrainer::Impl::UpdatePushInterval() {
   const uint64_t every = std::max(kMinGroupPushWords, kGroupPushWords / trainers);
   if (every == param->push_every_words()) return;
   param->set_push_every_words(every);
-  spdlog::info("trainer: {} of the {} partitions of {}: about {} trainer(s) share them; pushing "
-               "every {} trained words",
-               assigned.size(), topic_partitions, topic, trainers, every);
+  spdlog::info(
+      "trainer: {} of the {} partitions of {}: about {} trainer(s) share them; pushing "
+      "every {} trained words",
+      assigned.size(), topic_partitions, topic, trainers, every);
 }
 
 bool KafkaTrainer::Impl::AssignManually(const std::atomic<bool>& stop) {
