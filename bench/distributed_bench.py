@@ -317,7 +317,10 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=8, help="partitions of <prefix>.docs")
     ap.add_argument("--vocab-capacity", type=int, default=50000)
     ap.add_argument("--delta-precision", default="fp16")
-    ap.add_argument("--max-idle", type=float, default=3.0)
+    ap.add_argument("--max-idle", type=float, default=None,
+                    help="seconds without a document before a trainer stops (default 3, 10 when "
+                         "a configuration has more than four trainers: a trainer of eight can "
+                         "wait that long while the ingest waits for the others)")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--train-arg", action="append", default=[],
                     help="extra argument for the pushing trainers (repeat; --train-arg=--x=y)")
@@ -328,6 +331,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/distributed_bench")
     a = ap.parse_args()
     configs = [parse_config(c) for c in a.configs.split(",")]
+    if a.max_idle is None:
+        a.max_idle = 10.0 if max(n for n, _, _ in configs) > 4 else 3.0
     a.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (stop_all(), sys.exit(1)))
     rows = []
@@ -366,7 +371,8 @@ def main() -> int:
     print(f"# distributed_bench: {a.corpus.name}, configs {a.configs}, {a.reps} rep(s), "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"# command: /usr/bin/python3 bench/distributed_bench.py --configs {a.configs} "
-          f"--reps {a.reps}" + "".join(f" --train-arg={x}" for x in a.train_arg)
+          f"--reps {a.reps} --max-idle {a.max_idle:g}"
+          + "".join(f" --train-arg={x}" for x in a.train_arg)
           + "".join(f" --node-arg={x}" for x in a.node_arg))
     print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
           "| pull B/word | node CPU s | merges/core-s | dropped / pushed again / never merged |")
