@@ -6,10 +6,12 @@ namespace streamvec::app {
 
 void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::string& lead) {
   cmd->add_option("--push-every", flags->push_every,
-                  lead +
-                      "trained words between pushes (0: 524288 over the trainers sharing the "
-                      "topic's partitions, as this trainer's share of them says: 262144 for two, "
-                      "131072 for four; at least 32768)")
+                  lead + "trained words between pushes (0: " + std::to_string(kGroupPushWords) +
+                      " over the trainers sharing the topic's partitions, as this trainer's "
+                      "share of them says: " +
+                      std::to_string(kGroupPushWords / 2) + " for two, " +
+                      std::to_string(kGroupPushWords / 4) + " for four; at least " +
+                      std::to_string(kMinGroupPushWords) + ")")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--push-hot-rows", flags->push_hot_rows,

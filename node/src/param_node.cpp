@@ -451,13 +451,15 @@ void ParamNode::Impl::Reject(const RdKafka::Message& m, const std::string& reaso
 }
 
 void ParamNode::Impl::TakeRemovedWords() {
-  for (std::string& word : counts->TakeRemoved()) {
+  std::vector<std::string> removed = counts->TakeRemoved();
+  if (removed.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.evictions += removed.size();
+  }
+  for (std::string& word : removed) {
     if (const int64_t slot = rows.Find(word); slot >= 0) ClearPending(static_cast<uint32_t>(slot));
     rows.Remove(word);
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++stats.evictions;
-    }
     ParamRecord r;
     r.word = word;
     r.removed = true;

@@ -82,9 +82,9 @@ class SharedSourcePositions {
 };
 
 // The default push interval (KafkaTrainerOptions::push_every_words 0): kGroupPushWords trained
-// words a push of the whole group, so a trainer of T pushes every kGroupPushWords / T words (four
-// trainers: 262,144), never more often than every kMinGroupPushWords. docs/distributed.md, "Where
-// the quality goes".
+// words a push of the whole group, so a trainer of T pushes every kGroupPushWords / T words (two
+// trainers: 262,144; four: 131,072), never more often than every kMinGroupPushWords.
+// docs/distributed.md, "Where the quality goes".
 inline constexpr uint64_t kGroupPushWords = uint64_t{1} << 19;
 inline constexpr uint64_t kMinGroupPushWords = uint64_t{1} << 15;
 
