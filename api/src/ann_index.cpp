@@ -10,12 +10,19 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "streamvec/kernels/dot.h"
 
@@ -147,6 +154,252 @@ std::string Hex(uint64_t v) {
   return out.str();
 }
 
+using Graph = hnswlib::HierarchicalNSW<float>;
+using hnswlib::tableint;
+
+// Prefetches `bytes` from `p` into L1, one 64-byte line at a time.
+inline void Prefetch(const char* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+  __builtin_prefetch(p + bytes - 1, 0, 3);
+}
+
+// A layer-0 candidate of the searches below: the ef nearest found so far, nearest first, each
+// marked once expanded.
+struct PoolEntry {
+  float distance;
+  tableint id;
+  bool expanded;
+};
+
+// SEARCH-LAYER on layer 0 (Malkov & Yashunin 2018, algorithm 2) from `entry` with `ef`
+// candidates, into `pool` (nearest first, at most ef). The steps, in the same order, of hnswlib
+// 0.6's layer-0 search without deletions (searchBaseLayerST for queries, searchBaseLayer while
+// inserting), so the same answers. The differences, all for speed at vocabularies whose graph
+// is larger than the caches (220k rows: 55 MB, where a search touches thousands of elements and
+// is bound by memory latency):
+// - when a node is expanded, the codes of all its unvisited neighbours are prefetched before the
+//   first distance is computed, so their cache misses overlap (hnswlib prefetches one line of the
+//   next neighbour only), and scored in one Int8DotMany call (hnswlib: two indirect calls each);
+// - the visited set takes a bit a node (27 KB at 220k nodes, a thread's own, in L1 or L2) where
+//   hnswlib's takes two bytes (440 KB, whose random reads missed the caches on most visits; and
+//   its pool takes a lock twice a search);
+// - one sorted pool (as NSG's and DiskANN's searches keep it) replaces hnswlib's two heaps (`top`,
+//   the ef nearest, and `candidates`, every unexpanded node): hnswlib expands its nearest
+//   unexpanded candidate while that is no farther than the ef-th nearest, and every such
+//   candidate is in the pool; a node enters when nearer than the ef-th (or the pool is not
+//   full). Ties aside (equal SQ8 distances), the same expansions in the same order;
+// - no statistics: hnswlib's searchKnn adds to two atomic counters per visited node, which
+//   concurrent request threads bounce between cores.
+// `nodes`: an upper bound of the node ids (the visited set's size). `read_links(node)` gives the
+// node's layer-0 list as (pointer to its ids, count): in place for a built graph; a copy taken
+// under the node's lock while other threads insert (the list changes under them).
+template <typename ReadLinks>
+void SearchLayer0(const Graph& g, const void* query, size_t ef, tableint entry,
+                  float entry_distance, size_t nodes, ReadLinks read_links,
+                  std::vector<PoolEntry>* pool_out) {
+  const size_t code_bytes = g.data_size_;
+  auto code = [&g](tableint id) { return g.getDataByInternalId(id); };
+  thread_local std::vector<uint64_t> visited;
+  visited.assign((nodes + 63) / 64, 0);
+  auto seen = [](tableint id) {  // marks `id` visited; true when it already was
+    uint64_t& word = visited[id >> 6];
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    const bool was = (word & bit) != 0;
+    word |= bit;
+    return was;
+  };
+  std::vector<PoolEntry>& pool = *pool_out;
+  pool.clear();
+  pool.reserve(ef + 1);
+  pool.push_back({entry_distance, entry, false});
+  seen(entry);
+  thread_local std::vector<tableint> fresh;
+  thread_local std::vector<const int8_t*> fresh_codes;
+  thread_local std::vector<int32_t> dots;
+  fresh.resize(g.maxM0_);
+  fresh_codes.resize(g.maxM0_);
+  dots.resize(g.maxM0_);
+  const Sq8Param& sq8 = *static_cast<const Sq8Param*>(g.dist_func_param_);
+  const auto* query_codes = static_cast<const int8_t*>(query) + sizeof(float);
+  const float query_step = Sq8Step(query);
+  auto links = [&g](tableint id) { return g.data_level0_memory_ + id * g.size_data_per_element_; };
+  for (size_t next = 0; next < pool.size();) {
+    pool[next].expanded = true;
+    const tableint node = pool[next].id;
+    // The node expanded after this one, unless this one's neighbours displace it: its links.
+    size_t after = next + 1;
+    while (after < pool.size() && pool[after].expanded) ++after;
+    if (after < pool.size()) Prefetch(links(pool[after].id), g.size_links_level0_);
+    const auto [list, size] = read_links(node);
+    size_t n = 0;
+    for (size_t i = 0; i < size; ++i) {
+      const tableint id = list[i];
+      if (seen(id)) continue;
+      const char* c = code(id);
+      fresh[n] = id;
+      fresh_codes[n++] = reinterpret_cast<const int8_t*>(c + sizeof(float));
+      Prefetch(c, code_bytes);
+    }
+    sq8.dot_many(query_codes, fresh_codes.data(), n, sq8.dim, dots.data());
+    size_t lowest = next + 1;  // entries before the lowest insertion stay expanded
+    for (size_t i = 0; i < n; ++i) {
+      const float d = Sq8Distance(query_step, Sq8Step(code(fresh[i])), dots[i]);
+      if (pool.size() < ef || d < pool.back().distance) {
+        const auto at = std::upper_bound(pool.begin(), pool.end(), d,
+                                         [](float x, const PoolEntry& e) { return x < e.distance; });
+        const auto position = static_cast<size_t>(at - pool.begin());
+        if (pool.size() == ef) pool.pop_back();
+        pool.insert(pool.begin() + static_cast<std::ptrdiff_t>(position), {d, fresh[i], false});
+        lowest = std::min(lowest, position);
+      }
+    }
+    next = lowest;
+    while (next < pool.size() && pool[next].expanded) ++next;
+  }
+}
+
+// The HNSW search (Malkov & Yashunin 2018: greedy descent through the upper layers, then
+// SearchLayer0 with ef candidates) over a built graph: the same steps, in the same order, as
+// hnswlib 0.6's searchKnn without deletions, so the same answers.
+// `start`: null, or the node where the layer-0 search starts (no descent; see AnnIndex::Search).
+// Returns up to `count` (internal id, distance) pairs, nearest first, from max(ef, count)
+// candidates.
+std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* query, size_t count,
+                                                    size_t ef, const tableint* start) {
+  std::vector<std::pair<float, tableint>> out;
+  if (g.cur_element_count == 0 || count == 0) return out;
+  ef = std::max(ef, count);
+  const auto distance = g.fstdistfunc_;
+  const void* param = g.dist_func_param_;
+  const size_t code_bytes = g.data_size_;
+  auto code = [&g](tableint id) { return g.getDataByInternalId(id); };
+
+  tableint current = start != nullptr ? *start : g.enterpoint_node_;
+  float current_distance = distance(query, code(current), param);
+  for (int level = start != nullptr ? 0 : g.maxlevel_; level > 0; --level) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      const auto* list = reinterpret_cast<const tableint*>(g.get_linklist(current, level));
+      const size_t size = g.getListCount(const_cast<tableint*>(list));
+      for (size_t i = 1; i <= size; ++i) Prefetch(code(list[i]), code_bytes);
+      for (size_t i = 1; i <= size; ++i) {
+        const float d = distance(query, code(list[i]), param);
+        if (d < current_distance) {
+          current_distance = d;
+          current = list[i];
+          changed = true;
+        }
+      }
+    }
+  }
+  thread_local std::vector<PoolEntry> pool;
+  SearchLayer0(
+      g, query, ef, current, current_distance, g.cur_element_count,
+      [&g](tableint node) {
+        const auto* list = reinterpret_cast<const tableint*>(g.get_linklist0(node));
+        return std::pair(list + 1, static_cast<size_t>(g.getListCount(const_cast<tableint*>(list))));
+      },
+      &pool);
+  out.resize(std::min(count, pool.size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = {pool[i].distance, pool[i].id};
+  return out;
+}
+
+// Inserts `code` (SQ8, the space's data size) as `label` (new to the graph): INSERT (Malkov &
+// Yashunin 2018, algorithm 1) as hnswlib 0.6's addPoint(code, label) does it, step for step and
+// under the same locks, so that threads may insert at once and the graph is hnswlib's (its
+// searches, saveIndex and loadIndex read it), except that the layer-0 candidates come from
+// SearchLayer0 (each expanded node's list copied under its lock) in place of hnswlib's
+// searchBaseLayer: layer 0 is where an insertion spends nearly all its time (every node is on
+// it, with ef_construction candidates), and the same candidates cost about half as much. The
+// upper layers (a node reaches layer l with probability M^-l) keep hnswlib's searches. The level
+// is drawn under the element-count lock (hnswlib draws it unlocked: its generator is shared).
+void Insert(Graph& g, const void* code, hnswlib::labeltype label) {
+  tableint cur_c = 0;
+  int curlevel = 0;
+  {
+    std::unique_lock<std::mutex> lock(g.cur_element_count_guard_);
+    if (g.cur_element_count >= g.max_elements_)
+      throw std::runtime_error("The number of elements exceeds the specified limit");
+    cur_c = static_cast<tableint>(g.cur_element_count++);
+    g.label_lookup_[label] = cur_c;
+    curlevel = g.getRandomLevel(g.mult_);
+  }
+  std::unique_lock<std::mutex> lock_update(
+      g.link_list_update_locks_[cur_c & (Graph::max_update_element_locks - 1)]);
+  std::unique_lock<std::mutex> lock_element(g.link_list_locks_[cur_c]);
+  g.element_levels_[cur_c] = curlevel;
+  std::unique_lock<std::mutex> lock_top(g.global);
+  const int maxlevel = g.maxlevel_;
+  if (curlevel <= maxlevel) lock_top.unlock();
+  tableint current = g.enterpoint_node_;
+  std::memset(g.data_level0_memory_ + cur_c * g.size_data_per_element_ + g.offsetLevel0_, 0,
+              g.size_data_per_element_);
+  std::memcpy(g.getExternalLabeLp(cur_c), &label, sizeof label);
+  std::memcpy(g.getDataByInternalId(cur_c), code, g.data_size_);
+  if (curlevel > 0) {
+    const size_t bytes = g.size_links_per_element_ * static_cast<size_t>(curlevel) + 1;
+    g.linkLists_[cur_c] = static_cast<char*>(std::calloc(bytes, 1));
+    if (g.linkLists_[cur_c] == nullptr) throw std::bad_alloc();
+  }
+  if (static_cast<int>(current) == -1) {  // the first node
+    g.enterpoint_node_ = 0;
+    g.maxlevel_ = curlevel;
+    return;
+  }
+  const auto distance = g.fstdistfunc_;
+  const void* param = g.dist_func_param_;
+  if (curlevel < maxlevel) {  // greedy descent to the node's top layer
+    float current_distance = distance(code, g.getDataByInternalId(current), param);
+    for (int level = maxlevel; level > curlevel; --level) {
+      for (bool changed = true; changed;) {
+        changed = false;
+        std::unique_lock<std::mutex> lock(g.link_list_locks_[current]);
+        const unsigned int* list = g.get_linklist(current, level);
+        const size_t size = g.getListCount(const_cast<unsigned int*>(list));
+        const auto* ids = reinterpret_cast<const tableint*>(list + 1);
+        for (size_t i = 0; i < size; ++i) {
+          const float d = distance(code, g.getDataByInternalId(ids[i]), param);
+          if (d < current_distance) {
+            current_distance = d;
+            current = ids[i];
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+  thread_local std::vector<PoolEntry> pool;
+  thread_local std::vector<tableint> copied;
+  copied.resize(g.maxM0_);
+  for (int level = std::min(curlevel, maxlevel); level >= 0; --level) {
+    std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>,
+                        Graph::CompareByFirst>
+        candidates;
+    if (level > 0) {
+      candidates = g.searchBaseLayer(current, code, level);
+    } else {
+      SearchLayer0(
+          g, code, g.ef_construction_, current,
+          distance(code, g.getDataByInternalId(current), param), g.max_elements_,
+          [&g](tableint node) {
+            std::unique_lock<std::mutex> lock(g.link_list_locks_[node]);
+            const unsigned int* list = g.get_linklist0(node);
+            const size_t size = g.getListCount(const_cast<unsigned int*>(list));
+            std::memcpy(copied.data(), list + 1, size * sizeof(tableint));
+            return std::pair<const tableint*, size_t>(copied.data(), size);
+          },
+          &pool);
+      for (const PoolEntry& e : pool) candidates.emplace(e.distance, e.id);
+    }
+    current = g.mutuallyConnectNewElement(code, cur_c, candidates, level, false);
+  }
+  if (curlevel > maxlevel) {  // lock_top is held
+    g.enterpoint_node_ = cur_c;
+    g.maxlevel_ = curlevel;
+  }
+}
+
 }  // namespace
 
 struct AnnIndex::Impl {
@@ -171,7 +424,8 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
   AdviseHugePages(impl->graph->data_level0_memory_,
                   impl->graph->max_elements_ * impl->graph->size_data_per_element_, false);
   impl->graph->setEf(static_cast<size_t>(std::max(options.ef_search, 10)));
-  // addPoint is thread-safe in hnswlib (per-node locks); rows are handed out by an atomic counter.
+  // Insert, as hnswlib's addPoint, is thread-safe (per-node locks); rows are handed out by an
+  // atomic counter.
   std::atomic<size_t> next{0};
   auto insert = [&] {
     std::vector<float> unit(static_cast<size_t>(dim));
@@ -180,7 +434,11 @@ std::unique_ptr<AnnIndex> AnnIndex::Build(const ServingSnapshot& snapshot,
       if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) return;
       snapshot.UnitVector(r, unit.data());
       Quantize(unit.data(), static_cast<size_t>(dim), code.data());
-      impl->graph->addPoint(code.data(), static_cast<hnswlib::labeltype>(r));
+      if (options.hnswlib_insert) {
+        impl->graph->addPoint(code.data(), static_cast<hnswlib::labeltype>(r));
+      } else {
+        Insert(*impl->graph, code.data(), static_cast<hnswlib::labeltype>(r));
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -296,140 +554,6 @@ StatusOr<std::unique_ptr<AnnIndex>> AnnIndex::Load(const std::string& path,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return index;
 }
-
-namespace {
-
-using Graph = hnswlib::HierarchicalNSW<float>;
-using hnswlib::tableint;
-
-// Prefetches `bytes` from `p` into L1, one 64-byte line at a time.
-inline void Prefetch(const char* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
-  __builtin_prefetch(p + bytes - 1, 0, 3);
-}
-
-// The HNSW search (Malkov & Yashunin 2018: greedy descent through the upper layers, then
-// algorithm 2, SEARCH-LAYER, with ef candidates on layer 0) over the graph hnswlib built: the same
-// steps, in the same order, as hnswlib 0.6's searchKnn without deletions, so the same answers.
-// The differences, all for speed at vocabularies whose graph is larger than the caches (220k
-// rows: 55 MB, where a search touches thousands of elements and is bound by memory latency):
-// - when a node is expanded, the codes of all its unvisited neighbours are prefetched before the
-//   first distance is computed, so their cache misses overlap (hnswlib prefetches one line of the
-//   next neighbour only);
-// - the visited set takes a bit a node, and one sorted pool replaces hnswlib's two heaps (below);
-// - no statistics: hnswlib's searchKnn adds to two atomic counters per visited node, which
-//   concurrent request threads bounce between cores.
-// `start`: null, or the node where the layer-0 search starts (no descent; see AnnIndex::Search).
-// Returns up to `count` (internal id, distance) pairs, nearest first, from max(ef, count)
-// candidates.
-std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* query, size_t count,
-                                                    size_t ef, const tableint* start) {
-  std::vector<std::pair<float, tableint>> out;
-  if (g.cur_element_count == 0 || count == 0) return out;
-  ef = std::max(ef, count);
-  const auto distance = g.fstdistfunc_;
-  const void* param = g.dist_func_param_;
-  const size_t code_bytes = g.data_size_;
-  auto code = [&g](tableint id) { return g.getDataByInternalId(id); };
-
-  tableint current = start != nullptr ? *start : g.enterpoint_node_;
-  float current_distance = distance(query, code(current), param);
-  for (int level = start != nullptr ? 0 : g.maxlevel_; level > 0; --level) {
-    for (bool changed = true; changed;) {
-      changed = false;
-      const auto* list = reinterpret_cast<const tableint*>(g.get_linklist(current, level));
-      const size_t size = g.getListCount(const_cast<tableint*>(list));
-      for (size_t i = 1; i <= size; ++i) Prefetch(code(list[i]), code_bytes);
-      for (size_t i = 1; i <= size; ++i) {
-        const float d = distance(query, code(list[i]), param);
-        if (d < current_distance) {
-          current_distance = d;
-          current = list[i];
-          changed = true;
-        }
-      }
-    }
-  }
-
-  // The visited set: one bit a node, per thread (27 KB at 220k nodes, in L1 or L2), cleared for
-  // each search. hnswlib's visited list takes two bytes a node (440 KB), whose random reads missed
-  // the caches on most visits; and its pool takes a lock twice a search.
-  thread_local std::vector<uint64_t> visited;
-  visited.assign((g.cur_element_count + 63) / 64, 0);
-  auto seen = [](tableint id) {  // marks `id` visited; true when it already was
-    uint64_t& word = visited[id >> 6];
-    const uint64_t bit = uint64_t{1} << (id & 63);
-    const bool was = (word & bit) != 0;
-    word |= bit;
-    return was;
-  };
-  // The ef nearest found so far, nearest first, each marked once expanded: a sorted pool (as
-  // NSG's and DiskANN's searches keep it) in place of hnswlib's two heaps (`top`, the ef nearest,
-  // and `candidates`, every unexpanded node). The same expansions in the same order: hnswlib
-  // expands its nearest unexpanded candidate while that is no farther than the ef-th nearest,
-  // and every such candidate is in the pool; a node enters when nearer than the ef-th (or the
-  // pool is not full). Ties aside (equal SQ8 distances), the same answers.
-  struct Entry {
-    float distance;
-    tableint id;
-    bool expanded;
-  };
-  thread_local std::vector<Entry> pool;
-  pool.clear();
-  pool.reserve(ef + 1);
-  pool.push_back({current_distance, current, false});
-  seen(current);
-  thread_local std::vector<tableint> fresh;
-  thread_local std::vector<const int8_t*> fresh_codes;
-  thread_local std::vector<int32_t> dots;
-  fresh.resize(g.maxM0_);
-  fresh_codes.resize(g.maxM0_);
-  dots.resize(g.maxM0_);
-  const Sq8Param& sq8 = *static_cast<const Sq8Param*>(param);
-  const auto* query_codes = static_cast<const int8_t*>(query) + sizeof(float);
-  const float query_step = Sq8Step(query);
-  auto links = [&g](tableint id) { return g.data_level0_memory_ + id * g.size_data_per_element_; };
-  for (size_t next = 0; next < pool.size();) {
-    pool[next].expanded = true;
-    const tableint node = pool[next].id;
-    // The node expanded after this one, unless this one's neighbours displace it: its links.
-    size_t after = next + 1;
-    while (after < pool.size() && pool[after].expanded) ++after;
-    if (after < pool.size()) Prefetch(links(pool[after].id), g.size_links_level0_);
-    const auto* list = reinterpret_cast<const tableint*>(g.get_linklist0(node));
-    const size_t size = g.getListCount(const_cast<tableint*>(list));
-    size_t n = 0;
-    for (size_t i = 1; i <= size; ++i) {
-      const tableint id = list[i];
-      if (seen(id)) continue;
-      const char* c = code(id);
-      fresh[n] = id;
-      fresh_codes[n++] = reinterpret_cast<const int8_t*>(c + sizeof(float));
-      Prefetch(c, code_bytes);
-    }
-    // All the neighbours' dots in one call (hnswlib: two indirect calls a neighbour).
-    sq8.dot_many(query_codes, fresh_codes.data(), n, sq8.dim, dots.data());
-    size_t lowest = next + 1;  // entries before the lowest insertion stay expanded
-    for (size_t i = 0; i < n; ++i) {
-      const float d = Sq8Distance(query_step, Sq8Step(code(fresh[i])), dots[i]);
-      if (pool.size() < ef || d < pool.back().distance) {
-        const auto at = std::upper_bound(pool.begin(), pool.end(), d,
-                                         [](float x, const Entry& e) { return x < e.distance; });
-        const auto position = static_cast<size_t>(at - pool.begin());
-        if (pool.size() == ef) pool.pop_back();
-        pool.insert(pool.begin() + static_cast<std::ptrdiff_t>(position), {d, fresh[i], false});
-        lowest = std::min(lowest, position);
-      }
-    }
-    next = lowest;
-    while (next < pool.size() && pool[next].expanded) ++next;
-  }
-  out.resize(std::min(count, pool.size()));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = {pool[i].distance, pool[i].id};
-  return out;
-}
-
-}  // namespace
 
 std::vector<ServingSnapshot::Neighbor> AnnIndex::Search(const float* unit_query, size_t count,
                                                         std::optional<size_t> start_row) const {

@@ -24,6 +24,9 @@ struct AnnOptions {
   int ef_construction = 100;    // candidate list while inserting
   int ef_search = 100;          // candidate list while searching (raised to k when k is larger)
   int threads = 1;              // threads inserting rows while building
+  // Insert rows with hnswlib's own addPoint instead of streamvec's insertion (the same steps
+  // with SearchLayer0 on layer 0, about half the build time): tests and benchmarks compare them.
+  bool hnswlib_insert = false;
   // Set (by another thread) to give up a build: Build returns nullptr soon after (each inserting
   // thread checks it between rows). Null: never cancelled.
   const std::atomic<bool>* cancel = nullptr;

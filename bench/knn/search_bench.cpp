@@ -2,8 +2,10 @@
 // api/src/ann_index.cpp) against hnswlib's own searchKnn over the same graph, alternating, on
 // --queries rows spread evenly over the vectors file (word2vec format, as `streamvec export`
 // writes), plus recall@10 (the candidates re-scored with the float rows, as Served::Nearest does)
-// against the exact scan, for a few ef values. Built and run by search_bench.sh.
-//   search_bench VECTORS [M] [EF_CONSTRUCTION] [REPS]
+// against the exact scan, for a few ef values; first the index built BUILDS times by streamvec's
+// insertion and by hnswlib's addPoint, alternating (seconds, recall@10 at ef 120). Built and run
+// by search_bench.sh.
+//   search_bench VECTORS [M] [EF_CONSTRUCTION] [REPS] [BUILDS]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s VECTORS [M] [EF_CONSTRUCTION] [REPS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s VECTORS [M] [EF_CONSTRUCTION] [REPS] [BUILDS]\n", argv[0]);
     return 2;
   }
   StatusOr<Embeddings> emb = ReadWord2Vec(argv[1]);
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   const size_t rows = snapshot.rows(), dim = static_cast<size_t>(snapshot.dim());
   const size_t queries = std::min<size_t>(1000, rows);
   const int reps = argc > 4 ? std::atoi(argv[4]) : 5;
+  const int builds = argc > 5 ? std::max(1, std::atoi(argv[5])) : 1;
   AnnOptions options;  // serve's defaults: M 16, ef_construction 120, ef 120, a thread a core
   options.m = argc > 2 ? std::atoi(argv[2]) : 16;
   options.ef_construction = argc > 3 ? std::atoi(argv[3]) : 120;
@@ -50,11 +53,40 @@ int main(int argc, char** argv) {
     for (const auto& n : snapshot.NearestToVector(query[i].data(), 10, self, rows))
       exact[i].push_back(n.row);
   }
-  const auto start = Clock::now();
-  const std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, options);
-  std::printf("%zu rows x %zu, M %d, ef_construction %d: built in %.1f s (2 threads)\n", rows, dim,
-              options.m, options.ef_construction,
-              std::chrono::duration<double>(Clock::now() - start).count());
+  // The build by streamvec's insertion and by hnswlib's addPoint, alternating (BUILDS pairs):
+  // seconds and recall@10 at ef 120 of each; the searches below run on streamvec's graph.
+  auto recall_at = [&](const AnnIndex& index, size_t ef) {
+    double recall = 0;
+    for (size_t q = 0; q < queries; ++q) {
+      std::vector<ServingSnapshot::Neighbor> found;
+      for (const auto& c : index.Search(query[q].data(), ef)) {
+        if (c.row != query_row[q])
+          found.push_back({c.row, snapshot.UnitDot(c.row, query[q].data())});
+      }
+      const size_t keep = std::min<size_t>(10, found.size());
+      std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep),
+                        found.end(), ServingSnapshot::Neighbor::Better);
+      for (size_t j = 0; j < keep; ++j)
+        recall += std::count(exact[q].begin(), exact[q].end(), found[j].row) / 10.0;
+    }
+    return recall / static_cast<double>(queries);
+  };
+  std::unique_ptr<AnnIndex> index;
+  for (int b = 0; b < builds; ++b) {
+    for (const bool hnswlib_insert : {false, true}) {
+      options.hnswlib_insert = hnswlib_insert;
+      const auto start = Clock::now();
+      std::unique_ptr<AnnIndex> built = AnnIndex::Build(snapshot, options);
+      std::printf("%zu rows x %zu, M %d, ef_construction %d, 2 threads, %s: built in %.1f s, "
+                  "recall@10 at ef 120 %.3f\n",
+                  rows, dim, options.m, options.ef_construction,
+                  hnswlib_insert ? "hnswlib's addPoint" : "streamvec's insertion",
+                  std::chrono::duration<double>(Clock::now() - start).count(),
+                  recall_at(*built, 120));
+      std::fflush(stdout);
+      if (!hnswlib_insert) index = std::move(built);
+    }
+  }
 
   for (const size_t ef : {60, 80, 120, 160}) {
     // Recall@10 from the entry point and from the query's own row.

@@ -3,7 +3,7 @@
 # searchKnn on the same graph, one thread, no HTTP; recall@10 and microseconds per search for a
 # few ef values. VECTORS: a word2vec file; default: the 220k-word state of bench/knn_bench.py
 # (bench/results/cache/knn-state, made by it) exported to a temporary file.
-# Usage: bench/knn/search_bench.sh [VECTORS [M [EF_CONSTRUCTION [REPS]]]]   (scripts/build first)
+# Usage: bench/knn/search_bench.sh [VECTORS [M [EF_CONSTRUCTION [REPS [BUILDS]]]]]   (scripts/build first)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 b=build

@@ -293,6 +293,72 @@ TEST(AnnIndexTest, EveryDimFindsItsOwnRow) {
   }
 }
 
+// streamvec's insertion is hnswlib's addPoint with another layer-0 search (SearchLayer0): at one
+// thread, where both draw the same levels in the same order, the graphs are the same to the byte
+// (every node's links at every layer, the entry point; saved in hnswlib's format). At two
+// threads the graph differs by the order of insertion, and must still serve: every row finds
+// itself, and recall holds against the one-thread graph's.
+TEST(AnnIndexTest, StreamvecsInsertionBuildsHnswlibsGraph) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("streamvec-ann-insert-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  SnapshotInfo info;
+  info.version = 3;
+  const ServingSnapshot snapshot(RandomEmbeddings(3000, 24, 11), info);
+  auto saved_bytes = [&](const AnnOptions& options, const std::string& name) {
+    std::unique_ptr<AnnIndex> index = AnnIndex::Build(snapshot, options);
+    EXPECT_NE(index, nullptr);
+    if (index == nullptr) return std::string();
+    const std::string path = (dir / name).string();
+    EXPECT_TRUE(index->Save(path, snapshot).ok());
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const int m : {4, 16}) {
+    AnnOptions options;
+    options.m = m;
+    options.ef_construction = 40;
+    options.hnswlib_insert = true;
+    const std::string theirs = saved_bytes(options, "hnswlib.hnsw");
+    options.hnswlib_insert = false;
+    const std::string ours = saved_bytes(options, "streamvec.hnsw");
+    ASSERT_GT(ours.size(), 3000u * 24);
+    EXPECT_TRUE(ours == theirs) << "M " << m << ": the graphs differ";
+  }
+
+  AnnOptions options;
+  options.ef_search = 40;
+  const std::unique_ptr<AnnIndex> one = AnnIndex::Build(snapshot, options);
+  options.threads = 2;
+  const std::unique_ptr<AnnIndex> two = AnnIndex::Build(snapshot, options);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  std::vector<float> unit(24);
+  double recall_one = 0, recall_two = 0;
+  size_t queries = 0;
+  for (size_t row = 0; row < snapshot.rows(); row += 7, ++queries) {
+    snapshot.UnitVector(row, unit.data());
+    const auto found = two->Search(unit.data(), 10);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].row, row);
+    const size_t none[] = {snapshot.rows()};
+    const auto exact = snapshot.NearestToVector(unit.data(), 10, none, snapshot.rows());
+    for (const auto* index : {one.get(), two.get()}) {
+      const auto got = index->Search(unit.data(), 10);
+      for (const auto& e : exact) {
+        const bool hit =
+            std::any_of(got.begin(), got.end(), [&](const auto& c) { return c.row == e.row; });
+        (index == one.get() ? recall_one : recall_two) += hit ? 0.1 : 0.0;
+      }
+    }
+  }
+  recall_one /= static_cast<double>(queries);
+  recall_two /= static_cast<double>(queries);
+  EXPECT_GT(recall_one, 0.9);
+  EXPECT_GT(recall_two, recall_one - 0.02);
+  std::filesystem::remove_all(dir);
+}
+
 // A saved index loads for the snapshot it was built for and answers as the built one; for any
 // other snapshot (another version, another word in a row), a damaged file or none it is refused
 // with the reason.
