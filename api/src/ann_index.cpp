@@ -245,8 +245,9 @@ void SearchLayer0(const Graph& g, const void* query, size_t ef, tableint entry,
     for (size_t i = 0; i < n; ++i) {
       const float d = Sq8Distance(query_step, Sq8Step(code(fresh[i])), dots[i]);
       if (pool.size() < ef || d < pool.back().distance) {
-        const auto at = std::upper_bound(pool.begin(), pool.end(), d,
-                                         [](float x, const PoolEntry& e) { return x < e.distance; });
+        const auto at =
+            std::upper_bound(pool.begin(), pool.end(), d,
+                             [](float x, const PoolEntry& e) { return x < e.distance; });
         const auto position = static_cast<size_t>(at - pool.begin());
         if (pool.size() == ef) pool.pop_back();
         pool.insert(pool.begin() + static_cast<std::ptrdiff_t>(position), {d, fresh[i], false});
@@ -297,7 +298,8 @@ std::vector<std::pair<float, tableint>> SearchGraph(const Graph& g, const void* 
       g, query, ef, current, current_distance, g.cur_element_count,
       [&g](tableint node) {
         const auto* list = reinterpret_cast<const tableint*>(g.get_linklist0(node));
-        return std::pair(list + 1, static_cast<size_t>(g.getListCount(const_cast<tableint*>(list))));
+        return std::pair(list + 1,
+                         static_cast<size_t>(g.getListCount(const_cast<tableint*>(list))));
       },
       &pool);
   out.resize(std::min(count, pool.size()));

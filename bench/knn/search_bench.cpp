@@ -77,12 +77,12 @@ int main(int argc, char** argv) {
       options.hnswlib_insert = hnswlib_insert;
       const auto start = Clock::now();
       std::unique_ptr<AnnIndex> built = AnnIndex::Build(snapshot, options);
-      std::printf("%zu rows x %zu, M %d, ef_construction %d, 2 threads, %s: built in %.1f s, "
-                  "recall@10 at ef 120 %.3f\n",
-                  rows, dim, options.m, options.ef_construction,
-                  hnswlib_insert ? "hnswlib's addPoint" : "streamvec's insertion",
-                  std::chrono::duration<double>(Clock::now() - start).count(),
-                  recall_at(*built, 120));
+      std::printf(
+          "%zu rows x %zu, M %d, ef_construction %d, 2 threads, %s: built in %.1f s, "
+          "recall@10 at ef 120 %.3f\n",
+          rows, dim, options.m, options.ef_construction,
+          hnswlib_insert ? "hnswlib's addPoint" : "streamvec's insertion",
+          std::chrono::duration<double>(Clock::now() - start).count(), recall_at(*built, 120));
       std::fflush(stdout);
       if (!hnswlib_insert) index = std::move(built);
     }
