@@ -53,13 +53,15 @@ int main(int argc, char** argv) {
     for (const auto& n : snapshot.NearestToVector(query[i].data(), 10, self, rows))
       exact[i].push_back(n.row);
   }
-  // The build by streamvec's insertion and by hnswlib's addPoint, alternating (BUILDS pairs):
-  // seconds and recall@10 at ef 120 of each; the searches below run on streamvec's graph.
-  auto recall_at = [&](const AnnIndex& index, size_t ef) {
+  // Recall@10 of `index` at `ef` over the queries, searched from the entry point or (`seeded`)
+  // from the query's own row.
+  auto recall_at = [&](const AnnIndex& index, size_t ef, bool seeded) {
     double recall = 0;
     for (size_t q = 0; q < queries; ++q) {
       std::vector<ServingSnapshot::Neighbor> found;
-      for (const auto& c : index.Search(query[q].data(), ef)) {
+      const std::optional<size_t> start =
+          seeded ? std::optional<size_t>(query_row[q]) : std::nullopt;
+      for (const auto& c : index.Search(query[q].data(), ef, start)) {
         if (c.row != query_row[q])
           found.push_back({c.row, snapshot.UnitDot(c.row, query[q].data())});
       }
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
     }
     return recall / static_cast<double>(queries);
   };
+  // The build by streamvec's insertion and by hnswlib's addPoint, alternating (BUILDS pairs):
+  // seconds and recall@10 at ef 120 of each; the searches below run on streamvec's graph.
   std::unique_ptr<AnnIndex> index;
   for (int b = 0; b < builds; ++b) {
     for (const bool hnswlib_insert : {false, true}) {
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
           "recall@10 at ef 120 %.3f\n",
           rows, dim, options.m, options.ef_construction,
           hnswlib_insert ? "hnswlib's addPoint" : "streamvec's insertion",
-          std::chrono::duration<double>(Clock::now() - start).count(), recall_at(*built, 120));
+          std::chrono::duration<double>(Clock::now() - start).count(),
+          recall_at(*built, 120, false));
       std::fflush(stdout);
       if (!hnswlib_insert) index = std::move(built);
     }
@@ -90,24 +95,8 @@ int main(int argc, char** argv) {
 
   for (const size_t ef : {60, 80, 120, 160}) {
     // Recall@10 from the entry point and from the query's own row.
-    double recall = 0, recall_seeded = 0;
-    for (const bool seeded : {false, true}) {
-      for (size_t q = 0; q < queries; ++q) {
-        std::vector<ServingSnapshot::Neighbor> found;
-        const std::optional<size_t> start =
-            seeded ? std::optional<size_t>(query_row[q]) : std::nullopt;
-        for (const auto& c : index->Search(query[q].data(), ef, start)) {
-          if (c.row != query_row[q])
-            found.push_back({c.row, snapshot.UnitDot(c.row, query[q].data())});
-        }
-        const size_t keep = std::min<size_t>(10, found.size());
-        std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep),
-                          found.end(), ServingSnapshot::Neighbor::Better);
-        for (size_t j = 0; j < keep; ++j)
-          (seeded ? recall_seeded : recall) +=
-              std::count(exact[q].begin(), exact[q].end(), found[j].row) / 10.0;
-      }
-    }
+    const double recall = recall_at(*index, ef, false);
+    const double recall_seeded = recall_at(*index, ef, true);
     // Alternating, `reps` passes over the queries each, by two threads at once (as serve's two
     // request threads): the medians of microseconds per search (per thread).
     // Modes: 0 streamvec from the entry point, 1 streamvec from the query's own row (as
@@ -142,8 +131,8 @@ int main(int argc, char** argv) {
     std::printf(
         "ef %3zu: recall@10 %.3f (from the row %.3f)  streamvec %.1f us/search (from the row "
         "%.1f)  hnswlib %.1f us  ratio %.2f (%.2f)\n",
-        ef, recall / static_cast<double>(queries), recall_seeded / static_cast<double>(queries),
-        median[0], median[1], median[2], median[0] / median[2], median[1] / median[2]);
+        ef, recall, recall_seeded, median[0], median[1], median[2], median[0] / median[2],
+        median[1] / median[2]);
     std::fflush(stdout);
   }
 }
