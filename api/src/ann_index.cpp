@@ -344,8 +344,10 @@ void Insert(Graph& g, const void* code, hnswlib::labeltype label) {
     g.linkLists_[cur_c] = static_cast<char*>(std::calloc(bytes, 1));
     if (g.linkLists_[cur_c] == nullptr) throw std::bad_alloc();
   }
-  if (static_cast<int>(current) == -1) {  // the first node
-    g.enterpoint_node_ = 0;
+  if (static_cast<int>(current) == -1) {  // the graph's first node (lock_top is held)
+    // cur_c, not 0: with several threads, the one that took id 0 may reach the lock later.
+    // (hnswlib writes 0 here and then cur_c, as below.)
+    g.enterpoint_node_ = cur_c;
     g.maxlevel_ = curlevel;
     return;
   }
