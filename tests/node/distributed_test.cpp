@@ -72,6 +72,18 @@ KafkaTrainerOptions SmallTrainerOptions(EmbeddedBroker* broker, const std::strin
   return o;
 }
 
+// An embedded broker whose topics have `partitions` partitions, with <prefix>.docs and
+// <prefix>.rejected (one partition) created.
+StatusOr<std::unique_ptr<EmbeddedBroker>> BrokerWithDocs(const std::string& prefix,
+                                                         int partitions) {
+  StatusOr<std::unique_ptr<EmbeddedBroker>> broker =
+      EmbeddedBroker::Start({.brokers = 1, .partitions = partitions});
+  if (!broker.ok()) return broker.status();
+  if (Status s = (*broker)->CreateTopic(DocsTopic(prefix), partitions); !s.ok()) return s;
+  if (Status s = (*broker)->CreateTopic(RejectedTopic(prefix), 1); !s.ok()) return s;
+  return broker;
+}
+
 // One shard's options on `broker` (one partition) for topic prefix `prefix`, its state in
 // `dir`/node; a fresh `dir`.
 ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& prefix,
@@ -91,10 +103,8 @@ ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& pref
 // and the shards' union (what `serve --state S0 --state S1` serves) holds both trainers' words.
 TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
   const fs::path dir = FreshDir("streamvec_dist");
-  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
-  ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("dist"), 2).ok());
-  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("dist"), 1).ok());
+  auto broker = BrokerWithDocs("dist", 2);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
 
   std::vector<std::unique_ptr<ParamNode>> nodes;
   for (uint32_t shard = 0; shard < 2; ++shard) {
@@ -181,10 +191,8 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
 // the trainer still runs, not only when it stops.
 TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops) {
   const fs::path dir = FreshDir("streamvec_dist_quiet");
-  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
-  ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("quiet"), 1).ok());
-  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("quiet"), 1).ok());
+  auto broker = BrokerWithDocs("quiet", 1);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
   ParamNodeOptions no = OneShardOptions(broker->get(), "quiet", dir);
   no.publish_every_s = 0.05;
   StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
@@ -229,10 +237,8 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
 // wins when given. The interval is the gauge streamvec_train_param_push_interval_words.
 TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitions) {
   const fs::path dir = FreshDir("streamvec_dist_interval");
-  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 8});
-  ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic(DocsTopic("interval"), 8).ok());
-  ASSERT_TRUE((*broker)->CreateTopic(RejectedTopic("interval"), 1).ok());
+  auto broker = BrokerWithDocs("interval", 8);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
   StatusOr<std::unique_ptr<ParamNode>> node =
       ParamNode::Create(OneShardOptions(broker->get(), "interval", dir));
   ASSERT_TRUE(node.ok()) << node.status().ToString();
