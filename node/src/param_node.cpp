@@ -469,7 +469,7 @@ void ParamNode::Impl::TakeRemovedWords() {
 
 void ParamNode::Impl::TakeVocabularyChanges() {
   TakeRemovedWords();
-  for (ParamRecord& r : counts->TakeChanges()) {
+  for (ParamRecord& r : counts->TakeChanges(kCountReportGrowth)) {
     std::string word = r.word;
     pending_vocab[std::move(word)] = std::move(r);
   }

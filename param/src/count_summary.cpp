@@ -146,7 +146,7 @@ std::vector<CountEntry> CountSummary::Entries() const {
   return out;
 }
 
-std::vector<ParamRecord> CountSummary::TakeChanges() {
+std::vector<ParamRecord> CountSummary::TakeChanges(double min_growth) {
   std::sort(changed_words_.begin(), changed_words_.end());
   changed_words_.erase(std::unique(changed_words_.begin(), changed_words_.end()),
                        changed_words_.end());
@@ -164,6 +164,13 @@ std::vector<ParamRecord> CountSummary::TakeChanges() {
         continue;
       }
       it->second.changed = false;
+      const double last = it->second.reported;
+      if (min_growth > 0.0 && last > 0.0 && it->second.count >= last &&
+          it->second.count < last * (1.0 + min_growth)) {
+        ++changed;  // not grown enough since its last report: the next change looks again
+        continue;
+      }
+      it->second.reported = it->second.count;
       r.word = std::move(*changed++);
       r.has_count = true;
       r.count = it->second.count;

@@ -158,6 +158,39 @@ TEST(CountSummaryTest, TakeChangesGivesCountAndRemovalRecordsSinceTheLastCall) {
   EXPECT_EQ(words, (std::vector<std::string>{"c-", "d-", "x+"}));
 }
 
+// With a minimum growth, a count already reported comes again only once it grew by that
+// fraction; a word held anew and a removal come at once.
+TEST(CountSummaryTest, TakeChangesWithAMinimumGrowthReportsCountsThatGrewEnough) {
+  CountSummary s(3);
+  s.Add("a", 32);
+  s.Add("b", 2);
+  ASSERT_EQ(s.TakeChanges(1.0 / 16).size(), 2u);  // first reports
+  s.Add("a");                                     // 33 of 32 reported: below 34, not yet
+  s.Add("b");                                     // 3 of 2
+  std::vector<ParamRecord> r = s.TakeChanges(1.0 / 16);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].word, "b");
+  EXPECT_EQ(r[0].count, 3.0);
+  s.Add("a");  // 34: grew by 1/16
+  s.Add("c");  // new: reported at once
+  r = s.TakeChanges(1.0 / 16);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].word, "a");
+  EXPECT_EQ(r[0].count, 34.0);
+  EXPECT_EQ(r[1].word, "c");
+  s.Add("a");     // 35 of 34: not yet
+  s.Add("d", 5);  // evicts c (1): its removal and d's count
+  r = s.TakeChanges(1.0 / 16);
+  std::vector<std::string> words;
+  for (const ParamRecord& x : r) words.push_back(x.word + (x.removed ? "-" : "+"));
+  EXPECT_EQ(words, (std::vector<std::string>{"c-", "d+"}));
+  // Without a minimum every change is reported.
+  s.Add("a");
+  r = s.TakeChanges();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].count, 36.0);
+}
+
 // TakeRemoved takes the removals alone, in word order, and TakeChanges then gives the counts: a
 // word counted many times once, with its latest count; a word evicted and added back once, as a
 // count; a word evicted after its count changed only as the removal TakeRemoved took.

@@ -54,7 +54,8 @@
 //
 // Publications on `<prefix>.params` (partition I): kRows records (word, the node's count and
 // error, input row, output row) for the words changed since the last publication, then kVocabulary
-// records (CountSummary::TakeChanges), coalesced and sent at most every publish_every_s, at most
+// records (CountSummary::TakeChanges: a word's count again once it grew by kCountReportGrowth,
+// a new word and a removal always), coalesced and sent at most every publish_every_s, at most
 // publish_max_bytes per turn (the rest waits for the next turn): the embedded broker keeps only
 // about 5 MiB per partition. After a restart every held row is published again, and every
 // republish_every_s a sweep publishes every held row again over as many turns as it needs.
@@ -92,6 +93,12 @@ inline constexpr char kNodeRowsEntry[] = "node/rows";
 inline constexpr char kNodeCountsEntry[] = "node/counts";
 inline constexpr char kNodeOffsetsEntry[] = "node/offsets";
 inline constexpr size_t kNodeRowsPerChunk = 128;
+
+// A held word's count is published again (a kVocabulary record) once it grew by this fraction
+// since its last publication: the trainers weigh their noise distributions and admit words by
+// these counts (ParamClientOptions::group_counts), which a relative precision serves, and a
+// frequent word's count changes at every publication turn.
+constexpr double kCountReportGrowth = 1.0 / 16;
 
 struct ParamNodeOptions {
   KafkaOptions kafka;        // brokers, topic prefix, extra librdkafka properties

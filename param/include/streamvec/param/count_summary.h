@@ -98,7 +98,12 @@ class CountSummary {
   // evicted and added back in the interval gets a count record; after FromEntries every held
   // word counts as changed (a restored node republishes its vocabulary). Memory: one entry per
   // change until the call (a word's count changes are marked on the word, once).
-  std::vector<ParamRecord> TakeChanges();
+  // With min_growth g > 0, a word whose count was reported before is reported again only once
+  // its count reached (1 + g) times the count last reported, or fell (a merge) below it (a
+  // frequent word's count changes at
+  // every call, and a receiver that weighs words by count needs it to a relative precision); a
+  // word held anew (entered, or back after an eviction) and every removal are always reported.
+  std::vector<ParamRecord> TakeChanges(double min_growth = 0.0);
 
   // The words that left since the last TakeRemoved or TakeChanges (evicted, or dropped by a
   // merge, and not held now), in word order, and forgets them: TakeChanges then reports counts
@@ -118,6 +123,7 @@ class CountSummary {
     double count;
     double error;
     bool changed = false;  // listed in changed_words_ since the last TakeChanges
+    double reported = 0.0;  // the count TakeChanges last reported (0: not since it was held)
   };
   // Looked up by string_view (std::hash of a string and of its view agree): no string is built
   // to find a word.
