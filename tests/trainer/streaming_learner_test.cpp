@@ -131,6 +131,47 @@ TEST(StreamingLearnerTest, WordIsAdmittedWhenItsCountReachesMinCount) {
   EXPECT_EQ(learner.stats().admitted, 1u);
 }
 
+// A trainer of a group (SetGroupCounts): a word is admitted by its own guaranteed count plus
+// the rest of the group's, and weighed in the noise table by both; a lone learner, or a word the
+// group does not count, by its own alone.
+TEST(StreamingLearnerTest, GroupCountsAdmitWordsAndWeighTheNoiseTable) {
+  StreamingOptions o = Small();
+  o.min_count = 5;
+  o.noise_table_size = 1 << 16;  // not full: each count^0.75 increase appends its copies
+  StreamingLearner learner(o);
+  std::map<std::string, double, std::less<>> known = {{"kiwi", 9.0}};
+  learner.SetGroupCounts([&known](std::string_view w) {
+    const auto it = known.find(w);
+    return it == known.end() ? 0.0 : it->second;
+  });
+  ASSERT_TRUE(learner.TrainMicroBatch({"apple pear apple", "kiwi pear"}).ok());
+  // "kiwi": seen once here, counted 9 times by the others when it took its slot.
+  EXPECT_EQ(learner.GroupCount("kiwi"), 9.0);
+  EXPECT_TRUE(learner.Admitted("kiwi"));
+  EXPECT_FALSE(learner.Admitted("apple"));  // 2 of 5
+  EXPECT_FALSE(learner.Admitted("pear"));
+  // Raised: 2 + 3 reaches min_count; a lower count later is ignored.
+  EXPECT_TRUE(learner.SetGroupCount("apple", 3.0));
+  EXPECT_TRUE(learner.Admitted("apple"));
+  EXPECT_FALSE(learner.SetGroupCount("apple", 1.0));
+  EXPECT_EQ(learner.GroupCount("apple"), 3.0);
+  EXPECT_FALSE(learner.SetGroupCount("plum", 50.0));  // not held
+  EXPECT_FALSE(learner.SetGroupCount("pear", -1.0));
+  EXPECT_FALSE(learner.Admitted("pear"));
+  // The noise table weighs "pear" (2 + 400) far above "apple" (2 + 3).
+  EXPECT_TRUE(learner.SetGroupCount("pear", 400.0));
+  EXPECT_GT(learner.NoiseProbability("pear"), 10 * learner.NoiseProbability("apple"));
+  EXPECT_EQ(learner.stats().admitted, 3u);  // apple, pear and kiwi
+  // Alone (SetGroupCounts never called): own counts only.
+  StreamingLearner alone(o);
+  ASSERT_TRUE(alone.TrainMicroBatch({"apple pear apple", "kiwi pear"}).ok());
+  EXPECT_FALSE(alone.Admitted("kiwi"));
+  EXPECT_EQ(alone.GroupCount("kiwi"), 0.0);
+  EXPECT_FALSE(alone.SetGroupCount("apple", 3.0));
+  EXPECT_FALSE(alone.Admitted("apple"));
+  EXPECT_EQ(alone.stats().admitted, 0u);
+}
+
 TEST(StreamingLearnerTest, EvictionKeepsHeavyHittersAndBoundsMemory) {
   StreamingOptions o = Small();
   o.vocab_capacity = 32;

@@ -164,6 +164,7 @@ struct StreamingLearner::Impl {
     ReserveResident(counts, o.vocab_capacity);
     ReserveResident(errors, o.vocab_capacity);
     ReserveResident(powers, o.vocab_capacity);
+    ReserveResident(group, o.vocab_capacity);
     admitted_flags.assign(o.vocab_capacity, 0);
     ReserveResident(generations, o.vocab_capacity);
     ReserveResident(heap, o.vocab_capacity);
@@ -224,13 +225,19 @@ struct StreamingLearner::Impl {
   Rng rng;
   bool word_seeded_init = false;                     // SetWordSeededInit
   StreamingLearner::RowInitializer row_initializer;  // SetRowInitializer
+  StreamingLearner::GroupCountFn group_count_fn;     // SetGroupCounts
   uint64_t words_seen = 0, words_trained = 0, sentences = 0, evictions = 0;
   uint64_t prior_bytes = 0, prior_invalid = 0;  // tokenizer figures before this process
   std::vector<uint32_t> pool;                   // the pool of negatives (slots; RedrawPool)
   uint64_t pool_left = 0;  // kept tokens that may still draw from it; 0: redraw first
 
   // ---- derived or transient ----
-  std::vector<double> powers;      // slot -> NoisePow(counts[slot]), kept with every count change
+  std::vector<double> powers;  // slot -> NoisePow(counts[slot] + group[slot]), kept with
+                               // every count change
+  // slot -> the rest of the group's (scaled) occurrences of the slot's word (SetGroupCount);
+  // all zero while group_on is false (a lone learner never reads it).
+  std::vector<double> group;
+  bool group_on = false;
   std::vector<uint8_t> admitted_flags;  // slot -> AdmittedSlot (kept with every count change;
                                         // exact without decay, where AdmittedNow reads it)
   uint64_t admitted_count = 0;          // flags set
@@ -270,7 +277,16 @@ struct StreamingLearner::Impl {
   }
 
   bool AdmittedSlot(uint32_t s, double scale) const {
-    return counts[s] - errors[s] >= static_cast<double>(opt.min_count) * scale;
+    const double guaranteed = counts[s] - errors[s] + (group_on ? group[s] : 0.0);
+    return guaranteed >= static_cast<double>(opt.min_count) * scale;
+  }
+  // The count the noise distribution weighs a slot by: its own and, in a group, the others'.
+  double NoiseCount(uint32_t s) const { return group_on ? counts[s] + group[s] : counts[s]; }
+  // The group's count of a word taking slot s, from SetGroupCounts' function (stored units).
+  double GroupCountOf(std::string_view word, double scale) const {
+    if (!group_on || !group_count_fn) return 0.0;
+    const double c = group_count_fn(word);
+    return c > 0.0 && std::isfinite(c) ? c * scale : 0.0;
   }
   bool Less(uint32_t a, uint32_t b) const {
     return counts[a] < counts[b] || (counts[a] == counts[b] && a < b);
@@ -304,12 +320,13 @@ struct StreamingLearner::Impl {
     index.Init(opt.vocab_capacity);
     heap.clear();
     powers.clear();
+    group.assign(words.size(), 0.0);
     heap_pos.assign(opt.vocab_capacity, 0);
     std::fill(admitted_flags.begin(), admitted_flags.end(), 0);
     admitted_count = 0;
     const double scale = Scale();
     for (uint32_t s = 0; s < words.size(); ++s) {
-      powers.push_back(NoisePow(counts[s]));
+      powers.push_back(NoisePow(NoiseCount(s)));
       SetAdmittedFlag(s, AdmittedSlot(s, scale));
       // A word held twice is left out of the index; LoadState reports it (size mismatch).
       const uint64_t h = HashWord(words[s]);
@@ -352,9 +369,10 @@ struct StreamingLearner::Impl {
     const double factor = std::ldexp(1.0, -kRescaleBits);
     for (double& c : counts) c *= factor;
     for (double& e : errors) e *= factor;
+    for (double& g : group) g *= factor;
     total *= factor;
     noise_mass *= std::pow(factor, opt.ns_exponent);
-    for (size_t s = 0; s < counts.size(); ++s) powers[s] = NoisePow(counts[s]);
+    for (uint32_t s = 0; s < counts.size(); ++s) powers[s] = NoisePow(NoiseCount(s));
     decay_words -= static_cast<uint64_t>(kRescaleBits) * opt.count_half_life;
   }
 
@@ -379,6 +397,7 @@ struct StreamingLearner::Impl {
       words.emplace_back(word);
       counts.push_back(inc);
       powers.push_back(0.0);
+      group.push_back(GroupCountOf(word, inc));
       errors.push_back(0.0);
       generations.push_back(0);
       index.Insert(hash, s);
@@ -397,12 +416,13 @@ struct StreamingLearner::Impl {
       before = powers[s];
       errors[s] = counts[s];
       counts[s] += inc;
+      group[s] = GroupCountOf(word, inc);
       ++generations[s];
       ++evictions;
       SiftDown(0);
       InitRows(s);
     }
-    powers[s] = NoisePow(counts[s]);
+    powers[s] = NoisePow(NoiseCount(s));
     SetAdmittedFlag(s, AdmittedSlot(s, inc));
     UpdateNoise(s, powers[s] - before, inc);
     return s;
@@ -422,7 +442,13 @@ struct StreamingLearner::Impl {
   // Kaji & Kobayashi 2017, Algorithm 2: the word's share of count^power grows by
   // F = after^p - before^p; while the table is not full, F copies are appended (in unscaled
   // units); once full, each of M*F/z random entries becomes the word, z the total mass.
+  // A word whose weight fell (a slot taken over by a word the group counts less) only lowers
+  // the mass: the table keeps its entries until other words overwrite them.
   void UpdateNoise(uint32_t s, double f, double scale) {
+    if (f < 0.0) {
+      noise_mass = std::max(0.0, noise_mass + f);
+      return;
+    }
     noise_mass += f;
     if (noise.size() < opt.noise_table_size) {
       uint64_t copies = ProbRound(scale == 1.0 ? f : f / NoisePow(scale));
@@ -969,6 +995,49 @@ void StreamingLearner::AdmittedSlots(std::vector<std::string>* words,
     words->push_back(m.words[s]);
     counts->push_back(m.counts[s] / scale);
   }
+}
+
+void StreamingLearner::SetGroupCounts(GroupCountFn counts) {
+  Impl& m = *impl_;
+  const bool on = static_cast<bool>(counts);
+  m.group_count_fn = std::move(counts);
+  if (on == m.group_on) return;
+  m.group_on = on;
+  if (on) return;  // the counts come with the next SetGroupCount calls
+  // Off: own counts again. The table's mass is the sum of the slots' powers (every update adds
+  // a slot's new power less its old one); its entries keep what the group's counts put in
+  // until new tokens overwrite them.
+  const double scale = m.Scale();
+  m.noise_mass = 0.0;
+  for (uint32_t s = 0; s < m.words.size(); ++s) {
+    m.group[s] = 0.0;
+    m.powers[s] = m.NoisePow(m.counts[s]);
+    m.noise_mass += m.powers[s];
+    m.SetAdmittedFlag(s, m.AdmittedSlot(s, scale));
+  }
+}
+
+bool StreamingLearner::SetGroupCount(std::string_view word, double others) {
+  Impl& m = *impl_;
+  if (!m.group_on || !(others >= 0.0) || !std::isfinite(others)) return false;
+  const uint32_t s = m.Find(word);
+  if (s == StreamingWordIndex::kNone) return false;
+  const double scale = m.Scale();
+  const double stored = others * scale;
+  if (!(stored > m.group[s])) return false;  // counts only grow
+  const double before = m.powers[s];
+  m.group[s] = stored;
+  m.powers[s] = m.NoisePow(m.NoiseCount(s));
+  m.SetAdmittedFlag(s, m.AdmittedSlot(s, scale));
+  m.UpdateNoise(s, m.powers[s] - before, scale);
+  return true;
+}
+
+double StreamingLearner::GroupCount(std::string_view word) const {
+  const Impl& m = *impl_;
+  const uint32_t s = m.Find(word);
+  if (s == StreamingWordIndex::kNone || !m.group_on) return 0.0;
+  return m.group[s] / m.Scale();
 }
 
 int64_t StreamingLearner::SlotOf(std::string_view word) const {

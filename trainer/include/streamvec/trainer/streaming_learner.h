@@ -167,6 +167,27 @@ class StreamingLearner {
   // counts. Waits for queued training.
   void AdmittedSlots(std::vector<std::string>* words, std::vector<uint32_t>* slots,
                      std::vector<double>* counts) const;
+  // The group seam (issue 20): the vocabulary and the noise distribution of a trainer in a group
+  // follow the whole group's stream, not only its own share. A held word's count is then its own
+  // space-saving count plus `others`, the occurrences the rest of the group counted (what the
+  // parameter node counts, less what this trainer pushed): a word is admitted once its own
+  // guaranteed count plus others reaches min_count, and the adaptive unigram table weighs it by
+  // (count + others)^ns_exponent (Kaji & Kobayashi 2017, Algorithm 2, with the others' increase
+  // as one weighted update). Subsampling and eviction keep the own counts (space-saving's bounds
+  // hold for the stream this learner counted). SetGroupCounts turns it on and gives the function
+  // asked for the others' count of a word when it takes a slot (new, or after an eviction; 0
+  // when unknown), or with an empty function turns it off (the others' counts are dropped;
+  // admission and the table's weights are the own counts' again, the table's entries are
+  // overwritten by the tokens that follow); SetGroupCount raises a held word's (a decrease is
+  // ignored: the table cannot take entries back) and returns whether it changed. On the thread
+  // that feeds text, between micro-batches. Off by default and not saved in a state: a lone
+  // learner is unchanged, and an owner that loads a state sets it again (the counts come back
+  // with the node's next publications).
+  using GroupCountFn = std::function<double(std::string_view word)>;
+  void SetGroupCounts(GroupCountFn others);
+  bool SetGroupCount(std::string_view word, double others);
+  // The others' count of `word` (0 if not held or off).
+  double GroupCount(std::string_view word) const;
   // The slot holding `word` (admitted or not), or -1.
   int64_t SlotOf(std::string_view word) const;
   // The row tables, to be read and written in place between micro-batches: slot s's input
