@@ -45,6 +45,16 @@ void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::stri
                       "fp32 or fp16 (half the bytes; the rounding is carried into the next "
                       "push)")
       ->capture_default_str();
+  cmd->add_option("--group-counts", flags->group_counts,
+                  lead +
+                      "auto, on or off: admit words and weigh the noise distribution by the "
+                      "whole group's counts as the shards publish them (off: by this trainer's "
+                      "own; auto: on while " +
+                      std::to_string(kGroupCountsMinTrainers) +
+                      " or more trainers share the topic's partitions, as this trainer's share "
+                      "of them says)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
 }
 
 Status ApplyParamClientFlags(const ParamClientFlags& f, KafkaTrainerOptions* o) {
@@ -56,6 +66,16 @@ Status ApplyParamClientFlags(const ParamClientFlags& f, KafkaTrainerOptions* o) 
   StatusOr<ParamPrecision> p = ParseParamPrecision(f.delta_precision);
   if (!p.ok()) return Status::InvalidArgument("--delta-precision: " + p.status().message());
   o->delta_precision = *p;
+  if (f.group_counts == "auto") {
+    o->group_counts = KafkaTrainerOptions::GroupCounts::kAuto;
+  } else if (f.group_counts == "on") {
+    o->group_counts = KafkaTrainerOptions::GroupCounts::kOn;
+  } else if (f.group_counts == "off") {
+    o->group_counts = KafkaTrainerOptions::GroupCounts::kOff;
+  } else {
+    return Status::InvalidArgument("--group-counts must be auto, on or off, not '" +
+                                   f.group_counts + "'");
+  }
   return Status::Ok();
 }
 

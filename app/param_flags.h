@@ -20,6 +20,7 @@ struct ParamClientFlags {
   int64_t pull_every = 0;      // --pull-every: trained words between applications (0: each doc)
   int64_t max_staleness = -1;  // --max-staleness: push rounds (-1: no bound)
   std::string delta_precision = "fp32";  // --delta-precision fp32|fp16
+  std::string group_counts = "auto";     // --group-counts auto|on|off
 };
 
 // --push-every, --push-hot-rows, --push-max-period, --pull-every, --max-staleness,

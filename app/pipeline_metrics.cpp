@@ -104,6 +104,14 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_rows_deferred_total", "counter",
                     "Moved rows a push round left for a later one (the push schedule).",
                     static_cast<double>(ps.rows_deferred));
+  api::AppendMetric(out, "streamvec_train_param_group_counts", "gauge",
+                    "1 while words are admitted and drawn as negatives by the group's counts "
+                    "(--group-counts), else 0.",
+                    static_cast<double>(ps.group_counts));
+  api::AppendMetric(out, "streamvec_train_param_group_counts_raised_total", "counter",
+                    "Held words whose group count a shard's published count raised "
+                    "(--group-counts).",
+                    static_cast<double>(ps.group_counts_raised));
   api::AppendMetric(out, "streamvec_train_param_pull_bytes_total", "counter",
                     "Bytes of the node's publications consumed (<prefix>.params).",
                     static_cast<double>(ps.pull_bytes));

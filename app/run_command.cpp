@@ -198,7 +198,7 @@ int RunPipeline(RunFlags f) {
   if (f.param_flags_given && !distributed) {
     return Usage(
         "--merge, --push-every, --push-hot-rows, --push-max-period, --pull-every, "
-        "--max-staleness and --delta-precision need --param-shards");
+        "--max-staleness, --delta-precision and --group-counts need --param-shards");
   }
   StatusOr<MergeRule> merge_rule = ParseMergeRule(f.merge);
   if (!merge_rule.ok()) return Usage(merge_rule.status().message());
@@ -763,8 +763,9 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->callback([flags, exit_code, cmd]() {
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
     ApplyCharLstmDefaults(*cmd, flags->model, &flags->char_distill_options);
-    for (const char* flag : {"--merge", "--push-every", "--push-hot-rows", "--push-max-period",
-                             "--pull-every", "--max-staleness", "--delta-precision"}) {
+    for (const char* flag :
+         {"--merge", "--push-every", "--push-hot-rows", "--push-max-period", "--pull-every",
+          "--max-staleness", "--delta-precision", "--group-counts"}) {
       if (cmd->count(flag) > 0) flags->param_flags_given = true;
     }
     *exit_code = RunPipeline(*flags);

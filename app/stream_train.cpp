@@ -540,6 +540,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  "deferred by the schedule), %llu publications read (%.1f MB), %llu rows applied "
                  "(%llu with our unmerged deltas), "
                  "%llu stale rows skipped, %llu words started from the node's row, "
+                 "%llu group counts raised, "
                  "%llu push messages sent again (gaps), "
                  "%.2f s waiting for the shards (%.2f s for --max-staleness)\n",
                  static_cast<unsigned long long>(ps.pushes),
@@ -550,6 +551,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(ps.rows_corrected),
                  static_cast<unsigned long long>(ps.rows_stale),
                  static_cast<unsigned long long>(ps.rows_from_node),
+                 static_cast<unsigned long long>(ps.group_counts_raised),
                  static_cast<unsigned long long>(ps.repushed_messages), ps.throttled_seconds,
                  ps.staleness_wait_seconds);
   }

@@ -235,6 +235,8 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
 // topic (the topic's partitions over its own): 2 of 8 partitions push as one of four trainers,
 // all 8 as one alone, 1 of 8 as one of eight (never below kMinGroupPushWords); --push-every
 // wins when given. The interval is the gauge streamvec_train_param_push_interval_words.
+// --group-counts auto is on from kGroupCountsMinTrainers trainers (4 of 8 partitions: two, off);
+// on and off hold whatever the share.
 TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitions) {
   const fs::path dir = FreshDir("streamvec_dist_interval");
   auto broker = BrokerWithDocs("interval", 8);
@@ -242,15 +244,22 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
   StatusOr<std::unique_ptr<ParamNode>> node =
       ParamNode::Create(OneShardOptions(broker->get(), "interval", dir));
   ASSERT_TRUE(node.ok()) << node.status().ToString();
+  using Counts = KafkaTrainerOptions::GroupCounts;
   struct Case {
     std::vector<int32_t> partitions;
     uint64_t push_every;  // the option; 0: by the share
     uint64_t want;
+    Counts counts;         // --group-counts
+    uint64_t want_counts;  // whether the group's counts are on
   };
-  const Case cases[] = {{{0, 1}, 0, kGroupPushWords / 4},
-                        {{0, 1, 2, 3, 4, 5, 6, 7}, 0, kGroupPushWords},
-                        {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8)},
-                        {{0, 1}, 1000, 1000}};
+  const Case cases[] = {
+      {{0, 1}, 0, kGroupPushWords / 4, Counts::kAuto, 1},
+      {{0, 1, 2, 3, 4, 5, 6, 7}, 0, kGroupPushWords, Counts::kAuto, 0},
+      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kAuto, 1},
+      {{0, 1}, 1000, 1000, Counts::kAuto, 1},
+      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kAuto, 0},
+      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kOn, 1},
+      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kOff, 0}};
   int n = 0;
   for (const Case& c : cases) {
     KafkaTrainerOptions o = SmallTrainerOptions(
@@ -258,6 +267,7 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
     o.group = "interval.trainers" + std::to_string(n++);
     o.assign_partitions = c.partitions;
     o.push_every_words = c.push_every;
+    o.group_counts = c.counts;
     o.max_idle_s = 0.5;
     StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
     ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
@@ -265,6 +275,8 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
     ASSERT_TRUE((*trainer)->Run(stop).ok());
     EXPECT_EQ((*trainer)->stats().param.push_every_words, c.want)
         << c.partitions.size() << " of 8 partitions, --push-every " << c.push_every;
+    EXPECT_EQ((*trainer)->stats().param.group_counts, c.want_counts)
+        << c.partitions.size() << " of 8 partitions";
   }
   fs::remove_all(dir);
 }

@@ -440,6 +440,77 @@ TEST(ParamClientTest, AWordStartsFromItsPublishedRowAfterVocabularyChurn) {
   }
 }
 
+// The group's vocabulary: the shards' published counts, less what this trainer pushed of each
+// word, admit words this trainer alone has seen fewer than min_count times, held or taken later,
+// and weigh its noise distribution. With group_counts off, its own counts alone.
+TEST(ParamClientTest, GroupCountsAdmitWordsTheTrainerSawTooRarely) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  for (const std::string prefix : {"pg", "pn"}) {
+    SCOPED_TRACE(prefix);
+    ASSERT_TRUE((*broker)->CreateTopic(prefix + ".updates", 1).ok());
+    ASSERT_TRUE((*broker)->CreateTopic(prefix + ".params", 1).ok());
+    StreamingOptions options = SmallLearnerOptions();
+    options.min_count = 3;
+    StreamingLearner learner(options);
+    ParamClientOptions po;
+    po.kafka.brokers = (*broker)->bootstrap();
+    po.kafka.topic_prefix = prefix;
+    po.push_every_words = 1;
+    po.group_counts = prefix == "pg";
+    StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    ASSERT_TRUE(
+        learner
+            .TrainMicroBatch(Text({"the cat saw a rare bird", "the rare cat sat", "the cat ran"}))
+            .ok());
+    ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // "the" and "cat" go out, count 3 each
+    ASSERT_TRUE((*client)->Flush(5000).ok());
+    EXPECT_TRUE(learner.Admitted("the"));
+    EXPECT_FALSE(learner.Admitted("rare"));  // 2 of 3
+
+    // The shard counts "the" 10 times (our 3 and 7 more), "rare" 4 (none of ours: we never
+    // pushed it) and "kiwi", which we never saw, 4.5 with an error of 0.5 (guaranteed 4).
+    ParamMessageHeader h;
+    h.kind = ParamMessageKind::kVocabulary;
+    h.dim = 8;
+    std::vector<ParamRecord> counts(3);
+    counts[0].word = "kiwi";
+    counts[0].count = 4.5;
+    counts[0].count_error = 0.5;
+    counts[1].word = "rare";
+    counts[1].count = 4.0;
+    counts[2].word = "the";
+    counts[2].count = 10.0;
+    for (ParamRecord& r : counts) r.has_count = true;
+    StatusOr<std::vector<std::string>> vocab = EncodeParamMessages(h, counts);
+    ASSERT_TRUE(vocab.ok());
+    ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), prefix + ".params",
+                                  {{.key = "", .value = (*vocab)[0], .partition = 0}}),
+              0);
+    for (int i = 0; i < 100 && (*client)->stats().pull_messages == 0; ++i) {
+      ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ((*client)->stats().pull_messages, 1u);
+    ASSERT_TRUE(learner.TrainMicroBatch(Text({"a kiwi fell"})).ok());
+    if (po.group_counts) {
+      EXPECT_EQ((*client)->stats().group_counts_raised, 2u);  // "the" and "rare"
+      EXPECT_EQ(learner.GroupCount("the"), 7.0);
+      EXPECT_EQ(learner.GroupCount("rare"), 4.0);
+      EXPECT_TRUE(learner.Admitted("rare"));
+      EXPECT_EQ(learner.GroupCount("kiwi"), 4.0);
+      EXPECT_TRUE(learner.Admitted("kiwi"));  // 1 of ours and 4 of the others
+    } else {
+      EXPECT_EQ((*client)->stats().group_counts_raised, 0u);
+      EXPECT_EQ(learner.GroupCount("the"), 0.0);
+      EXPECT_FALSE(learner.Admitted("rare"));
+      EXPECT_FALSE(learner.Admitted("kiwi"));
+    }
+    EXPECT_FALSE(learner.Admitted("fell"));
+  }
+}
+
 TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
   StreamingLearner learner(SmallLearnerOptions());
   ParamClientOptions po;

@@ -887,13 +887,20 @@ int32_t KafkaTrainer::Impl::TopicPartitions() {
 }
 
 void KafkaTrainer::Impl::UpdatePushInterval() {
-  if (!param || options.push_every_words != 0 || assigned.empty()) return;
+  const bool auto_counts = options.group_counts == KafkaTrainerOptions::GroupCounts::kAuto;
+  if (!param || (options.push_every_words != 0 && !auto_counts) || assigned.empty()) return;
   // Asked at every assignment: partitions may have been added since the last one.
   if (const int32_t now = TopicPartitions(); now > 0) topic_partitions = now;
   if (topic_partitions <= 0) return;  // unknown: the interval stays
   const uint64_t trainers = std::max<uint64_t>(
       1, static_cast<uint64_t>(std::lround(static_cast<double>(topic_partitions) /
                                            static_cast<double>(assigned.size()))));
+  if (auto_counts && (trainers >= kGroupCountsMinTrainers) != param->group_counts()) {
+    param->set_group_counts(trainers >= kGroupCountsMinTrainers);
+    spdlog::info("trainer: about {} trainer(s) share {}: admitting words by {} counts", trainers,
+                 topic, param->group_counts() ? "the group's" : "this trainer's own");
+  }
+  if (options.push_every_words != 0) return;
   const uint64_t every = std::max(kMinGroupPushWords, kGroupPushWords / trainers);
   if (every == param->push_every_words()) return;
   param->set_push_every_words(every);
@@ -1145,6 +1152,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     po.pull_every_words = o.pull_every_words;
     po.max_staleness = o.max_staleness;
     po.precision = o.delta_precision;
+    po.group_counts = o.group_counts == KafkaTrainerOptions::GroupCounts::kOn;
     po.sender = o.trainer_id != 0 ? o.trainer_id : static_cast<uint32_t>(std::random_device{}());
     StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, m.learner.get());
     if (!client.ok()) return client.status();

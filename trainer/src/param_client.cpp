@@ -164,6 +164,19 @@ struct ParamClient::Impl {
   std::optional<RowDeltaTracker> input_deltas, output_deltas;
   std::vector<std::string> slot_word;   // slot -> the word its tracked rows belong to
   std::vector<double> pushed_count;     // slot -> the word's count at its last push
+  // The shards' guaranteed counts (count - error) of every word seen in a count record on
+  // .params, at most group_counts_cap words: the learner's group counts
+  // (StreamingLearner::SetGroupCounts) are these less what this trainer pushed.
+  struct CountHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
+  };
+  std::unordered_map<std::string, double, CountHash, std::equal_to<>> group_counts;
+  size_t group_counts_cap = 0;
+  // Over group_counts' words, as node_row_filter over node_rows': most words given a slot are
+  // rare ones no shard counts, answered without the map's cache misses.
+  WordFilter group_count_filter;
+  size_t group_count_filter_adds = 0;
   std::vector<bool> initial;            // slot -> its rows were not pushed since MarkFresh
   uint64_t last_push_words = 0;
   uint64_t sequence = 0;
@@ -314,6 +327,54 @@ struct ParamClient::Impl {
     last_push_round[slot] = 0;
     stats.rows_from_node += 1;
     return true;
+  }
+  // What this trainer pushed of `word`'s count since it took `slot` (held by the word).
+  double OwnPushed(uint32_t slot, std::string_view word) const {
+    return slot_word[slot] == word ? pushed_count[slot] : 0.0;
+  }
+  // StreamingLearner::GroupCountFn: the rest of the group's occurrences of a word taking a
+  // slot (this trainer has pushed none of them since).
+  double GroupCountOf(std::string_view word) const {
+    if (!group_count_filter.MayContain(word)) return 0.0;
+    const auto it = group_counts.find(word);
+    return it == group_counts.end() ? 0.0 : it->second;
+  }
+  void InstallGroupCounts() {
+    learner->SetGroupCounts([this](std::string_view word) { return GroupCountOf(word); });
+  }
+  // A shard's count record of `word`: the learner's group count of a word it holds is raised
+  // to the shard's guaranteed count less what this trainer pushed of it; another word's is
+  // kept for when it takes a slot (GroupCountOf); a removal forgets it.
+  void TakeGroupCount(const ParamRecord& r) {
+    if (!options.group_counts) return;
+    if (r.removed) {
+      group_counts.erase(r.word);
+      return;
+    }
+    if (!r.has_count) return;
+    const double guaranteed = std::max(0.0, r.count - r.count_error);
+    // A held word's count lives in the learner (most records: the publications are of the
+    // words being trained); the map keeps the others' for when they take a slot.
+    if (const int64_t slot = learner->SlotOf(r.word); slot >= 0) {
+      const double own = OwnPushed(static_cast<uint32_t>(slot), r.word);
+      if (learner->SetGroupCount(r.word, std::max(0.0, guaranteed - own))) {
+        stats.group_counts_raised += 1;
+      }
+      return;
+    }
+    auto it = group_counts.find(r.word);
+    if (it != group_counts.end()) {
+      it->second = guaranteed;
+      return;
+    }
+    if (group_counts.size() >= group_counts_cap) return;
+    group_counts.emplace(r.word, guaranteed);
+    if (++group_count_filter_adds > 2 * std::max<size_t>(group_counts.size(), 4096)) {
+      group_count_filter.Clear();
+      for (const auto& [w, c] : group_counts) group_count_filter.Add(w);
+      group_count_filter_adds = 0;
+    }
+    group_count_filter.Add(r.word);
   }
   ParamClientStats stats;
   Clock::time_point last_reject_log{};
@@ -736,6 +797,7 @@ struct ParamClient::Impl {
           // A word the node evicted starts from zero there: its next push must carry the whole
           // row again (MarkFresh at the next push, as for a word new to this trainer).
           for (const ParamRecord& r : msg->records) {
+            TakeGroupCount(r);
             if (!r.removed) continue;
             node_rows.erase(r.word);
             const int64_t slot = learner->SlotOf(r.word);
@@ -749,6 +811,7 @@ struct ParamClient::Impl {
           const uint32_t shard = msg->header.sender;
           if (shard < options.shards) Acknowledge(shard, msg->header.base_clock);
           for (const ParamRecord& r : msg->records) {
+            TakeGroupCount(r);
             if (r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
               auto it = node_rows.find(r.word);
@@ -879,7 +942,13 @@ struct ParamClient::Impl {
 };
 
 ParamClient::ParamClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ParamClient::~ParamClient() { impl_->learner->SetRowInitializer({}); }
+ParamClient::~ParamClient() {
+  impl_->learner->SetRowInitializer({});
+  // The learner may outlive the client: its group counts stay, without the client's map.
+  if (impl_->options.group_counts) {
+    impl_->learner->SetGroupCounts([](std::string_view) { return 0.0; });
+  }
+}
 
 StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOptions& options,
                                                            StreamingLearner* learner) {
@@ -902,6 +971,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->stats.push_every_words = options.push_every_words;
+  impl->stats.group_counts = options.group_counts ? 1 : 0;
   impl->learner = learner;
   if (options.push_hot_rows > 0) {
     int max_level = 0;
@@ -918,11 +988,13 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->unsafe.resize(options.shards);
   impl->unsafe_bytes.assign(options.shards, 0);
   impl->node_rows_cap = learner->options().vocab_capacity;
+  impl->group_counts_cap = 4 * static_cast<size_t>(learner->options().vocab_capacity);
   impl->EnsureTrackers();
   Impl* raw = impl.get();
   learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
     return raw->InitFromNode(word, slot, in, out);
   });
+  if (options.group_counts) raw->InstallGroupCounts();
   char err[512];
   StatusOr<rd_kafka_conf_t*> pconf =
       MakeRdKafkaConf(options.kafka, {{"client.id", "streamvec-trainer-pushes"},
@@ -1001,5 +1073,20 @@ void ParamClient::set_push_every_words(uint64_t words) {
 uint64_t ParamClient::push_every_words() const { return impl_->options.push_every_words; }
 
 void ParamClient::set_stop(const std::atomic<bool>* stop) { impl_->options.stop = stop; }
+
+void ParamClient::set_group_counts(bool on) {
+  Impl& m = *impl_;
+  if (on == m.options.group_counts) return;
+  m.options.group_counts = on;
+  m.stats.group_counts = on ? 1 : 0;
+  if (on) {
+    m.InstallGroupCounts();  // the held words' counts come with the next publications
+  } else {
+    m.learner->SetGroupCounts({});
+    m.group_counts.clear();
+  }
+}
+
+bool ParamClient::group_counts() const { return impl_->options.group_counts; }
 
 }  // namespace streamvec

@@ -87,6 +87,8 @@ class SharedSourcePositions {
 // docs/distributed.md, "Where the quality goes".
 inline constexpr uint64_t kGroupPushWords = uint64_t{1} << 19;
 inline constexpr uint64_t kMinGroupPushWords = uint64_t{1} << 15;
+// Trainers sharing the topic from which KafkaTrainerOptions::group_counts kAuto is on.
+inline constexpr uint64_t kGroupCountsMinTrainers = 3;
 
 struct KafkaTrainerOptions {
   KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
@@ -168,6 +170,14 @@ struct KafkaTrainerOptions {
   int64_t max_staleness = -1;     // push rounds a shard may not have merged (bounded delay,
                                   // ParamClientOptions::max_staleness; -1: no bound)
   ParamPrecision delta_precision = ParamPrecision::kFp32;
+  // Admit words and weigh the noise distribution by the group's counts
+  // (ParamClientOptions::group_counts): kAuto turns it on while about kGroupCountsMinTrainers
+  // or more trainers share the topic (its partitions over this trainer's, at each assignment).
+  // With two trainers each sees half of a word's occurrences and the counts gain little for
+  // the rows they add to the pushes and publications; with four a word needs four times its
+  // min_count before any trainer alone admits it.
+  enum class GroupCounts { kAuto, kOn, kOff };
+  GroupCounts group_counts = GroupCounts::kAuto;
   uint32_t trainer_id = 0;  // sender id of the pushes; 0: drawn at random at start
   // MIMICK beside the learner (CharDistiller, docs/char-model.md): a character model learns the
   // learner's vectors and goes into every snapshot (kCharModelEntry), so `serve` answers words

@@ -21,8 +21,9 @@
 // dropped them before the shard read them.
 // Rows a trainer missed (it joined late, or fell behind .params' retention) come again with the
 // shard's republication sweeps (ParamNodeOptions::republish_every_s).
-// Not yet: the vocabulary and noise distribution from the node's counts, and a late trainer's
-// start from a snapshot of the shards.
+// The vocabulary and the noise distribution follow the group's counts as the shards publish
+// them (ParamClientOptions::group_counts). Not yet: a late trainer's start from a snapshot of
+// the shards.
 //
 // Thread safety: one thread (the Kafka trainer's) drives it, between micro-batches.
 #ifndef STREAMVEC_TRAINER_PARAM_CLIENT_H_
@@ -78,6 +79,13 @@ struct ParamClientOptions {
   // finds dropped since its snapshot is pushed again from this trainer's copies. 0: no waiting
   // (a Kafka cluster with real retention).
   int64_t max_lag_bytes = int64_t{4} << 20;
+  // The group's vocabulary (--group-counts): the learner admits a word and weighs it in its
+  // noise distribution by the whole group's count, not by its own share's
+  // (StreamingLearner::SetGroupCounts: its own count plus the shards' published guaranteed
+  // count less what this trainer pushed of it), so a word another trainer admitted is trained
+  // here from its first occurrence, as one trainer reading the whole stream would. False: every
+  // trainer admits and draws negatives by its own counts alone.
+  bool group_counts = true;
   // Raised while waiting (the trainer's stop): the push then goes out without waiting more.
   const std::atomic<bool>* stop = nullptr;
 };
@@ -88,6 +96,7 @@ struct ParamClientStats {
   uint64_t push_bytes = 0;       // their bytes
   uint64_t rows_pushed = 0;      // records pushed (a word's deltas and count)
   uint64_t rows_deferred = 0;    // moved rows a round left for a later one (the push schedule)
+  uint64_t group_counts_raised = 0;  // held words whose group count a shard's count raised
   uint64_t pull_messages = 0;    // publications consumed from .params
   uint64_t pull_bytes = 0;       // their bytes
   uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
@@ -106,6 +115,7 @@ struct ParamClientStats {
                                 // acknowledged yet, the round just pushed included (gauge)
   uint64_t rows_pending = 0;    // published rows consumed, waiting for pull_every (gauge)
   uint64_t push_every_words = 0;  // the push interval now (gauge; set_push_every_words)
+  uint64_t group_counts = 0;      // 1 while admitting by the group's counts (gauge)
 };
 
 class ParamClient {
@@ -137,6 +147,12 @@ class ParamClient {
   uint64_t push_every_words() const;
   // ParamClientOptions::stop, set after Create (the trainer's Run receives its flag).
   void set_stop(const std::atomic<bool>* stop);
+  // ParamClientOptions::group_counts from now on. On: the held words' group counts come with
+  // the shards' next publications. Off: the learner's are dropped (StreamingLearner::
+  // SetGroupCounts). The trainer sets it when its share of the partitions changes
+  // (KafkaTrainerOptions::group_counts kAuto).
+  void set_group_counts(bool on);
+  bool group_counts() const;
 
  private:
   struct Impl;
