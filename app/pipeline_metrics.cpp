@@ -265,6 +265,10 @@ void AppendLabelledTrainerMetrics(std::string* out,
          "Trained words between two pushes now (--push-every, or by the trainers sharing the "
          "partitions).",
          [](const T& t) { return t.param.push_every_words; });
+  family("streamvec_train_param_group_counts", "gauge",
+         "1 while words are admitted and drawn as negatives by the group's counts "
+         "(--group-counts), else 0.",
+         [](const T& t) { return t.param.group_counts; });
 }
 
 void AppendCrawlMetrics(std::string* out, const crawler::CrawlStats& cs) {

@@ -633,6 +633,8 @@ TEST_F(RunCliTest, TrainersAndParamShardsLearnOneEmbeddingServedAsTheShardsUnion
     EXPECT_GE(Metric(metrics, sample), 0) << sample << "\n" << metrics;
   }
   EXPECT_EQ(Metric(metrics, "streamvec_param_node_snapshot_version{shard=\"0\"}") > 0, true);
+  // Two trainers: --group-counts auto leaves each on its own counts.
+  EXPECT_EQ(Metric(metrics, "streamvec_train_param_group_counts{trainer=\"1\"}"), 0) << metrics;
   again.Signal(SIGINT);
   EXPECT_EQ(again.Wait(), 0) << again.Output();
   EXPECT_NE(again.Output().find("resuming: 1 source position(s)"), std::string::npos)
@@ -678,6 +680,9 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--param-shards 1 --merge bogus --http 127.0.0.1:0 --no-crawl" + state, "--merge"},
            {"--param-shards 1 --delta-precision fp8 --http 127.0.0.1:0 --no-crawl" + state,
             "--delta-precision"},
+           {"--param-shards 1 --group-counts maybe --http 127.0.0.1:0 --no-crawl" + state,
+            "--group-counts"},
+           {"--group-counts on --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
            {"--model char-lstm --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
             "--param-shards"},
            {"--char-mode replace --http 127.0.0.1:0 --no-crawl" + state, "--model char-lstm"}}) {
