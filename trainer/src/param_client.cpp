@@ -164,19 +164,6 @@ struct ParamClient::Impl {
   std::optional<RowDeltaTracker> input_deltas, output_deltas;
   std::vector<std::string> slot_word;   // slot -> the word its tracked rows belong to
   std::vector<double> pushed_count;     // slot -> the word's count at its last push
-  // The shards' guaranteed counts (count - error) of every word seen in a count record on
-  // .params, at most group_counts_cap words: the learner's group counts
-  // (StreamingLearner::SetGroupCounts) are these less what this trainer pushed.
-  struct CountHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
-  };
-  std::unordered_map<std::string, double, CountHash, std::equal_to<>> group_counts;
-  size_t group_counts_cap = 0;
-  // Over group_counts' words, as node_row_filter over node_rows': most words given a slot are
-  // rare ones no shard counts, answered without the map's cache misses.
-  WordFilter group_count_filter;
-  size_t group_count_filter_adds = 0;
   std::vector<bool> initial;            // slot -> its rows were not pushed since MarkFresh
   uint64_t last_push_words = 0;
   uint64_t sequence = 0;
@@ -236,6 +223,15 @@ struct ParamClient::Impl {
   // outnumber twice the map's size.
   WordFilter node_row_filter;
   size_t node_row_filter_adds = 0;
+  // The shards' guaranteed counts (count - error) of every word seen in a count record on
+  // .params, at most group_counts_cap words: the learner's group counts
+  // (StreamingLearner::SetGroupCounts) are these less what this trainer pushed.
+  std::unordered_map<std::string, double, WordHash, std::equal_to<>> group_counts;
+  size_t group_counts_cap = 0;
+  // Over group_counts' words, as node_row_filter over node_rows': most words given a slot are
+  // rare ones no shard counts, answered without the map's cache misses.
+  WordFilter group_count_filter;
+  size_t group_count_filter_adds = 0;
   void AddNodeRowWord(std::string_view word) {
     if (++node_row_filter_adds > 2 * std::max<size_t>(node_rows.size(), 4096)) {
       node_row_filter.Clear();
