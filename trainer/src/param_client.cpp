@@ -54,6 +54,59 @@ class WordFilter {
   std::vector<uint64_t> bits_ = std::vector<uint64_t>(kBits / 64, 0);
 };
 
+// Words -> V, at most capacity() words, looked up by string_view (std::hash of a string and of
+// its view agree: a look-up costs no string allocation). Most look-ups of absent words stop at
+// a WordFilter, without the map's cache misses. A word that leaves the map keeps its bit (a false
+// positive costs one map look-up); the filter is rebuilt from the map once the words added since
+// the last rebuild outnumber twice the map's size.
+template <typename V>
+class FilteredWordMap {
+ public:
+  void set_capacity(size_t words) { capacity_ = words; }
+  size_t capacity() const { return capacity_; }
+  size_t size() const { return map_.size(); }
+  // `word`'s value, or nullptr.
+  V* Find(std::string_view word) {
+    if (!filter_.MayContain(word)) return nullptr;
+    const auto it = map_.find(word);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  // `word`'s value, added value-initialised if absent while the map holds fewer than
+  // capacity() words; nullptr if absent and the map is full.
+  V* FindOrAdd(std::string_view word) {
+    if (V* v = Find(word)) return v;
+    if (map_.size() >= capacity_) return nullptr;
+    V* v = &map_.emplace(std::string(word), V()).first->second;
+    if (++adds_ > 2 * std::max<size_t>(map_.size(), 4096)) {
+      filter_.Clear();
+      for (const auto& [w, value] : map_) filter_.Add(w);
+      adds_ = 0;
+    }
+    filter_.Add(word);
+    return v;
+  }
+  void Erase(std::string_view word) {
+    if (!filter_.MayContain(word)) return;
+    const auto it = map_.find(word);
+    if (it != map_.end()) map_.erase(it);
+  }
+  void Clear() {
+    map_.clear();
+    filter_.Clear();
+    adds_ = 0;
+  }
+
+ private:
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
+  };
+  std::unordered_map<std::string, V, WordHash, std::equal_to<>> map_;
+  WordFilter filter_;
+  size_t adds_ = 0;
+  size_t capacity_ = 0;
+};
+
 // Published rows waiting to be applied, at most one per slot: the word each was published for
 // and its input and output rows (dim floats each), the rows contiguous as
 // RowDeltaTracker::ApplyRows takes them. The memory is kept from one application to the next,
@@ -204,42 +257,18 @@ struct ParamClient::Impl {
   UnappliedRows unapplied;
   uint64_t last_apply_words = 0;
   // The shards' newest published rows (input then output, dim floats each) of every word seen
-  // on .params, held or not, at most node_rows_cap words: a word this trainer admits starts
+  // on .params, held or not, at most vocab_capacity words: a word this trainer admits starts
   // from its node row, so its deltas are against what the node holds (a delta against a fresh
-  // local initialisation would add a second, unrelated vector to the node's row).
-  // Looked up by string_view (std::hash of a string and of its view agree): an admission
-  // costs no string allocation.
-  struct WordHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
-  };
-  std::unordered_map<std::string, std::vector<float>, WordHash, std::equal_to<>> node_rows;
-  size_t node_rows_cap = 0;
-  // A filter over node_rows' words: most words given a slot are rare ones no shard has
-  // published (a run of the 100M corpus with two trainers: about 13k of 200k slot
-  // initialisations each found a node row), and the filter answers those without the map's
-  // cache misses. A word that leaves node_rows keeps its bit (a false positive costs one map
-  // look-up); the filter is rebuilt from the map once the words added since the last rebuild
-  // outnumber twice the map's size.
-  WordFilter node_row_filter;
-  size_t node_row_filter_adds = 0;
+  // local initialisation would add a second, unrelated vector to the node's row). Most words
+  // given a slot are rare ones no shard has published (a run of the 100M corpus with two
+  // trainers: about 13k of 200k slot initialisations each found a node row): the filter answers
+  // those.
+  FilteredWordMap<std::vector<float>> node_rows;
   // The shards' guaranteed counts (count - error) of every word seen in a count record on
-  // .params, at most group_counts_cap words: the learner's group counts
-  // (StreamingLearner::SetGroupCounts) are these less what this trainer pushed.
-  std::unordered_map<std::string, double, WordHash, std::equal_to<>> group_counts;
-  size_t group_counts_cap = 0;
-  // Over group_counts' words, as node_row_filter over node_rows': most words given a slot are
-  // rare ones no shard counts, answered without the map's cache misses.
-  WordFilter group_count_filter;
-  size_t group_count_filter_adds = 0;
-  void AddNodeRowWord(std::string_view word) {
-    if (++node_row_filter_adds > 2 * std::max<size_t>(node_rows.size(), 4096)) {
-      node_row_filter.Clear();
-      for (const auto& [w, rows] : node_rows) node_row_filter.Add(w);
-      node_row_filter_adds = 0;
-    }
-    node_row_filter.Add(word);
-  }
+  // .params, at most 4 x vocab_capacity words: the learner's group counts
+  // (StreamingLearner::SetGroupCounts) are these less what this trainer pushed. Most words
+  // given a slot are rare ones no shard counts.
+  FilteredWordMap<double> group_counts;
   // The deltas of the last kKeptRounds push rounds not yet acknowledged by every shard: a
   // publication older than this trainer's pushes of a row is taken as the published row plus
   // the deltas it lacks (what the node will hold once it merges them), so neither the other
@@ -303,15 +332,15 @@ struct ParamClient::Impl {
   // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
   // tracks its delta against that row and is not initial.
   bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
-    const auto it = node_row_filter.MayContain(word) ? node_rows.find(word) : node_rows.end();
-    if (it == node_rows.end()) {
+    const std::vector<float>* rows = node_rows.Find(word);
+    if (rows == nullptr) {
       // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
       // this same word before an eviction (its old base is not this row's).
       slot_word[slot].clear();
       return false;
     }
-    std::copy(it->second.begin(), it->second.begin() + dim, in);
-    std::copy(it->second.begin() + dim, it->second.end(), out);
+    std::copy(rows->begin(), rows->begin() + dim, in);
+    std::copy(rows->begin() + dim, rows->end(), out);
     input_deltas->Untrack(slot);
     output_deltas->Untrack(slot);
     unapplied.Erase(slot);
@@ -330,10 +359,9 @@ struct ParamClient::Impl {
   }
   // StreamingLearner::GroupCountFn: the rest of the group's occurrences of a word taking a
   // slot (this trainer has pushed none of them since).
-  double GroupCountOf(std::string_view word) const {
-    if (!group_count_filter.MayContain(word)) return 0.0;
-    const auto it = group_counts.find(word);
-    return it == group_counts.end() ? 0.0 : it->second;
+  double GroupCountOf(std::string_view word) {
+    const double* count = group_counts.Find(word);
+    return count == nullptr ? 0.0 : *count;
   }
   void InstallGroupCounts() {
     learner->SetGroupCounts([this](std::string_view word) { return GroupCountOf(word); });
@@ -344,7 +372,7 @@ struct ParamClient::Impl {
   void TakeGroupCount(const ParamRecord& r) {
     if (!options.group_counts) return;
     if (r.removed) {
-      group_counts.erase(r.word);
+      group_counts.Erase(r.word);
       return;
     }
     if (!r.has_count) return;
@@ -358,19 +386,7 @@ struct ParamClient::Impl {
       }
       return;
     }
-    auto it = group_counts.find(r.word);
-    if (it != group_counts.end()) {
-      it->second = guaranteed;
-      return;
-    }
-    if (group_counts.size() >= group_counts_cap) return;
-    group_counts.emplace(r.word, guaranteed);
-    if (++group_count_filter_adds > 2 * std::max<size_t>(group_counts.size(), 4096)) {
-      group_count_filter.Clear();
-      for (const auto& [w, c] : group_counts) group_count_filter.Add(w);
-      group_count_filter_adds = 0;
-    }
-    group_count_filter.Add(r.word);
+    if (double* count = group_counts.FindOrAdd(r.word)) *count = guaranteed;
   }
   ParamClientStats stats;
   Clock::time_point last_reject_log{};
@@ -795,7 +811,7 @@ struct ParamClient::Impl {
           for (const ParamRecord& r : msg->records) {
             TakeGroupCount(r);
             if (!r.removed) continue;
-            node_rows.erase(r.word);
+            node_rows.Erase(r.word);
             const int64_t slot = learner->SlotOf(r.word);
             if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
               slot_word[static_cast<uint32_t>(slot)].clear();
@@ -810,14 +826,9 @@ struct ParamClient::Impl {
             TakeGroupCount(r);
             if (r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
-              auto it = node_rows.find(r.word);
-              if (it == node_rows.end() && node_rows.size() < node_rows_cap) {
-                it = node_rows.emplace(r.word, std::vector<float>()).first;
-                AddNodeRowWord(r.word);
-              }
-              if (it != node_rows.end()) {
-                it->second.assign(r.input.begin(), r.input.end());
-                it->second.insert(it->second.end(), r.output.begin(), r.output.end());
+              if (std::vector<float>* rows = node_rows.FindOrAdd(r.word)) {
+                rows->assign(r.input.begin(), r.input.end());
+                rows->insert(rows->end(), r.output.begin(), r.output.end());
               }
             }
             const int64_t slot = learner->SlotOf(r.word);
@@ -983,8 +994,8 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->read_position.assign(options.shards, -1);
   impl->unsafe.resize(options.shards);
   impl->unsafe_bytes.assign(options.shards, 0);
-  impl->node_rows_cap = learner->options().vocab_capacity;
-  impl->group_counts_cap = 4 * static_cast<size_t>(learner->options().vocab_capacity);
+  impl->node_rows.set_capacity(learner->options().vocab_capacity);
+  impl->group_counts.set_capacity(4 * static_cast<size_t>(learner->options().vocab_capacity));
   impl->EnsureTrackers();
   Impl* raw = impl.get();
   learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
@@ -1079,7 +1090,7 @@ void ParamClient::set_group_counts(bool on) {
     m.InstallGroupCounts();  // the held words' counts come with the next publications
   } else {
     m.learner->SetGroupCounts({});
-    m.group_counts.clear();
+    m.group_counts.Clear();
   }
 }
 
