@@ -366,10 +366,11 @@ struct ParamClient::Impl {
   void InstallGroupCounts() {
     learner->SetGroupCounts([this](std::string_view word) { return GroupCountOf(word); });
   }
-  // A shard's count record of `word`: the learner's group count of a word it holds is raised
-  // to the shard's guaranteed count less what this trainer pushed of it; another word's is
-  // kept for when it takes a slot (GroupCountOf); a removal forgets it.
-  void TakeGroupCount(const ParamRecord& r) {
+  // A shard's count record of `word`, whose slot in the learner is `slot` (SlotOf; -1: not
+  // held): the learner's group count of a word it holds is raised to the shard's guaranteed
+  // count less what this trainer pushed of it; another word's is kept for when it takes a slot
+  // (GroupCountOf); a removal forgets it.
+  void TakeGroupCount(const ParamRecord& r, int64_t slot) {
     if (!options.group_counts) return;
     if (r.removed) {
       group_counts.Erase(r.word);
@@ -379,7 +380,7 @@ struct ParamClient::Impl {
     const double guaranteed = std::max(0.0, r.count - r.count_error);
     // A held word's count lives in the learner (most records: the publications are of the
     // words being trained); the map keeps the others' for when they take a slot.
-    if (const int64_t slot = learner->SlotOf(r.word); slot >= 0) {
+    if (slot >= 0) {
       const double own = OwnPushed(static_cast<uint32_t>(slot), r.word);
       if (learner->SetGroupCount(r.word, std::max(0.0, guaranteed - own))) {
         stats.group_counts_raised += 1;
@@ -809,10 +810,11 @@ struct ParamClient::Impl {
           // A word the node evicted starts from zero there: its next push must carry the whole
           // row again (MarkFresh at the next push, as for a word new to this trainer).
           for (const ParamRecord& r : msg->records) {
-            TakeGroupCount(r);
+            if (!r.removed && !options.group_counts) continue;
+            const int64_t slot = learner->SlotOf(r.word);
+            TakeGroupCount(r, slot);
             if (!r.removed) continue;
             node_rows.Erase(r.word);
-            const int64_t slot = learner->SlotOf(r.word);
             if (slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word) {
               slot_word[static_cast<uint32_t>(slot)].clear();
               unapplied.Erase(static_cast<uint32_t>(slot));
@@ -823,7 +825,8 @@ struct ParamClient::Impl {
           const uint32_t shard = msg->header.sender;
           if (shard < options.shards) Acknowledge(shard, msg->header.base_clock);
           for (const ParamRecord& r : msg->records) {
-            TakeGroupCount(r);
+            const int64_t slot = learner->SlotOf(r.word);
+            TakeGroupCount(r, slot);
             if (r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
               if (std::vector<float>* rows = node_rows.FindOrAdd(r.word)) {
@@ -831,7 +834,6 @@ struct ParamClient::Impl {
                 rows->insert(rows->end(), r.output.begin(), r.output.end());
               }
             }
-            const int64_t slot = learner->SlotOf(r.word);
             if (slot < 0) continue;  // a word this trainer does not hold
             const uint32_t s = static_cast<uint32_t>(slot);
             if (slot_word[s] != r.word) continue;  // not pushed yet: its rows are all local

@@ -100,9 +100,9 @@ class CountSummary {
   // change until the call (a word's count changes are marked on the word, once).
   // With min_growth g > 0, a word whose count was reported before is reported again only once
   // its count reached (1 + g) times the count last reported, or fell (a merge) below it (a
-  // frequent word's count changes at
-  // every call, and a receiver that weighs words by count needs it to a relative precision); a
-  // word held anew (entered, or back after an eviction) and every removal are always reported.
+  // frequent word's count changes at every call, and a receiver that weighs words by count
+  // needs it to a relative precision); a word held anew (entered, or back after an eviction)
+  // and every removal are always reported.
   std::vector<ParamRecord> TakeChanges(double min_growth = 0.0);
 
   // The words that left since the last TakeRemoved or TakeChanges (evicted, or dropped by a
