@@ -1,6 +1,8 @@
 #include "param_flags.h"
 
+#include <charconv>
 #include <limits>
+#include <system_error>
 
 namespace streamvec::app {
 
@@ -17,7 +19,11 @@ void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::stri
   cmd->add_option("--push-hot-rows", flags->push_hot_rows,
                   lead +
                       "the rows of this many most frequent words go out every push, rarer "
-                      "rows every 2, 4, ... pushes (0: every moved row every push)")
+                      "rows every 2, 4, ... pushes (0: every moved row every push; auto: " +
+                      std::to_string(kPushHotRows) + ", " + std::to_string(kPushHotRowsMany) +
+                      " while " + std::to_string(kPushHotRowsManyFromTrainers) +
+                      " or more trainers share the topic's partitions, as this trainer's share "
+                      "of them says)")
       ->capture_default_str();
   cmd->add_option("--push-max-period", flags->push_max_period,
                   lead +
@@ -59,7 +65,19 @@ void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::stri
 
 Status ApplyParamClientFlags(const ParamClientFlags& f, KafkaTrainerOptions* o) {
   o->push_every_words = f.push_every;
-  o->push_hot_rows = f.push_hot_rows;
+  if (f.push_hot_rows == "auto") {
+    o->push_hot_rows.reset();
+  } else {
+    uint32_t rows = 0;
+    const char* end = f.push_hot_rows.data() + f.push_hot_rows.size();
+    auto [p, ec] = std::from_chars(f.push_hot_rows.data(), end, rows);
+    if (f.push_hot_rows.empty() || ec != std::errc() || p != end) {
+      return Status::InvalidArgument(
+          "--push-hot-rows must be auto or a number of rows from 0 to 4294967295, not '" +
+          f.push_hot_rows + "'");
+    }
+    o->push_hot_rows = rows;
+  }
   o->push_max_period = f.push_max_period;
   o->pull_every_words = static_cast<uint64_t>(f.pull_every);
   o->max_staleness = f.max_staleness;

@@ -15,7 +15,7 @@ namespace streamvec::app {
 
 struct ParamClientFlags {
   uint64_t push_every = 0;  // --push-every: trained words between pushes (0: by the trainers)
-  uint32_t push_hot_rows = 4096;            // --push-hot-rows
+  std::string push_hot_rows = "auto";       // --push-hot-rows: auto or a number of rows
   uint32_t push_max_period = 8;             // --push-max-period, rounds
   int64_t pull_every = 0;      // --pull-every: trained words between applications (0: each doc)
   int64_t max_staleness = -1;  // --max-staleness: push rounds (-1: no bound)
@@ -28,7 +28,8 @@ struct ParamClientFlags {
 void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::string& lead);
 
 // The flags into a trainer's options (push_every_words ... delta_precision). InvalidArgument
-// naming --delta-precision for a precision other than fp32 or fp16.
+// naming --push-hot-rows for a value other than auto or a number of rows, --delta-precision for
+// a precision other than fp32 or fp16.
 Status ApplyParamClientFlags(const ParamClientFlags& flags, KafkaTrainerOptions* options);
 
 }  // namespace streamvec::app

@@ -154,6 +154,10 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
                     "Trained words between two pushes now (--push-every, or by the trainers "
                     "sharing the partitions).",
                     static_cast<double>(ps.push_every_words));
+  api::AppendMetric(out, "streamvec_train_param_push_hot_rows", "gauge",
+                    "Rows of the most frequent words that go out every push now "
+                    "(--push-hot-rows; 0: every moved row every push).",
+                    static_cast<double>(ps.push_hot_rows));
 }
 
 namespace {
@@ -265,6 +269,10 @@ void AppendLabelledTrainerMetrics(std::string* out,
          "Trained words between two pushes now (--push-every, or by the trainers sharing the "
          "partitions).",
          [](const T& t) { return t.param.push_every_words; });
+  family("streamvec_train_param_push_hot_rows", "gauge",
+         "Rows of the most frequent words that go out every push now (--push-hot-rows; 0: every "
+         "moved row every push).",
+         [](const T& t) { return t.param.push_hot_rows; });
   family("streamvec_train_param_group_counts", "gauge",
          "1 while words are admitted and drawn as negatives by the group's counts "
          "(--group-counts), else 0.",

@@ -683,6 +683,10 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
            {"--param-shards 1 --group-counts maybe --http 127.0.0.1:0 --no-crawl" + state,
             "--group-counts"},
            {"--group-counts on --http 127.0.0.1:0 --no-crawl" + state, "--param-shards"},
+           {"--param-shards 1 --push-hot-rows many --http 127.0.0.1:0 --no-crawl" + state,
+            "--push-hot-rows"},
+           {"--param-shards 1 --push-hot-rows -1 --http 127.0.0.1:0 --no-crawl" + state,
+            "--push-hot-rows"},
            {"--model char-lstm --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
             "--param-shards"},
            {"--char-mode replace --http 127.0.0.1:0 --no-crawl" + state, "--model char-lstm"}}) {

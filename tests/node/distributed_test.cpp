@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -236,7 +237,9 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
 // all 8 as one alone, 1 of 8 as one of eight (never below kMinGroupPushWords); --push-every
 // wins when given. The interval is the gauge streamvec_train_param_push_interval_words.
 // --group-counts auto is on from kGroupCountsMinTrainers trainers (4 of 8 partitions: two, off);
-// on and off hold whatever the share.
+// on and off hold whatever the share. So is the push schedule: without --push-hot-rows the
+// kPushHotRowsMany most frequent rows go out every push from kPushHotRowsManyFromTrainers
+// trainers, kPushHotRows below; a number given holds (gauge streamvec_train_param_push_hot_rows).
 TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitions) {
   const fs::path dir = FreshDir("streamvec_dist_interval");
   auto broker = BrokerWithDocs("interval", 8);
@@ -251,15 +254,19 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
     uint64_t want;
     Counts counts;         // --group-counts
     uint64_t want_counts;  // whether the group's counts are on
+    std::optional<uint32_t> hot_rows;  // --push-hot-rows; unset: auto
+    uint64_t want_hot_rows;
   };
+  const uint64_t few = kPushHotRows, many = kPushHotRowsMany;
   const Case cases[] = {
-      {{0, 1}, 0, kGroupPushWords / 4, Counts::kAuto, 1},
-      {{0, 1, 2, 3, 4, 5, 6, 7}, 0, kGroupPushWords, Counts::kAuto, 0},
-      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kAuto, 1},
-      {{0, 1}, 1000, 1000, Counts::kAuto, 1},
-      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kAuto, 0},
-      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kOn, 1},
-      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kOff, 0}};
+      {{0, 1}, 0, kGroupPushWords / 4, Counts::kAuto, 1, {}, many},
+      {{0, 1, 2, 3, 4, 5, 6, 7}, 0, kGroupPushWords, Counts::kAuto, 0, {}, few},
+      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kAuto, 1, {}, many},
+      {{0, 1}, 1000, 1000, Counts::kAuto, 1, {}, many},
+      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kAuto, 0, {}, few},
+      {{0, 1, 2, 3}, 0, kGroupPushWords / 2, Counts::kOn, 1, 0, 0},
+      {{5}, 0, std::max(kMinGroupPushWords, kGroupPushWords / 8), Counts::kOff, 0, 4096, 4096},
+      {{0, 1}, 1000, 1000, Counts::kOff, 0, {}, many}};
   int n = 0;
   for (const Case& c : cases) {
     KafkaTrainerOptions o = SmallTrainerOptions(
@@ -268,6 +275,7 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
     o.assign_partitions = c.partitions;
     o.push_every_words = c.push_every;
     o.group_counts = c.counts;
+    o.push_hot_rows = c.hot_rows;
     o.max_idle_s = 0.5;
     StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
     ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
@@ -276,6 +284,8 @@ TEST(DistributedTest, TheDefaultPushIntervalFollowsTheTrainersShareOfThePartitio
     EXPECT_EQ((*trainer)->stats().param.push_every_words, c.want)
         << c.partitions.size() << " of 8 partitions, --push-every " << c.push_every;
     EXPECT_EQ((*trainer)->stats().param.group_counts, c.want_counts)
+        << c.partitions.size() << " of 8 partitions";
+    EXPECT_EQ((*trainer)->stats().param.push_hot_rows, c.want_hot_rows)
         << c.partitions.size() << " of 8 partitions";
   }
   fs::remove_all(dir);

@@ -310,7 +310,8 @@ struct KafkaTrainer::Impl {
   // unknown.
   int32_t TopicPartitions();
   // KafkaTrainerOptions::push_every_words 0: the push interval for this trainer's share of the
-  // partitions (kGroupPushWords over the trainers that share them), set on the ParamClient.
+  // partitions (kGroupPushWords over the trainers that share them), set on the ParamClient; so
+  // are group_counts kAuto and push_hot_rows unset.
   void UpdatePushInterval();
   // On the embedded broker (the cluster id is the mock's), the consumer's fetch.wait.max.ms
   // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
@@ -888,7 +889,9 @@ int32_t KafkaTrainer::Impl::TopicPartitions() {
 
 void KafkaTrainer::Impl::UpdatePushInterval() {
   const bool auto_counts = options.group_counts == KafkaTrainerOptions::GroupCounts::kAuto;
-  if (!param || (options.push_every_words != 0 && !auto_counts) || assigned.empty()) return;
+  const bool auto_hot_rows = !options.push_hot_rows.has_value();
+  if (!param || assigned.empty()) return;
+  if (options.push_every_words != 0 && !auto_counts && !auto_hot_rows) return;
   // Asked at every assignment: partitions may have been added since the last one.
   if (const int32_t now = TopicPartitions(); now > 0) topic_partitions = now;
   if (topic_partitions <= 0) return;  // unknown: the interval stays
@@ -899,6 +902,15 @@ void KafkaTrainer::Impl::UpdatePushInterval() {
     param->set_group_counts(trainers >= kGroupCountsMinTrainers);
     spdlog::info("trainer: about {} trainer(s) share {}: admitting words by {} counts", trainers,
                  topic, param->group_counts() ? "the group's" : "this trainer's own");
+  }
+  const uint32_t hot_rows =
+      trainers >= kPushHotRowsManyFromTrainers ? kPushHotRowsMany : kPushHotRows;
+  if (auto_hot_rows && hot_rows != param->push_hot_rows()) {
+    param->set_push_hot_rows(hot_rows);
+    spdlog::info(
+        "trainer: about {} trainer(s) share {}: the rows of the {} most frequent words "
+        "go out every push",
+        trainers, topic, hot_rows);
   }
   if (options.push_every_words != 0) return;
   const uint64_t every = std::max(kMinGroupPushWords, kGroupPushWords / trainers);
@@ -1147,7 +1159,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     po.shards = o.param_shards;
     // 0: set at each assignment (UpdatePushInterval); until the first, as for two trainers.
     po.push_every_words = o.push_every_words != 0 ? o.push_every_words : kGroupPushWords / 2;
-    po.push_hot_rows = o.push_hot_rows;
+    po.push_hot_rows = o.push_hot_rows.value_or(kPushHotRows);  // unset: as push_every_words
     po.push_max_period = o.push_max_period;
     po.pull_every_words = o.pull_every_words;
     po.max_staleness = o.max_staleness;

@@ -288,6 +288,16 @@ struct ParamClient::Impl {
     const double* count = group_counts.Find(word);
     return count == nullptr ? 0.0 : *count;
   }
+  // ParamClientOptions::push_hot_rows = rows, and the schedule it gives (none for 0).
+  void SetPushHotRows(uint32_t rows) {
+    SV_CHECK(rows == 0 || options.push_max_period >= 1);
+    options.push_hot_rows = rows;
+    stats.push_hot_rows = rows;
+    if (rows == 0) return;
+    int max_level = 0;
+    while (max_level < 30 && (uint64_t{2} << max_level) <= options.push_max_period) ++max_level;
+    schedule = PushSchedule({.top_rows = rows, .max_level = max_level});
+  }
   void InstallGroupCounts() {
     learner->SetGroupCounts([this](std::string_view word) { return GroupCountOf(word); });
   }
@@ -907,11 +917,7 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->stats.push_every_words = options.push_every_words;
   impl->stats.group_counts = options.group_counts ? 1 : 0;
   impl->learner = learner;
-  if (options.push_hot_rows > 0) {
-    int max_level = 0;
-    while (max_level < 30 && (uint64_t{2} << max_level) <= options.push_max_period) ++max_level;
-    impl->schedule = PushSchedule({.top_rows = options.push_hot_rows, .max_level = max_level});
-  }
+  impl->SetPushHotRows(options.push_hot_rows);
   impl->dim = learner->options().dim;
   impl->updates_topic = UpdatesTopic(options.kafka.topic_prefix);
   impl->params_topic = ParamsTopic(options.kafka.topic_prefix);
@@ -1005,6 +1011,10 @@ void ParamClient::set_push_every_words(uint64_t words) {
 }
 
 uint64_t ParamClient::push_every_words() const { return impl_->options.push_every_words; }
+
+void ParamClient::set_push_hot_rows(uint32_t rows) { impl_->SetPushHotRows(rows); }
+
+uint32_t ParamClient::push_hot_rows() const { return impl_->options.push_hot_rows; }
 
 void ParamClient::set_stop(const std::atomic<bool>* stop) { impl_->options.stop = stop; }
 

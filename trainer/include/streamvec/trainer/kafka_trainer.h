@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,16 @@ inline constexpr uint64_t kGroupPushWords = uint64_t{1} << 19;
 inline constexpr uint64_t kMinGroupPushWords = uint64_t{1} << 15;
 // Trainers sharing the topic from which KafkaTrainerOptions::group_counts kAuto is on.
 inline constexpr uint64_t kGroupCountsMinTrainers = 3;
+// The default push schedule (KafkaTrainerOptions::push_hot_rows unset): the rows of the
+// kPushHotRows most frequent words go out every round while at most two trainers share the
+// topic, of the kPushHotRowsMany most frequent from kPushHotRowsManyFromTrainers trainers on.
+// A trainer of four learns three quarters of a row from the others' pushes, and the rarer rows
+// the schedule defers are then a larger part of what it misses (four trainers on 2 cores:
+// analogy 0.147-0.172 against 0.120-0.128, WS-353 0.02-0.04 below one trainer against
+// 0.04-0.10, at three quarters of the throughput; docs/distributed.md, "Measured").
+inline constexpr uint32_t kPushHotRows = 4096;
+inline constexpr uint32_t kPushHotRowsMany = 16384;
+inline constexpr uint64_t kPushHotRowsManyFromTrainers = 3;
 
 struct KafkaTrainerOptions {
   KafkaOptions kafka;                 // brokers, topic prefix, extra librdkafka properties
@@ -163,7 +174,9 @@ struct KafkaTrainerOptions {
   // as a whole trains about the same number of words between two pushes of one trainer, so a
   // trainer's view of the others' rows is as stale with two trainers as with eight.
   uint64_t push_every_words = 0;
-  uint32_t push_hot_rows = 4096;  // the push schedule (ParamClientOptions::push_hot_rows)
+  // The push schedule (ParamClientOptions::push_hot_rows); unset: kPushHotRows or
+  // kPushHotRowsMany by the trainers sharing the topic, at each assignment.
+  std::optional<uint32_t> push_hot_rows;
   uint32_t push_max_period = 8;   // rounds (ParamClientOptions::push_max_period)
   uint64_t pull_every_words = 0;  // trained words between applications of the shards' rows
                                   // (ParamClientOptions::pull_every_words; 0: every Sync)

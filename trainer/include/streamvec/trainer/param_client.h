@@ -115,6 +115,8 @@ struct ParamClientStats {
                                 // acknowledged yet, the round just pushed included (gauge)
   uint64_t rows_pending = 0;    // published rows consumed, waiting for pull_every (gauge)
   uint64_t push_every_words = 0;  // the push interval now (gauge; set_push_every_words)
+  uint64_t push_hot_rows = 0;     // the push schedule's rows due every round now (gauge;
+                                  // set_push_hot_rows; 0: every moved row every round)
   uint64_t group_counts = 0;      // 1 while admitting by the group's counts (gauge)
 };
 
@@ -145,6 +147,11 @@ class ParamClient {
   // changes (KafkaTrainerOptions::push_every_words 0).
   void set_push_every_words(uint64_t words);
   uint64_t push_every_words() const;
+  // ParamClientOptions::push_hot_rows from the next push round on (0: every moved row every
+  // round; > 0 needs push_max_period >= 1, SV_CHECK). The trainer sets it when its share of the
+  // partitions changes (KafkaTrainerOptions::push_hot_rows unset).
+  void set_push_hot_rows(uint32_t rows);
+  uint32_t push_hot_rows() const;
   // ParamClientOptions::stop, set after Create (the trainer's Run receives its flag).
   void set_stop(const std::atomic<bool>* stop);
   // ParamClientOptions::group_counts from now on. On: the held words' group counts come with
