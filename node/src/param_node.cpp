@@ -560,13 +560,11 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
           fresh_slots.insert(slot);
         } else {
           slot = static_cast<uint32_t>(found);
-          // A sender's initial rows of a word this shard has learned already (a trainer that
-          // admitted it anew, with a random row): not a step to add. Its row is published so
-          // that the sender takes it in place of its initialisation.
-          if (r.initial && !fresh_slots.count(slot)) {
-            MarkPending(slot);
-            continue;
-          }
+          // A sender's initial rows of a word this shard holds already (a trainer that admitted
+          // it before any publication of it reached it, as trainers admitting by the group's
+          // counts do at about the same time) are merged as a step like any delta: they are
+          // what the sender learned of the word since it admitted it, plus its initialisation,
+          // small (input components within +-0.5/dim, output zero) beside a trained row.
         }
         MergeBatch& into = fresh_slots.count(slot) ? fresh : merged;
         if (!r.input.empty()) into.Add(uint64_t{slot} * 2, push.header.sender, r.input);

@@ -312,11 +312,13 @@ INSTANTIATE_TEST_SUITE_P(Rules, ParamNodeMergeTest,
                                            MergeRule::kScaledSum),
                          [](const auto& info) { return std::string(MergeRuleName(info.param)); });
 
-// A trainer that admits a word anew pushes its whole, randomly initialised rows marked initial:
-// a shard holding the word keeps its own row (and republishes it for that trainer to take), a
-// shard that does not starts the word from them; the count counts either way.
-TEST_F(ParamNodeTest, InitialRowsOfAWordTheShardHoldsAreNotAdded) {
-  StartNode(Options());
+// A trainer that admits a word anew pushes its whole rows (its initialisation and what it learned
+// since) marked initial: a shard holding the word merges them as a step under its rule (here the
+// sum), a shard that does not starts the word from them; the count counts either way.
+TEST_F(ParamNodeTest, InitialRowsOfAWordTheShardHoldsAreMergedAsAStep) {
+  ParamNodeOptions o = Options();
+  o.merge.rule = MergeRule::kSum;
+  StartNode(o);
   Send({PushMessage(1, 0, {Push("cat", 2, {1.0f, 2.0f})})});
   Published first = ReadParams(1);
   ASSERT_TRUE(first.rows.count("cat"));
@@ -328,7 +330,7 @@ TEST_F(ParamNodeTest, InitialRowsOfAWordTheShardHoldsAreNotAdded) {
   Send({PushMessage(2, 0, {again, fresh})});
   Published second = ReadParams(2);
   ASSERT_TRUE(second.rows.count("cat") && second.rows.count("owl"));
-  ExpectRow(second.rows["cat"].input, {1.0, 2.0});  // not 10, -7
+  ExpectRow(second.rows["cat"].input, {10.0, -7.0});
   EXPECT_EQ(second.rows["cat"].count, 5.0);
   ExpectRow(second.rows["owl"].input, {0.5, 0.25});
   ASSERT_TRUE(StopNode().ok());

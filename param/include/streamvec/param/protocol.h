@@ -39,10 +39,11 @@
 // push: any non-empty subset of count / input / output, never removed; count is the exact number
 // of occurrences since the sender's previous push (error 0) and a row is a delta (row - base,
 // RowDeltaTracker::Export); initial (with a row) marks the sender's whole rows of a word new to
-// it (RowDeltaTracker::MarkFresh: a random initialisation and what the sender learned since),
-// which a shard already holding the word does not add to its row. rows: at least one row (a count
-// with them is the node's count and error). vocabulary: exactly one of count (the node's count and
-// error for an admitted word) or removed (the word left the node's vocabulary).
+// it (RowDeltaTracker::MarkFresh: a random initialisation and what the sender learned since):
+// a shard that does not hold the word starts it from them, one that does merges them as a step.
+// rows: at least one row (a count with them is the node's count and error). vocabulary: exactly one
+// of count (the node's count and error for an admitted word) or removed (the word left the node's
+// vocabulary).
 //
 // gap (added in version 1 as a fourth kind; an older reader rejects it as an unknown kind): no
 // records. The shard found offsets [sender_clock, base_clock) of its `.updates` partition gone
