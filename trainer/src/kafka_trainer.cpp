@@ -203,7 +203,7 @@ struct KafkaTrainer::Impl {
 
   // Run-thread state.
   std::set<int32_t> assigned;
-  int32_t topic_partitions = 0;  // of `topic`, at the last assignment (UpdatePushInterval)
+  int32_t topic_partitions = 0;  // of `topic`, at the last assignment (UpdateForGroupSize)
   // Assigned partitions read to their end (ERR__PARTITION_EOF) with no message since: the topic
   // is idle for --max-idle only once this holds every assigned partition.
   std::set<int32_t> at_end;
@@ -309,10 +309,11 @@ struct KafkaTrainer::Impl {
   // The partitions of `topic` by the consumer's metadata (one request, 2 s at most); 0 when
   // unknown.
   int32_t TopicPartitions();
-  // KafkaTrainerOptions::push_every_words 0: the push interval for this trainer's share of the
-  // partitions (kGroupPushWords over the trainers that share them), set on the ParamClient; so
-  // are group_counts kAuto and push_hot_rows unset.
-  void UpdatePushInterval();
+  // The ParamClient settings that follow the group's size, for the options left to it: from
+  // the trainers sharing the topic (its partitions over this trainer's), the push interval
+  // (push_every_words 0: kGroupPushWords over them), the group's counts (group_counts kAuto)
+  // and the push schedule's hot rows (push_hot_rows unset). At each assignment.
+  void UpdateForGroupSize();
   // On the embedded broker (the cluster id is the mock's), the consumer's fetch.wait.max.ms
   // becomes 10 unless --kafka-config set it: the mock answers a fetch that finds nothing only at
   // the end of that wait, even when documents arrive meanwhile, so librdkafka's 500 ms held each
@@ -454,7 +455,7 @@ void KafkaTrainer::Impl::OnAssign(RdKafka::KafkaConsumer* c,
   }
   spdlog::info("trainer: {} partition(s) of {} assigned ({} {})", assigned.size(), topic,
                options.assign ? "manually, offsets committed to group" : "group", group);
-  UpdatePushInterval();
+  UpdateForGroupSize();
   ever_assigned = true;
   last_activity = Clock::now();
 }
@@ -887,7 +888,7 @@ int32_t KafkaTrainer::Impl::TopicPartitions() {
   return partitions;
 }
 
-void KafkaTrainer::Impl::UpdatePushInterval() {
+void KafkaTrainer::Impl::UpdateForGroupSize() {
   const bool auto_counts = options.group_counts == KafkaTrainerOptions::GroupCounts::kAuto;
   const bool auto_hot_rows = !options.push_hot_rows.has_value();
   if (!param || assigned.empty()) return;
@@ -1157,7 +1158,7 @@ StatusOr<std::unique_ptr<KafkaTrainer>> KafkaTrainer::Create(const KafkaTrainerO
     ParamClientOptions po;
     po.kafka = o.kafka;
     po.shards = o.param_shards;
-    // 0: set at each assignment (UpdatePushInterval); until the first, as for two trainers.
+    // 0: set at each assignment (UpdateForGroupSize); until the first, as for two trainers.
     po.push_every_words = o.push_every_words != 0 ? o.push_every_words : kGroupPushWords / 2;
     po.push_hot_rows = o.push_hot_rows.value_or(kPushHotRows);  // unset: as push_every_words
     po.push_max_period = o.push_max_period;

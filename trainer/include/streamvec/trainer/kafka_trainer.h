@@ -94,9 +94,8 @@ inline constexpr uint64_t kGroupCountsMinTrainers = 3;
 // kPushHotRows most frequent words go out every round while at most two trainers share the
 // topic, of the kPushHotRowsMany most frequent from kPushHotRowsManyFromTrainers trainers on.
 // A trainer of four learns three quarters of a row from the others' pushes, and the rarer rows
-// the schedule defers are then a larger part of what it misses (four trainers on 2 cores:
-// analogy 0.147-0.172 against 0.120-0.128, WS-353 0.02-0.04 below one trainer against
-// 0.04-0.10, at three quarters of the throughput; docs/distributed.md, "Measured").
+// the schedule defers are then a larger part of what it misses (docs/distributed.md, "The push
+// schedule with more trainers").
 inline constexpr uint32_t kPushHotRows = 4096;
 inline constexpr uint32_t kPushHotRowsMany = 16384;
 inline constexpr uint64_t kPushHotRowsManyFromTrainers = 3;
