@@ -1,7 +1,6 @@
 // Words outside the vocabulary served from the snapshot's character model (docs/char-model.md):
 // a RocksDB state in a temp dir holding a table and a character model, the real REST server on
 // 127.0.0.1, every route that takes a word, and the bad words.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro (see shared/STACK.md)
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,7 +1,6 @@
 // The KeyedVectors calls a gensim user reaches for beyond most_similar, over real HTTP, against
 // gensim 4.2's own answers on the same vectors (tests/data/eval/gensim-keyedvectors.json, made by
 // make_keyedvectors_fixture.py from small-vectors.txt).
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <fstream>
 #include <string>

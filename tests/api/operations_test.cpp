@@ -1,7 +1,6 @@
 // Operating the server over real HTTP: /metrics (Prometheus text), admin routes and their token,
 // CORS, /openapi.json against the dispatcher, the HNSW index per snapshot, quality per snapshot
 // and its gate, and a word's history across Procrustes-aligned snapshots.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <unistd.h>
 

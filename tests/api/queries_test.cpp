@@ -1,7 +1,6 @@
 // gensim-style queries over real HTTP: most_similar (positive/negative, topn, restrict_vocab),
 // analogy (3CosAdd), neighbours of a raw vector, and their limits. The reference is eval's plain
 // scan (eval::TopKByDot) on unit rows, the arithmetic gensim's KeyedVectors.most_similar does.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <unistd.h>
 
@@ -46,12 +45,6 @@ std::vector<std::string> Reference(const Embeddings& e, const std::vector<size_t
        eval::TopKByDot(unit.data(), std::min(limit, e.rows()), e.dim, q.data(), k, exclude)) {
     words.push_back(e.words[n.row]);
   }
-  return words;
-}
-
-std::vector<std::string> Words(const json& results) {
-  std::vector<std::string> words;
-  for (const json& r : results) words.push_back(r["word"]);
   return words;
 }
 
@@ -369,7 +362,7 @@ TEST(AnnIndexTest, SavedIndexLoadsOnlyForItsSnapshotAndIntact) {
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "index.hnsw").string();
   const Embeddings e = RandomEmbeddings(1500, 24, 8);
-  const ServingSnapshot snapshot(e, SnapshotInfo{.version = 7});
+  const ServingSnapshot snapshot(e, SnapshotInfo{7, 0, "{}"});
   AnnOptions options;
   options.ef_search = 40;
   EXPECT_EQ(AnnIndex::Load(path, snapshot, options).status().code(), StatusCode::kNotFound);
@@ -390,14 +383,14 @@ TEST(AnnIndexTest, SavedIndexLoadsOnlyForItsSnapshotAndIntact) {
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].row, want[i].row) << row;
   }
 
-  const ServingSnapshot newer(e, SnapshotInfo{.version = 8});
+  const ServingSnapshot newer(e, SnapshotInfo{8, 0, "{}"});
   StatusOr<std::unique_ptr<AnnIndex>> other = AnnIndex::Load(path, newer, options);
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(other.status().message().find("snapshot"), std::string::npos)
       << other.status().ToString();
   Embeddings renamed = e;
   renamed.words[3] = "someone-else";
-  const ServingSnapshot moved(renamed, SnapshotInfo{.version = 7});
+  const ServingSnapshot moved(renamed, SnapshotInfo{7, 0, "{}"});
   other = AnnIndex::Load(path, moved, options);
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(other.status().message().find("words_xxh"), std::string::npos)

@@ -1,6 +1,5 @@
 // The REST API over real HTTP on 127.0.0.1 (a free port): every route's answers and errors,
 // snapshot hot swaps under load, and the state-directory path end to end (RocksDB in a temp dir).
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <arpa/inet.h>
 #include <cpprest/http_client.h>

@@ -1,6 +1,5 @@
 // Queries pinned to an older snapshot (?snapshot=N), the 404 of one no longer retained, and
 // entity tags with conditional GET, over real HTTP on 127.0.0.1.
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <atomic>
 #include <map>
@@ -21,12 +20,6 @@ constexpr size_t kRows = 60;
 
 // Snapshot v: its own random vectors (seed v), so every answer depends on the snapshot.
 Embeddings Version(uint64_t v) { return RandomEmbeddings(kRows, kDim, static_cast<uint32_t>(v)); }
-
-std::vector<std::string> Words(const json& list) {
-  std::vector<std::string> out;
-  for (const json& n : list) out.push_back(n["word"].get<std::string>());
-  return out;
-}
 
 class SnapshotPinningTest : public ServerFixture {
  protected:

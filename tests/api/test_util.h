@@ -2,10 +2,6 @@
 #ifndef STREAMVEC_TESTS_API_TEST_UTIL_H_
 #define STREAMVEC_TESTS_API_TEST_UTIL_H_
 
-#ifndef _TURN_OFF_PLATFORM_STRING
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
-#endif
-
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 
@@ -25,6 +21,13 @@ namespace streamvec::api::testing_util {
 
 using nlohmann::json;
 namespace http = web::http;
+
+// The "word" of each object of a JSON array (neighbour lists, results), in order.
+inline std::vector<std::string> Words(const json& list) {
+  std::vector<std::string> out;
+  for (const json& n : list) out.push_back(n["word"].get<std::string>());
+  return out;
+}
 
 // Snapshots published in memory (the seam the server offers instead of a state directory).
 class MemorySource : public SnapshotSource {

@@ -1,6 +1,5 @@
 // Browsing the vocabulary over real HTTP: GET /v1/words (count order, prefix, paging, limits)
 // and GET /v1/words/{word} (count, rank, the first snapshot this server saw the word in).
-#define _TURN_OFF_PLATFORM_STRING  // cpprest's U() macro breaks Eigen
 
 #include <algorithm>
 #include <string>

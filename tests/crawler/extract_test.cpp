@@ -106,7 +106,9 @@ TEST(ExtractTest, ShortParagraphWithoutDecodableTextIsSkipped) {
   StatusOr<Article> article = ExtractArticle(html);
   ASSERT_TRUE(article.ok() || article.status().code() == StatusCode::kInvalidArgument)
       << article.status().ToString();
-  if (article.ok()) EXPECT_THAT(article->text, Not(HasSubstr("\xff")));
+  if (article.ok()) {
+    EXPECT_THAT(article->text, Not(HasSubstr("\xff")));
+  }
 }
 
 }  // namespace

@@ -19,10 +19,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kData = STREAMVEC_TEST_DATA "/eval/";
+const std::string kEvalDir = STREAMVEC_TEST_DATA "/eval/";
 
 nlohmann::json Reference() {
-  std::ifstream in(kData + "gensim-reference.json");
+  std::ifstream in(kEvalDir + "gensim-reference.json");
   return nlohmann::json::parse(in);
 }
 
@@ -79,9 +79,9 @@ class GensimSimilarityTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GensimSimilarityTest, EqualsGensimEvaluateWordPairs) {
   const nlohmann::json ref = Reference()["similarity"][GetParam()];
-  StatusOr<Embeddings> e = ReadWord2Vec(kData + "small-vectors.txt");
+  StatusOr<Embeddings> e = ReadWord2Vec(kEvalDir + "small-vectors.txt");
   ASSERT_TRUE(e.ok()) << e.status().ToString();
-  StatusOr<SimilarityResult> r = EvaluateWordPairs(*e, kData + ref["file"].get<std::string>());
+  StatusOr<SimilarityResult> r = EvaluateWordPairs(*e, kEvalDir + ref["file"].get<std::string>());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->pairs, ref["pairs"].get<size_t>());
   EXPECT_EQ(r->oov, ref["oov"].get<size_t>());
@@ -95,9 +95,9 @@ TEST_P(GensimSimilarityTest, EqualsGensimEvaluateWordPairs) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GensimSimilarityTest, ::testing::Values(0, 1, 2));
 
 TEST(EvaluateWordPairsTest, SkipsCommentsAndMalformedLines) {
-  StatusOr<Embeddings> e = ReadWord2Vec(kData + "small-vectors.txt");
+  StatusOr<Embeddings> e = ReadWord2Vec(kEvalDir + "small-vectors.txt");
   ASSERT_TRUE(e.ok());
-  StatusOr<SimilarityResult> r = EvaluateWordPairs(*e, kData + "pairs-edge-cases.txt");
+  StatusOr<SimilarityResult> r = EvaluateWordPairs(*e, kEvalDir + "pairs-edge-cases.txt");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // 2 comment lines + "not a valid line" + score "six" + 4 fields + the blank line.
   EXPECT_EQ(r->skipped_lines, 6u);

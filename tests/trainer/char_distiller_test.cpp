@@ -20,7 +20,7 @@ using testing::PlantedSentences;
 using testing::Stems;
 using State = testing::State;
 
-StreamingOptions Learner() { return testing::PlantedLearnerOptions(); }
+using testing::PlantedLearnerOptions;
 
 CharDistillOptions Distill() {
   CharDistillOptions d;
@@ -56,7 +56,7 @@ State Save(const StreamingLearner& learner, const CharDistiller& distiller, bool
 
 TEST(CharDistillerTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
   const std::vector<std::string> stems = Stems(40, 1), unseen = Stems(30, 2);
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharDistiller distiller(Distill());
   ASSERT_TRUE(Train(learner, distiller, PlantedSentences(stems, 6000, 3)).ok());
   ASSERT_GT(distiller.stats().steps, 100u);
@@ -88,7 +88,7 @@ TEST(CharDistillerTest, UnseenWordsWithAPlantedSuffixLandNearTheirGroup) {
 
 TEST(CharDistillerTest, CheckpointHoldsTheStateAndPublicationOnlyTheServingModel) {
   const std::vector<std::string> stems = Stems(20, 4);
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharDistiller distiller(Distill());
   ASSERT_TRUE(Train(learner, distiller, PlantedSentences(stems, 400, 5)).ok());
   const State publication = Save(learner, distiller, /*checkpoint=*/false);
@@ -109,13 +109,13 @@ TEST(CharDistillerTest, ResumedRunIsBitIdenticalToOneRun) {
   const std::vector<std::string> stems = Stems(20, 6);
   const std::vector<std::string> a = PlantedSentences(stems, 600, 7),
                                  b = PlantedSentences(stems, 600, 8);
-  StreamingLearner one_learner(Learner());
+  StreamingLearner one_learner(PlantedLearnerOptions());
   CharDistiller one_distiller(Distill());
   ASSERT_TRUE(Train(one_learner, one_distiller, a).ok());
   (void)Save(one_learner, one_distiller, /*checkpoint=*/true);  // as the trainer does
   ASSERT_TRUE(Train(one_learner, one_distiller, b).ok());
 
-  StreamingLearner first(Learner());
+  StreamingLearner first(PlantedLearnerOptions());
   CharDistiller first_distiller(Distill());
   ASSERT_TRUE(Train(first, first_distiller, a).ok());
   const State state = Save(first, first_distiller, /*checkpoint=*/true);

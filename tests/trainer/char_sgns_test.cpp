@@ -26,7 +26,7 @@ using testing::PlantedSentences;
 using testing::Stems;
 using State = testing::State;
 
-StreamingOptions Learner() { return testing::PlantedLearnerOptions(); }
+using testing::PlantedLearnerOptions;
 
 CharSgnsOptions Char(CharMode mode) {
   CharSgnsOptions c;
@@ -64,7 +64,7 @@ class CharSgnsModeTest : public ::testing::TestWithParam<CharMode> {};
 // and checks that unseen words land near their suffix's group.
 void ExpectUnseenWordsLandNearTheirGroup(CharMode mode, int device) {
   const std::vector<std::string> stems = Stems(40, 1), unseen = Stems(30, 2);
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharSgns char_sgns(Char(mode), /*threads=*/1);
   if (device >= 0) {
     ASSERT_TRUE(char_sgns.UseCudaDevice(device).ok());
@@ -112,13 +112,13 @@ TEST_P(CharSgnsModeTest, ResumedRunIsBitIdenticalToOneRun) {
   const std::vector<std::string> stems = Stems(20, 6);
   const std::vector<std::string> a = PlantedSentences(stems, 600, 7),
                                  b = PlantedSentences(stems, 600, 8);
-  StreamingLearner one_learner(Learner());
+  StreamingLearner one_learner(PlantedLearnerOptions());
   CharSgns one(Char(GetParam()), 1);
   ASSERT_TRUE(Train(one_learner, one, a).ok());
   (void)Save(one_learner, one, /*checkpoint=*/true);  // as the trainer does
   ASSERT_TRUE(Train(one_learner, one, b).ok());
 
-  StreamingLearner first(Learner());
+  StreamingLearner first(PlantedLearnerOptions());
   CharSgns first_char(Char(GetParam()), 1);
   ASSERT_TRUE(Train(first, first_char, a).ok());
   const State state = Save(first, first_char, /*checkpoint=*/true);
@@ -142,7 +142,7 @@ TEST_P(CharSgnsModeTest, ResumedRunIsBitIdenticalToOneRun) {
 
 TEST_P(CharSgnsModeTest, ServingEntriesHoldTheServedVectorsAndTheModel) {
   const std::vector<std::string> stems = Stems(20, 4);
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharSgns char_sgns(Char(GetParam()), 1);
   ASSERT_TRUE(Train(learner, char_sgns, PlantedSentences(stems, 400, 5)).ok());
   State serving;
@@ -191,7 +191,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, CharSgnsModeTest,
 TEST(CharSgnsTest, SumModeStartsAsPlainSgnsAndItsModelLearns) {
   const std::vector<std::string> stems = Stems(20, 9);
   const std::vector<std::string> lines = PlantedSentences(stems, 200, 10);
-  StreamingLearner plain(Learner()), with_char(Learner());
+  StreamingLearner plain(PlantedLearnerOptions()), with_char(PlantedLearnerOptions());
   CharSgnsOptions options = Char(CharMode::kSum);
   options.batch_words = 1000000;  // the batch in one step: the model is still at zero in it
   CharSgns char_sgns(options, 1);
@@ -220,7 +220,7 @@ TEST(CharSgnsTest, SumModeStartsAsPlainSgnsAndItsModelLearns) {
 }
 
 TEST(CharSgnsTest, WordsTheModelCannotReadTrainAsPlainRows) {
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharSgns char_sgns(Char(CharMode::kReplace), 1);
   // "\x01x" is valid UTF-8 without NUL (the learner trains it) but a control character
   // (CharIds refuses it): it keeps a plain row and the batch trains.
@@ -248,7 +248,7 @@ TEST(CharSgnsTest, WordsFoundOnSeveralThreadsAreThoseFoundOnOne) {
   c.batch_words = 30000;  // pieces of about 180 KB
   std::vector<CharSgnsStats> stats;
   for (int threads : {1, 4}) {
-    StreamingLearner learner(Learner());
+    StreamingLearner learner(PlantedLearnerOptions());
     CharSgns char_sgns(c, threads);
     // Cut mid-word on purpose: TrainChunk keeps the tail for the next call.
     ASSERT_TRUE(char_sgns.TrainChunk(&learner, std::string_view(text).substr(0, 100001)).ok());
@@ -272,7 +272,7 @@ TEST(CharSgnsTest, ParseCharModeKnowsTheTwoModes) {
 }
 
 TEST(CharSgnsTest, LoadNamesAMalformedEntry) {
-  StreamingLearner learner(Learner());
+  StreamingLearner learner(PlantedLearnerOptions());
   CharSgns char_sgns(Char(CharMode::kSum), 1);
   State state = Save(learner, char_sgns, /*checkpoint=*/true);
   state[kCharSgnsEntry] = "{";

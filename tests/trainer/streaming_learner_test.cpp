@@ -1,5 +1,7 @@
 #include "streamvec/trainer/streaming_learner.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,8 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "planted_suffixes.h"
 #include "streamvec/kernels/cuda.h"
 #include "streamvec/kernels/sgns_kernel.h"
 
@@ -68,15 +69,7 @@ StreamingOptions Small() {
   return o;
 }
 
-double Cosine(const float* a, const float* b, int dim) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int j = 0; j < dim; ++j) {
-    ab += a[j] * b[j];
-    aa += a[j] * a[j];
-    bb += b[j] * b[j];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using testing::Cosine;
 
 using State = std::map<std::string, std::string>;
 
