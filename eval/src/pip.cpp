@@ -136,7 +136,9 @@ StatusOr<std::vector<float>> SppmiEmbedding(std::span<const uint32_t> tokens,
     q = orth(m * q);
   }
   const Eigen::MatrixXd b = q.transpose() * m;  // l x n
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(b, Eigen::ComputeThinU);
+  // b is l x n with l = dim + oversample (110 by default): Jacobi SVD (after a QR of b^T) is
+  // as fast here as divide and conquer, and compiles in less than half of BDCSVD's time.
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(b, Eigen::ComputeThinU);
   const Eigen::MatrixXd u = q * svd.matrixU();  // n x l
   const Eigen::VectorXd sigma = svd.singularValues();
   std::vector<float> out(static_cast<size_t>(n) * o.dim);
