@@ -46,23 +46,6 @@ ssize_t ReadAvailable(int fd, char* buf, size_t size) {
   return static_cast<ssize_t>(have);
 }
 
-int Fail(const Status& status, int code) {
-  std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
-  return code;
-}
-
-std::string Human(double x) {
-  char buf[32];
-  if (x >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
-  } else if (x >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.1fk", x / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f", x);
-  }
-  return buf;
-}
-
 // "<N>" words or "<S>s" seconds.
 bool ParseSnapshotEvery(const std::string& s, uint64_t* words, double* seconds) {
   if (s.empty()) return false;
@@ -81,45 +64,64 @@ bool ParseSnapshotEvery(const std::string& s, uint64_t* words, double* seconds) 
 
 }  // namespace
 
+std::string HumanNumber(double x) {
+  char buf[32];
+  if (x >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
+  } else if (x >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", x / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+  }
+  return buf;
+}
+
+int TrainFail(const Status& status, int code) {
+  std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
+  return code;
+}
+
 int RunStreamTrain(const StreamTrainFlags& f) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  if (f.state.empty()) return Fail(Status::InvalidArgument("--stream needs --state DIR"), 2);
-  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return Fail(s, 2);
+  if (f.state.empty()) return TrainFail(Status::InvalidArgument("--stream needs --state DIR"), 2);
+  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return TrainFail(s, 2);
   uint64_t every_words = 0;
   double every_seconds = 0;
   if (!ParseSnapshotEvery(f.snapshot_every, &every_words, &every_seconds)) {
-    return Fail(Status::InvalidArgument("--snapshot-every must be a word count (1000000) or "
-                                        "seconds (300s), not '" + f.snapshot_every + "'"),
-                2);
+    return TrainFail(Status::InvalidArgument("--snapshot-every must be a word count (1000000) or "
+                                             "seconds (300s), not '" +
+                                             f.snapshot_every + "'"),
+                     2);
   }
   VectorFormat format;
   if (!ParseVectorFormat(f.format, &format)) {
-    return Fail(Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"), 2);
   }
   if (!f.output.empty()) {
     if (Status s = CheckWritable(f.output); !s.ok()) {
-      return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
+      return TrainFail(Status::InvalidArgument("--output: " + s.message()), 2);
     }
   }
   if (f.epochs < 1 || (f.epochs > 1 && f.input == "-")) {
-    return Fail(Status::InvalidArgument("--epochs " + std::to_string(f.epochs) +
-                                        (f.epochs < 1 ? ": at least one pass"
-                                                      : ": more than one pass needs --input FILE "
-                                                        "(stdin is read once)")),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--epochs " + std::to_string(f.epochs) +
+                                (f.epochs < 1 ? ": at least one pass"
+                                              : ": more than one pass needs --input FILE "
+                                                "(stdin is read once)")),
+        2);
   }
   int fd = 0;
   if (f.input != "-") {
     fd = ::open(f.input.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      return Fail(Status::InvalidArgument("--input: cannot open " + f.input + ": " +
-                                          std::strerror(errno)),
-                  2);
+      return TrainFail(
+          Status::InvalidArgument("--input: cannot open " + f.input + ": " + std::strerror(errno)),
+          2);
     }
   }
 
@@ -127,7 +129,8 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   store_options.restore_damaged = true;  // from the newest intact checkpoint
   StatusOr<std::unique_ptr<StateStore>> store_or =
       StateStore::Open(f.state, StateStore::Mode::kCreateOrOpen, store_options);
-  if (!store_or.ok()) return Fail(Status::InvalidArgument("--state: " + store_or.status().message()), 2);
+  if (!store_or.ok())
+    return TrainFail(Status::InvalidArgument("--state: " + store_or.status().message()), 2);
   StateStore& store = **store_or;
   if (store.restore().restored) spdlog::warn("state {}: {}", f.state, store.restore().Describe());
   std::unique_ptr<StreamingLearner> learner;
@@ -147,8 +150,8 @@ int RunStreamTrain(const StreamTrainFlags& f) {
         StreamingLearner::LoadState([&store](const std::string& key) { return store.Get(key); },
                                     f.options.isa, f.options.threads, learner_device);
     if (!loaded.ok()) {
-      return Fail(Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()),
-                  2);
+      return TrainFail(
+          Status::InvalidArgument("--state " + f.state + ": " + loaded.status().message()), 2);
     }
     learner = std::move(loaded).value();
     auto loaded_sgns = CharSgns::Load([&store](const std::string& key) { return store.Get(key); },
@@ -156,7 +159,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     if (loaded_sgns.ok()) {
       char_sgns = std::move(loaded_sgns).value();
     } else if (loaded_sgns.status().code() != StatusCode::kNotFound) {
-      return Fail(
+      return TrainFail(
           Status::InvalidArgument("--state " + f.state + ": " + loaded_sgns.status().message()), 2);
     }
     auto loaded_distiller =
@@ -166,9 +169,9 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     } else if (loaded_distiller.ok()) {
       distiller = std::move(loaded_distiller).value();
     } else if (loaded_distiller.status().code() != StatusCode::kNotFound) {
-      return Fail(Status::InvalidArgument("--state " + f.state + ": " +
-                                          loaded_distiller.status().message()),
-                  2);
+      return TrainFail(Status::InvalidArgument("--state " + f.state + ": " +
+                                               loaded_distiller.status().message()),
+                       2);
     }
     if (!f.explicit_flags.empty()) {
       std::string given;
@@ -183,25 +186,25 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     learner_options.cuda_device = learner_device;
     learner = std::make_unique<StreamingLearner>(learner_options);
     if (Status s = learner->device_status(); !s.ok()) {
-      return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
+      return TrainFail(Status::FailedPrecondition("--device: " + s.message()), 2);
     }
     if (f.char_distill) {
       CharDistillOptions co = f.char_distill_options;
       co.model.dim = f.options.dim;
-      if (Status s = ValidateCharDistillOptions(co); !s.ok()) return Fail(s, 2);
+      if (Status s = ValidateCharDistillOptions(co); !s.ok()) return TrainFail(s, 2);
       distiller = std::make_unique<CharDistiller>(co);
     }
     if (f.char_lstm) {
       CharSgnsOptions co = f.char_lstm_options;
       co.model = f.char_distill_options.model;
       co.model.dim = f.options.dim;
-      if (Status s = ValidateCharModelOptions(co.model); !s.ok()) return Fail(s, 2);
+      if (Status s = ValidateCharModelOptions(co.model); !s.ok()) return TrainFail(s, 2);
       char_sgns = std::make_unique<CharSgns>(co, f.options.threads);
     }
   }
 
   if (Status s = char_model_to_device(); !s.ok()) {
-    return Fail(Status::FailedPrecondition("--device: " + s.message()), 2);
+    return TrainFail(Status::FailedPrecondition("--device: " + s.message()), 2);
   }
 
   // The learner's state, plus the serving embedding and metadata that `streamvec serve` reads,
@@ -312,8 +315,8 @@ int RunStreamTrain(const StreamTrainFlags& f) {
       std::fprintf(stderr,
                    "\r%s words  %s words/s  vocab %llu (%llu admitted)  evictions %llu  "
                    "loss %.4f ",
-                   Human(static_cast<double>(st.words_seen)).c_str(),
-                   Human((st.words_seen - start_words) / std::max(since(t0), 1e-9)).c_str(),
+                   HumanNumber(static_cast<double>(st.words_seen)).c_str(),
+                   HumanNumber((st.words_seen - start_words) / std::max(since(t0), 1e-9)).c_str(),
                    static_cast<unsigned long long>(st.vocab_size),
                    static_cast<unsigned long long>(st.admitted),
                    static_cast<unsigned long long>(st.evictions), last_loss);
@@ -331,9 +334,8 @@ int RunStreamTrain(const StreamTrainFlags& f) {
   }
   const double train_s = since(t0);
   if (Status s = snapshot(); !s.ok()) {
-    return Fail(Status(s.code(), "final snapshot failed (the previous one is kept): " +
-                                     s.message()),
-                1);
+    return TrainFail(
+        Status(s.code(), "final snapshot failed (the previous one is kept): " + s.message()), 1);
   }
   const StreamingStats st = learner->stats();
   if (st.invalid_tokens > 0) {
@@ -345,7 +347,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     std::vector<float> vectors;
     if (char_sgns) {
       if (Status s = char_sgns->ExportVectors(*learner, &words, &vectors); !s.ok()) {
-        return Fail(s, 1);
+        return TrainFail(s, 1);
       }
     } else {
       learner->ExportVectors(&words, &vectors);
@@ -354,23 +356,21 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     if (Status s = WriteWord2Vec(f.output, words, vectors.data(), learner->options().dim,
                                  learner->options().dim, format, learner->options().threads);
         !s.ok()) {
-      return Fail(s, 1);
+      return TrainFail(s, 1);
     }
   }
   const uint64_t trained_now = st.words_seen - start_words;
-  std::fprintf(stderr,
-               "streamvec train: stream%s, dim %d, %llu words (%llu in total), vocabulary %llu "
-               "(%llu admitted, %llu evictions), %s words/s, snapshot %llu in %s, loss %.4f, "
-               "total %.2f s\n",
-               stop ? " (stopped by signal)" : "", learner->options().dim,
-               static_cast<unsigned long long>(trained_now),
-               static_cast<unsigned long long>(st.words_seen),
-               static_cast<unsigned long long>(st.vocab_size),
-               static_cast<unsigned long long>(st.admitted),
-               static_cast<unsigned long long>(st.evictions),
-               Human(trained_now / std::max(train_s, 1e-9)).c_str(),
-               static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss,
-               since(t0));
+  std::fprintf(
+      stderr,
+      "streamvec train: stream%s, dim %d, %llu words (%llu in total), vocabulary %llu "
+      "(%llu admitted, %llu evictions), %s words/s, snapshot %llu in %s, loss %.4f, "
+      "total %.2f s\n",
+      stop ? " (stopped by signal)" : "", learner->options().dim,
+      static_cast<unsigned long long>(trained_now), static_cast<unsigned long long>(st.words_seen),
+      static_cast<unsigned long long>(st.vocab_size), static_cast<unsigned long long>(st.admitted),
+      static_cast<unsigned long long>(st.evictions),
+      HumanNumber(trained_now / std::max(train_s, 1e-9)).c_str(),
+      static_cast<unsigned long long>(store.version()), f.state.c_str(), st.loss, since(t0));
   if (char_sgns) {
     const CharSgnsStats cs = char_sgns->stats();
     std::fprintf(stderr,
@@ -394,17 +394,18 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                  static_cast<unsigned long long>(ds.steps),
                  static_cast<unsigned long long>(ds.types), ds.loss, ds.seconds);
   }
-  if (!read_error.ok()) return Fail(read_error, 1);
+  if (!read_error.ok()) return TrainFail(read_error, 1);
   return 0;
 }
 
 int RunKafkaTrain(const KafkaTrainFlags& f) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  if (f.state.empty()) return Fail(Status::InvalidArgument("--brokers needs --state DIR"), 2);
-  if (f.kafka.topic_prefix.empty()) return Fail(Status::InvalidArgument("--prefix is empty"), 2);
-  if (!(f.max_idle_s >= 0)) return Fail(Status::InvalidArgument("--max-idle must be >= 0"), 2);
-  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return Fail(s, 2);
+  if (f.state.empty()) return TrainFail(Status::InvalidArgument("--brokers needs --state DIR"), 2);
+  if (f.kafka.topic_prefix.empty())
+    return TrainFail(Status::InvalidArgument("--prefix is empty"), 2);
+  if (!(f.max_idle_s >= 0)) return TrainFail(Status::InvalidArgument("--max-idle must be >= 0"), 2);
+  if (Status s = ValidateStreamingOptions(f.options); !s.ok()) return TrainFail(s, 2);
   // The consumer's fetch buffers (up to its queue of prefetched messages) and each document's
   // copy are freed at a high rate; kept for reuse instead of faulted in again (docs/pipeline.md,
   // "Where the time goes").
@@ -426,9 +427,10 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
         char* end = nullptr;
         const long p = std::strtol(item.c_str(), &end, 10);
         if (item.empty() || *end != '\0' || p < 0 || p > 1000000) {
-          return Fail(Status::InvalidArgument("--assign must be 'all' or partition numbers "
-                                              "separated by commas, not '" + f.assign + "'"),
-                      2);
+          return TrainFail(Status::InvalidArgument("--assign must be 'all' or partition numbers "
+                                                   "separated by commas, not '" +
+                                                   f.assign + "'"),
+                           2);
         }
         o.assign_partitions.push_back(static_cast<int32_t>(p));
       }
@@ -442,9 +444,11 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   uint64_t every_bytes = 0;
   double every_seconds = 0;
   if (!ParseSnapshotEvery(f.snapshot_every, &every_bytes, &every_seconds)) {
-    return Fail(Status::InvalidArgument("--snapshot-every must be seconds (5s) or message bytes "
-                                        "(100000000), not '" + f.snapshot_every + "'"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--snapshot-every must be seconds (5s) or message bytes "
+                                "(100000000), not '" +
+                                f.snapshot_every + "'"),
+        2);
   }
   if (every_seconds > 0) {
     o.snapshot_every_s = every_seconds;
@@ -460,21 +464,22 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   o.char_lstm_options = f.char_lstm_options;
   if (f.char_lstm) {
     if (Status s = ValidateCharModelOptions(o.char_distill_options.model); !s.ok()) {
-      return Fail(s, 2);
+      return TrainFail(s, 2);
     }
   }
   if (f.char_distill) {
-    if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok()) return Fail(s, 2);
+    if (Status s = ValidateCharDistillOptions(o.char_distill_options); !s.ok())
+      return TrainFail(s, 2);
   }
   o.trainer_id = f.trainer_id;
-  if (Status s = ApplyParamClientFlags(f.param, &o); !s.ok()) return Fail(s, 2);
+  if (Status s = ApplyParamClientFlags(f.param, &o); !s.ok()) return TrainFail(s, 2);
   StatusOr<std::unique_ptr<KafkaTrainer>> trainer_or = KafkaTrainer::Create(o);
   if (!trainer_or.ok()) {
     const Status& s = trainer_or.status();
     const bool state_error = s.code() == StatusCode::kFailedPrecondition ||
                              s.code() == StatusCode::kCorruption ||
                              s.code() == StatusCode::kIoError;
-    return Fail(Status(s.code(), (state_error ? "--state: " : "") + s.message()), 2);
+    return TrainFail(Status(s.code(), (state_error ? "--state: " : "") + s.message()), 2);
   }
   KafkaTrainer& trainer = **trainer_or;
   const bool resumed = trainer.stats().snapshot_version > 0;
@@ -510,7 +515,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
         AppendProcessMetrics(&out);
         return out;
       });
-  if (!metrics.ok()) return Fail(metrics.status(), 2);
+  if (!metrics.ok()) return TrainFail(metrics.status(), 2);
   const std::atomic<bool>& stop = StopOnSignals();
   spdlog::info("training from Kafka {} (group {}) into {}; SIGINT or SIGTERM stops after a final "
                "snapshot",
@@ -518,21 +523,21 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
   const Status run = trainer.Run(stop);
   const KafkaTrainerStats st = trainer.stats();
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::fprintf(stderr,
-               "streamvec train: kafka %s%s, group %s, %llu documents (%llu rejected), %llu words "
-               "(%llu trained), %llu micro-batches, %s words/s (from the first message), snapshot %llu in %s, lag %lld, "
-               "total %.2f s (consume %.2f, parse %.2f, feed %.2f, snapshots %.2f in %llu, commit %.2f)\n",
-               DocsTopic(f.kafka.topic_prefix).c_str(), stop ? " (stopped by signal)" : "",
-               trainer.group().c_str(), static_cast<unsigned long long>(st.documents),
-               static_cast<unsigned long long>(st.rejected),
-               static_cast<unsigned long long>(st.words),
-               static_cast<unsigned long long>(st.words_trained),
-               static_cast<unsigned long long>(st.micro_batches),
-               Human(st.words / std::max(st.active_seconds, 1e-9)).c_str(),
-               static_cast<unsigned long long>(st.snapshot_version), f.state.c_str(),
-               static_cast<long long>(st.lag), total, st.consume_seconds, st.parse_seconds,
-               st.feed_seconds, st.snapshot_seconds,
-               static_cast<unsigned long long>(st.snapshots), st.commit_seconds);
+  std::fprintf(
+      stderr,
+      "streamvec train: kafka %s%s, group %s, %llu documents (%llu rejected), %llu words "
+      "(%llu trained), %llu micro-batches, %s words/s (from the first message), snapshot %llu in "
+      "%s, lag %lld, "
+      "total %.2f s (consume %.2f, parse %.2f, feed %.2f, snapshots %.2f in %llu, commit %.2f)\n",
+      DocsTopic(f.kafka.topic_prefix).c_str(), stop ? " (stopped by signal)" : "",
+      trainer.group().c_str(), static_cast<unsigned long long>(st.documents),
+      static_cast<unsigned long long>(st.rejected), static_cast<unsigned long long>(st.words),
+      static_cast<unsigned long long>(st.words_trained),
+      static_cast<unsigned long long>(st.micro_batches),
+      HumanNumber(st.words / std::max(st.active_seconds, 1e-9)).c_str(),
+      static_cast<unsigned long long>(st.snapshot_version), f.state.c_str(),
+      static_cast<long long>(st.lag), total, st.consume_seconds, st.parse_seconds, st.feed_seconds,
+      st.snapshot_seconds, static_cast<unsigned long long>(st.snapshots), st.commit_seconds);
   if (st.param.pushes > 0 || st.param.pull_messages > 0) {
     const ParamClientStats& ps = st.param;
     std::fprintf(stderr,
@@ -563,7 +568,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(st.char_distill_stats.types),
                  st.char_distill_stats.loss, st.char_distill_stats.seconds);
   }
-  if (!run.ok()) return Fail(run, 1);
+  if (!run.ok()) return TrainFail(run, 1);
   return 0;
 }
 

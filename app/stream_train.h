@@ -8,12 +8,19 @@
 #include <vector>
 
 #include "param_flags.h"
+#include "streamvec/base/status.h"
 #include "streamvec/kafka/client_config.h"
 #include "streamvec/trainer/char_distiller.h"
 #include "streamvec/trainer/char_sgns.h"
 #include "streamvec/trainer/streaming_learner.h"
 
 namespace streamvec::app {
+
+// x for a progress line, three significant digits or so: "1.23M", "45.6k", "789".
+std::string HumanNumber(double x);
+
+// Prints "streamvec train: error: <status's message>" on stderr; returns `code` (the exit status).
+int TrainFail(const Status& status, int code);
 
 struct StreamTrainFlags {
   std::string input;            // "-" for stdin, or a path read sequentially

@@ -77,18 +77,6 @@ struct TrainFlags {
   uint32_t trainer_id = 0;
 };
 
-std::string Human(double x) {
-  char buf[32];
-  if (x >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
-  } else if (x >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.1fk", x / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f", x);
-  }
-  return buf;
-}
-
 void DrawProgressBar(const TrainProgress& p) {
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(p.fraction * kWidth);
@@ -98,22 +86,18 @@ void DrawProgressBar(const TrainProgress& p) {
                          ? p.seconds * (1.0 - p.fraction) / std::max(p.fraction, 1e-9)
                          : 0.0;
   std::fprintf(stderr, "\r[%s] %5.1f%%  %s words/s  loss %.4f  alpha %.5f  ETA %dm%02ds ",
-               bar.c_str(), 100.0 * p.fraction, Human(p.words_per_second).c_str(), p.loss,
+               bar.c_str(), 100.0 * p.fraction, HumanNumber(p.words_per_second).c_str(), p.loss,
                p.alpha, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
   std::fflush(stderr);
-}
-
-int Fail(const Status& status, int code) {
-  std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
-  return code;
 }
 
 // The streaming learner's options from the flags (--stream and --brokers). Returns 0, or the
 // exit status of a usage error (message printed).
 int StreamOptionsFromFlags(const TrainFlags& f, const char* mode, StreamingOptions* out) {
   if (f.model == "cbow") {
-    return Fail(Status::InvalidArgument(std::string("--model cbow is not supported with ") +
-                                        mode + " (skip-gram only)"), 2);
+    return TrainFail(Status::InvalidArgument(std::string("--model cbow is not supported with ") +
+                                             mode + " (skip-gram only)"),
+                     2);
   }
   StreamingOptions& so = *out;
   so = f.stream_options;
@@ -131,12 +115,13 @@ int StreamOptionsFromFlags(const TrainFlags& f, const char* mode, StreamingOptio
   so.alpha = f.alpha.value_or(0.025f);
   so.isa = DetectBestIsa();
   DeviceSpec device;
-  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Fail(s, 2);
+  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return TrainFail(s, 2);
   so.cuda_device = device.cuda ? device.ordinal : -1;
   if (f.kernel != "auto" && f.kernel != "reference") {
     Isa isa;
     if (!ParseIsa(f.kernel, &isa) || !IsaSupported(isa)) {
-      return Fail(Status::InvalidArgument("--kernel '" + f.kernel + "' is not usable here"), 2);
+      return TrainFail(Status::InvalidArgument("--kernel '" + f.kernel + "' is not usable here"),
+                       2);
     }
     so.isa = isa;
   }
@@ -160,7 +145,7 @@ int RunStream(TrainFlags& f) {
   if (Status st = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
                                     f.char_mode_given, &s.char_lstm, &s.char_lstm_options);
       !st.ok()) {
-    return Fail(st, 2);
+    return TrainFail(st, 2);
   }
   return RunStreamTrain(s);
 }
@@ -171,24 +156,25 @@ int RunStream(TrainFlags& f) {
 // (for serve, vectors and eval --oov); without it, in a temporary state removed at the end.
 int RunCharLstmBatch(TrainFlags& f) {
   if (!f.batch_only_flags.empty()) {
-    return Fail(Status::InvalidArgument(f.batch_only_flags.front() +
-                                        " applies to the sgns and cbow batch trainer only"),
-                2);
+    return TrainFail(Status::InvalidArgument(f.batch_only_flags.front() +
+                                             " applies to the sgns and cbow batch trainer only"),
+                     2);
   }
-  if (f.output.empty()) return Fail(Status::InvalidArgument("--output is required"), 2);
+  if (f.output.empty()) return TrainFail(Status::InvalidArgument("--output is required"), 2);
   if (f.options.epochs > 1 && f.input == "-") {
-    return Fail(Status::InvalidArgument("--epochs " + std::to_string(f.options.epochs) +
-                                        ": more than one pass needs --input FILE (stdin is read "
-                                        "once)"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--epochs " + std::to_string(f.options.epochs) +
+                                ": more than one pass needs --input FILE (stdin is read "
+                                "once)"),
+        2);
   }
   std::string temporary;
   if (f.state.empty()) {
     std::string pattern = (std::filesystem::temp_directory_path() / "streamvec-char-lstm-XXXXXX");
     if (::mkdtemp(pattern.data()) == nullptr) {
-      return Fail(Status::IoError("cannot make a temporary state directory: " +
-                                  std::string(std::strerror(errno))),
-                  1);
+      return TrainFail(Status::IoError("cannot make a temporary state directory: " +
+                                       std::string(std::strerror(errno))),
+                       1);
     }
     temporary = pattern;
     f.state = temporary;
@@ -208,27 +194,30 @@ int RunCharLstmBatch(TrainFlags& f) {
 
 int RunKafka(TrainFlags& f) {
   if (!f.brokers.empty() && !f.bootstrap_file.empty()) {
-    return Fail(Status::InvalidArgument("give --brokers or --bootstrap-file, not both"), 2);
+    return TrainFail(Status::InvalidArgument("give --brokers or --bootstrap-file, not both"), 2);
   }
   if (f.stream || !f.input.empty()) {
-    return Fail(Status::InvalidArgument("--brokers/--bootstrap-file read Kafka: drop --stream "
-                                        "and --input"), 2);
+    return TrainFail(Status::InvalidArgument("--brokers/--bootstrap-file read Kafka: drop --stream "
+                                             "and --input"),
+                     2);
   }
   if (!f.output.empty()) {
-    return Fail(Status::InvalidArgument("--output is not supported with --brokers (use "
-                                        "streamvec export --state DIR)"), 2);
+    return TrainFail(Status::InvalidArgument("--output is not supported with --brokers (use "
+                                             "streamvec export --state DIR)"),
+                     2);
   }
   KafkaTrainFlags k;
   k.kafka.brokers = f.brokers;
   if (!f.bootstrap_file.empty()) {
     StatusOr<std::string> b = ReadBootstrapFile(f.bootstrap_file);
-    if (!b.ok()) return Fail(Status::InvalidArgument("--bootstrap-file: " + b.status().message()), 2);
+    if (!b.ok())
+      return TrainFail(Status::InvalidArgument("--bootstrap-file: " + b.status().message()), 2);
     k.kafka.brokers = *b;
   }
   k.kafka.topic_prefix = f.prefix;
   for (const std::string& text : f.kafka_config) {
     StatusOr<std::pair<std::string, std::string>> p = ParseKafkaProperty(text);
-    if (!p.ok()) return Fail(p.status(), 2);
+    if (!p.ok()) return TrainFail(p.status(), 2);
     k.kafka.properties.push_back(*p);
   }
   k.group = f.group;
@@ -252,12 +241,12 @@ int RunKafka(TrainFlags& f) {
   if (Status st = CharLstmFromFlags(f.model, f.char_distill, f.char_mode, f.char_batch_words,
                                     f.char_mode_given, &k.char_lstm, &k.char_lstm_options);
       !st.ok()) {
-    return Fail(st, 2);
+    return TrainFail(st, 2);
   }
   if (k.char_lstm && k.param_shards > 0) {
-    return Fail(Status::InvalidArgument("--model char-lstm does not train with --param-shards "
-                                        "(the parameter node merges table rows only)"),
-                2);
+    return TrainFail(Status::InvalidArgument("--model char-lstm does not train with --param-shards "
+                                             "(the parameter node merges table rows only)"),
+                     2);
   }
   return RunKafkaTrain(k);
 }
@@ -265,56 +254,60 @@ int RunKafka(TrainFlags& f) {
 int RunTrain(TrainFlags& f) {
   const bool streaming = f.stream || !f.brokers.empty() || !f.bootstrap_file.empty();
   DeviceSpec device;
-  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return Fail(s, 2);
+  if (Status s = ParseDeviceSpec(f.device, &device); !s.ok()) return TrainFail(s, 2);
   if (device.cuda) {
     // Before the corpus is read: a missing device or driver fails at once.
     if (Status s = CudaCheckDevice(device.ordinal, nullptr); !s.ok()) {
-      return Fail(Status::FailedPrecondition("--device " + f.device + ": " + s.message()), 2);
+      return TrainFail(Status::FailedPrecondition("--device " + f.device + ": " + s.message()), 2);
     }
   }
   if (streaming && !f.batch_only_flags.empty()) {
-    return Fail(Status::InvalidArgument(f.batch_only_flags.front() +
-                                        " applies to batch training only (not with --stream, "
-                                        "--brokers or --bootstrap-file)"),
-                2);
+    return TrainFail(Status::InvalidArgument(f.batch_only_flags.front() +
+                                             " applies to batch training only (not with --stream, "
+                                             "--brokers or --bootstrap-file)"),
+                     2);
   }
   if (streaming && f.epochs_given) {
-    return Fail(Status::InvalidArgument("--epochs applies to batch training: --stream, --brokers "
-                                        "and --bootstrap-file make one pass over the stream"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--epochs applies to batch training: --stream, --brokers "
+                                "and --bootstrap-file make one pass over the stream"),
+        2);
   }
   if (!f.brokers.empty() || !f.bootstrap_file.empty()) return RunKafka(f);
   if (!f.metrics.empty() || f.param_shards > 0) {
     const std::string flag = f.param_shards > 0 ? "--param-shards" : "--metrics";
-    return Fail(Status::InvalidArgument(flag + " is for a Kafka trainer: it needs --brokers or "
-                                               "--bootstrap-file"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument(flag + " is for a Kafka trainer: it needs --brokers or "
+                                       "--bootstrap-file"),
+        2);
   }
   if (f.normalize && !f.stream) {
-    return Fail(Status::InvalidArgument("--normalize needs --stream or --brokers (batch training "
-                                        "reads its corpus as it is)"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--normalize needs --stream or --brokers (batch training "
+                                "reads its corpus as it is)"),
+        2);
   }
   if (!f.group.empty() || !f.kafka_config.empty() || f.max_idle != 0 || !f.languages.empty() ||
       !f.assign.empty() || f.snapshot_partition_bytes >= 0 || f.checkpoint_every >= 0 ||
       f.snapshot_write_rate >= 0) {
-    return Fail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --lang, "
-                                        "--assign, --snapshot-partition-bytes, "
-                                        "--checkpoint-every and --snapshot-write-rate need "
-                                        "--brokers or --bootstrap-file"),
-                2);
+    return TrainFail(Status::InvalidArgument("--group, --kafka-config, --max-idle, --lang, "
+                                             "--assign, --snapshot-partition-bytes, "
+                                             "--checkpoint-every and --snapshot-write-rate need "
+                                             "--brokers or --bootstrap-file"),
+                     2);
   }
   if (f.input.empty()) {
-    return Fail(Status::InvalidArgument("--input is required (or --brokers to train from "
-                                        "Kafka)"), 2);
+    return TrainFail(Status::InvalidArgument("--input is required (or --brokers to train from "
+                                             "Kafka)"),
+                     2);
   }
   if (f.stream) return RunStream(f);
   if (f.model == "char-lstm" || f.char_mode_given) return RunCharLstmBatch(f);
   if (!f.state.empty()) {
-    return Fail(Status::InvalidArgument("--state needs --stream (batch training keeps no state)"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--state needs --stream (batch training keeps no state)"), 2);
   }
-  if (f.output.empty()) return Fail(Status::InvalidArgument("--output is required"), 2);
+  if (f.output.empty()) return TrainFail(Status::InvalidArgument("--output is required"), 2);
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   TrainOptions& o = f.options;
@@ -331,31 +324,36 @@ int RunTrain(TrainFlags& f) {
   } else {
     Isa isa;
     if (!ParseIsa(f.kernel, &isa)) {
-      return Fail(Status::InvalidArgument("--kernel must be auto, reference, portable, avx2 or "
-                                          "avx512, not '" + f.kernel + "'"), 2);
+      return TrainFail(
+          Status::InvalidArgument("--kernel must be auto, reference, portable, avx2 or "
+                                  "avx512, not '" +
+                                  f.kernel + "'"),
+          2);
     }
     if (!IsaSupported(isa)) {
-      return Fail(Status::InvalidArgument(std::string("--kernel ") + IsaName(isa) +
-                                          " is not supported by this CPU"), 2);
+      return TrainFail(Status::InvalidArgument(std::string("--kernel ") + IsaName(isa) +
+                                               " is not supported by this CPU"),
+                       2);
     }
     o.isa = isa;
   }
-  if (Status s = ValidateTrainOptions(o); !s.ok()) return Fail(s, 2);
-  if (f.min_count < 1) return Fail(Status::InvalidArgument("--min-count must be >= 1"), 2);
+  if (Status s = ValidateTrainOptions(o); !s.ok()) return TrainFail(s, 2);
+  if (f.min_count < 1) return TrainFail(Status::InvalidArgument("--min-count must be >= 1"), 2);
   VectorFormat format;
   if (!ParseVectorFormat(f.format, &format)) {
-    return Fail(Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"),
-                2);
+    return TrainFail(
+        Status::InvalidArgument("--format must be text or binary, not '" + f.format + "'"), 2);
   }
   if (Status s = CheckWritable(f.output); !s.ok()) {
-    return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
+    return TrainFail(Status::InvalidArgument("--output: " + s.message()), 2);
   }
 
   CorpusOptions corpus_options;
   corpus_options.min_count = f.min_count;
   corpus_options.threads = o.threads;
   StatusOr<Corpus> corpus_or = LoadCorpus(f.input, corpus_options);
-  if (!corpus_or.ok()) return Fail(Status::InvalidArgument("--input: " + corpus_or.status().message()), 2);
+  if (!corpus_or.ok())
+    return TrainFail(Status::InvalidArgument("--input: " + corpus_or.status().message()), 2);
   const Corpus& corpus = corpus_or.value();
   const TokenizerStats& ts = corpus.tokenizer_stats;
   if (ts.invalid_utf8_tokens + ts.overlong_tokens > 0) {
@@ -378,8 +376,8 @@ int RunTrain(TrainFlags& f) {
     if (tty) std::fputc('\n', stderr);
     if (!on_device.ok()) {
       const Status& s = on_device.status();
-      return Fail(Status(s.code(), "--device " + f.device + ": " + s.message()),
-                  s.code() == StatusCode::kFailedPrecondition ? 2 : 1);
+      return TrainFail(Status(s.code(), "--device " + f.device + ": " + s.message()),
+                       s.code() == StatusCode::kFailedPrecondition ? 2 : 1);
     }
     summary = on_device.value();
   } else if (tty) {
@@ -393,7 +391,7 @@ int RunTrain(TrainFlags& f) {
   if (Status s = WriteWord2Vec(f.output, corpus.vocab.words(), trainer.input(), trainer.stride(),
                                o.dim, format, o.threads);
       !s.ok()) {
-    return Fail(s, 1);
+    return TrainFail(s, 1);
   }
   const auto t3 = Clock::now();
   auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
@@ -406,8 +404,8 @@ int RunTrain(TrainFlags& f) {
                o.model == TrainModel::kCbow ? "cbow" : "sgns", o.dim,
                static_cast<unsigned long long>(corpus.raw_words), corpus.vocab.size(), o.epochs,
                o.threads, summary.kernel.c_str(), secs(t1 - t0), secs(t2 - t1),
-               Human(raw_trained / std::max(secs(t2 - t1), 1e-9)).c_str(), secs(t3 - t2), total,
-               Human(raw_trained / std::max(total, 1e-9)).c_str(), summary.loss);
+               HumanNumber(raw_trained / std::max(secs(t2 - t1), 1e-9)).c_str(), secs(t3 - t2),
+               total, HumanNumber(raw_trained / std::max(total, 1e-9)).c_str(), summary.loss);
   return 0;
 }
 

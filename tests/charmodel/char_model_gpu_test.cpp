@@ -12,6 +12,7 @@
 
 #include "streamvec/charmodel/char_model.h"
 #include "streamvec/kernels/cuda.h"
+#include "word_views.h"
 
 namespace streamvec {
 namespace {
@@ -44,9 +45,7 @@ std::vector<std::string> Words(size_t n, uint64_t seed) {
   return words;
 }
 
-std::vector<std::string_view> WordViews(const std::vector<std::string>& words) {
-  return std::vector<std::string_view>(words.begin(), words.end());
-}
+using testing::Views;
 
 // Largest |a - b| over the largest |a| (an absolute error where everything is tiny).
 double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
@@ -73,8 +72,8 @@ TEST_P(CharModelGpuTest, EncodeMatchesTheCpu) {
   EXPECT_EQ(gpu.cuda_device(), 0);
   const std::vector<std::string> words = Words(3000, 1);
   std::vector<float> a, b;
-  ASSERT_TRUE(cpu.Encode(WordViews(words), &a).ok());
-  ASSERT_TRUE(gpu.Encode(WordViews(words), &b).ok());
+  ASSERT_TRUE(cpu.Encode(Views(words), &a).ok());
+  ASSERT_TRUE(gpu.Encode(Views(words), &b).ok());
   EXPECT_LT(RelativeError(a, b), 1e-4);
   // The repeated word has one vector wherever it is in the list.
   const size_t dim = 40, last = words.size() - 1;
@@ -100,8 +99,8 @@ TEST_P(CharModelGpuTest, GradientMatchesTheCpu) {
     return l;
   };
   std::vector<float> ga, gb;
-  StatusOr<double> la = cpu.ComputeGradient(WordViews(words), loss, &ga);
-  StatusOr<double> lb = gpu.ComputeGradient(WordViews(words), loss, &gb);
+  StatusOr<double> la = cpu.ComputeGradient(Views(words), loss, &ga);
+  StatusOr<double> lb = gpu.ComputeGradient(Views(words), loss, &gb);
   ASSERT_TRUE(la.ok() && lb.ok()) << lb.status().ToString();
   EXPECT_NEAR(*la, *lb, 1e-3 * (1 + std::abs(*la)));
   EXPECT_LT(RelativeError(ga, gb), 1e-3);
@@ -120,8 +119,8 @@ TEST_P(CharModelGpuTest, AStepOnTheHostReachesTheDevice) {
   const std::vector<float> weights(words.size(), 1.f);
   double first = 0, last = 0;
   for (int step = 0; step < 5; ++step) {
-    StatusOr<double> la = cpu.DistillStep(WordViews(words), target.data(), weights);
-    StatusOr<double> lb = gpu.DistillStep(WordViews(words), target.data(), weights);
+    StatusOr<double> la = cpu.DistillStep(Views(words), target.data(), weights);
+    StatusOr<double> lb = gpu.DistillStep(Views(words), target.data(), weights);
     ASSERT_TRUE(la.ok() && lb.ok()) << lb.status().ToString();
     // Adam divides by the gradients' own scale: tiny rounding differences in small components
     // move their parameters by up to the step size, so the runs drift apart a little.
@@ -130,14 +129,14 @@ TEST_P(CharModelGpuTest, AStepOnTheHostReachesTheDevice) {
     last = *lb;
   }
   EXPECT_LT(last, first) << "the device's gradients do not lower the loss";
-  ASSERT_TRUE(cpu.Encode(WordViews(words), &a).ok());
-  ASSERT_TRUE(gpu.Encode(WordViews(words), &b).ok());
+  ASSERT_TRUE(cpu.Encode(Views(words), &a).ok());
+  ASSERT_TRUE(gpu.Encode(Views(words), &b).ok());
   EXPECT_LT(RelativeError(a, b), 2e-2);
   // A change made through mutable_parameters is seen by the next pass: the projection's last
   // bias adds to the last component of every vector.
-  ASSERT_TRUE(gpu.Encode(WordViews(words), &a).ok());
+  ASSERT_TRUE(gpu.Encode(Views(words), &a).ok());
   gpu.mutable_parameters()[gpu.num_parameters() - 1] += 1.f;
-  ASSERT_TRUE(gpu.Encode(WordViews(words), &b).ok());
+  ASSERT_TRUE(gpu.Encode(Views(words), &b).ok());
   for (size_t i = 0; i < words.size(); ++i) {
     EXPECT_NEAR(b[i * 40 + 39] - a[i * 40 + 39], 1.f, 1e-5) << i;
     EXPECT_NEAR(b[i * 40], a[i * 40], 1e-6) << i;
@@ -150,8 +149,8 @@ TEST_P(CharModelGpuTest, EncodingMoreWordsThanOneDevicePassHoldsMatchesTheCpu) {
   ASSERT_TRUE(gpu.UseCudaDevice(0).ok());
   const std::vector<std::string> words = Words(70000, 5);  // three device chunks of 32768
   std::vector<float> a, b;
-  ASSERT_TRUE(cpu.Encode(WordViews(words), &a).ok());
-  ASSERT_TRUE(gpu.Encode(WordViews(words), &b).ok());
+  ASSERT_TRUE(cpu.Encode(Views(words), &a).ok());
+  ASSERT_TRUE(gpu.Encode(Views(words), &b).ok());
   EXPECT_LT(RelativeError(a, b), 1e-4);
 }
 
@@ -160,7 +159,7 @@ TEST_P(CharModelGpuTest, APassRunsBackwardOnceAndBadWordsAreRefusedBeforeTheDevi
   ASSERT_TRUE(gpu.UseCudaDevice(0).ok());
   const std::vector<std::string> words = Words(100, 6);
   std::vector<float> out;
-  auto pass = gpu.Forward(WordViews(words), &out);
+  auto pass = gpu.Forward(Views(words), &out);
   ASSERT_TRUE(pass.ok());
   const std::vector<float> d_out(out.size(), 1.f);
   std::vector<float> gradient;

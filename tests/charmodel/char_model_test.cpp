@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "word_views.h"
+
 namespace streamvec {
 namespace {
 
@@ -22,9 +24,7 @@ CharModelOptions Small() {
   return o;
 }
 
-std::vector<std::string_view> Views(const std::vector<std::string>& words) {
-  return std::vector<std::string_view>(words.begin(), words.end());
-}
+using testing::Views;
 
 TEST(CharIdsTest, MarksAroundOneIdPerCodePoint) {
   auto ids = CharIds("aé", 300, 32);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "eval_fixtures.h"
 #include "streamvec/store/word2vec_format.h"
 
 namespace streamvec::eval {
@@ -18,7 +19,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kData = STREAMVEC_TEST_DATA "/eval/";
+using fixtures::GensimReference;
+using fixtures::kEvalDir;
 
 std::string TempFile(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::path(::testing::TempDir()) / name).string();
@@ -29,16 +31,15 @@ std::string TempFile(const std::string& name, const std::string& text) {
 class GensimAnalogyTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GensimAnalogyTest, EqualsGensimEvaluateWordAnalogiesPerSection) {
-  std::ifstream in(kData + "gensim-reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in)["analogy"][GetParam()];
-  StatusOr<Embeddings> e = ReadWord2Vec(kData + "small-vectors.txt");
+  const nlohmann::json ref = GensimReference()["analogy"][GetParam()];
+  StatusOr<Embeddings> e = ReadWord2Vec(kEvalDir + "small-vectors.txt");
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   for (bool simd : {true, false}) {
     SCOPED_TRACE(simd ? "SIMD kernel" : "portable kernel");
     AnalogyOptions options;
     options.restrict_vocab = ref["restrict"].get<size_t>();
     options.simd = simd;
-    StatusOr<AnalogyResult> r = EvaluateAnalogies(*e, kData + "questions-words.txt", options);
+    StatusOr<AnalogyResult> r = EvaluateAnalogies(*e, kEvalDir + "questions-words.txt", options);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
 
     const nlohmann::json& sections = ref["sections"];  // gensim's list ends with "Total accuracy"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "eval_fixtures.h"
 #include "streamvec/eval/vocabulary.h"
 #include "streamvec/store/word2vec_format.h"
 
@@ -19,12 +20,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kEvalDir = STREAMVEC_TEST_DATA "/eval/";
-
-nlohmann::json Reference() {
-  std::ifstream in(kEvalDir + "gensim-reference.json");
-  return nlohmann::json::parse(in);
-}
+using fixtures::GensimReference;
+using fixtures::kEvalDir;
 
 TEST(CorrelationTest, AverageRanksShareTiedRanks) {
   EXPECT_THAT(AverageRanks({10, 20, 20, 30}), ElementsAre(1.0, 2.5, 2.5, 4.0));
@@ -78,7 +75,7 @@ TEST(VocabularyTest, CaseFoldingKeepsTheMostFrequentRow) {
 class GensimSimilarityTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GensimSimilarityTest, EqualsGensimEvaluateWordPairs) {
-  const nlohmann::json ref = Reference()["similarity"][GetParam()];
+  const nlohmann::json ref = GensimReference()["similarity"][GetParam()];
   StatusOr<Embeddings> e = ReadWord2Vec(kEvalDir + "small-vectors.txt");
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   StatusOr<SimilarityResult> r = EvaluateWordPairs(*e, kEvalDir + ref["file"].get<std::string>());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "corpus_options.h"
 #include "streamvec/kernels/cuda.h"
 #include "streamvec/kernels/cuda_sgns.h"
 #include "streamvec/trainer/cuda_batch_trainer.h"
@@ -17,11 +18,7 @@
 namespace streamvec {
 namespace {
 
-CorpusOptions MinCount(uint64_t n) {
-  CorpusOptions o;
-  o.min_count = n;
-  return o;
-}
+using testing::MinCount;
 
 // A planted corpus: two groups of words that only co-occur within their group.
 std::string PlantedCorpus(int sentences, uint32_t seed) {
@@ -173,8 +170,8 @@ TEST_F(BatchTrainerTest, OutputReplicasLearnAndReachTheSharedTable) {
           o.replica_cold_period = hot == 2 ? 3 : TrainOptions{}.replica_cold_period;
           BatchTrainer t(c, o);
           t.Train();
-          SCOPED_TRACE(testing::Message() << "cbow " << (model == TrainModel::kCbow) << " sync "
-                                          << sync << " rows " << rows << " hot " << hot);
+          SCOPED_TRACE(::testing::Message() << "cbow " << (model == TrainModel::kCbow) << " sync "
+                                            << sync << " rows " << rows << " hot " << hot);
           EXPECT_GT(GroupSeparation(c, t, o.dim), 0.5);
           for (uint32_t w = 0; w < c.vocab.size(); ++w) {
             const float* row = t.output() + w * t.stride();

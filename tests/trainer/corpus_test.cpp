@@ -7,14 +7,12 @@
 #include <fstream>
 #include <string>
 
+#include "corpus_options.h"
+
 namespace streamvec {
 namespace {
 
-CorpusOptions MinCountOptions(uint64_t n) {
-  CorpusOptions o;
-  o.min_count = n;
-  return o;
-}
+using testing::MinCount;
 
 class CorpusTest : public ::testing::Test {
  protected:
@@ -49,7 +47,7 @@ TEST_F(CorpusTest, OneLineCorpusIsCutIntoSentencesOfMaxLength) {
 }
 
 TEST_F(CorpusTest, NewlinesEndSentencesAndRareWordsAreDropped) {
-  auto c = LoadCorpus(Write("lines.txt", "x y rare1 x\n\ny x\nrare2\nx y\n"), MinCountOptions(2));
+  auto c = LoadCorpus(Write("lines.txt", "x y rare1 x\n\ny x\nrare2\nx y\n"), MinCount(2));
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->vocab.size(), 2u);
   EXPECT_EQ(c->vocab.word(0), "x");
@@ -63,7 +61,7 @@ TEST_F(CorpusTest, NewlinesEndSentencesAndRareWordsAreDropped) {
 }
 
 TEST_F(CorpusTest, InvalidUtf8IsSkippedAndCounted) {
-  auto c = LoadCorpus(Write("bad.txt", "ok ok \xff\xfe ok \xc0 fine fine"), MinCountOptions(1));
+  auto c = LoadCorpus(Write("bad.txt", "ok ok \xff\xfe ok \xc0 fine fine"), MinCount(1));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->tokenizer_stats.invalid_utf8_tokens, 2u);
   EXPECT_EQ(c->tokenizer_stats.first_skipped_offset, 6u);
@@ -77,7 +75,7 @@ TEST_F(CorpusTest, MissingEmptyAndTooRareInputsAreClearErrors) {
   auto empty = LoadCorpus(Write("empty.txt", " \n\t\n"), {});
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("no words"), std::string::npos);
-  auto rare = LoadCorpus(Write("rare.txt", "a b c"), MinCountOptions(5));
+  auto rare = LoadCorpus(Write("rare.txt", "a b c"), MinCount(5));
   EXPECT_EQ(rare.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(rare.status().message().find("min-count"), std::string::npos);
   auto dir = LoadCorpus(dir_.string(), {});
@@ -93,7 +91,7 @@ namespace {
 // Loading `path` with `threads` threads gives what one thread gives: vocabulary, counts, tokens,
 // sentences and raw word count.
 void ExpectSameLoadWithThreads(const std::string& path, uint64_t min_count, int threads) {
-  CorpusOptions one = MinCountOptions(min_count), many = MinCountOptions(min_count);
+  CorpusOptions one = MinCount(min_count), many = MinCount(min_count);
   many.threads = threads;
   auto a = LoadCorpus(path, one);
   auto b = LoadCorpus(path, many);
