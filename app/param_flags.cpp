@@ -35,7 +35,7 @@ void AddParamClientFlags(CLI::App* cmd, ParamClientFlags* flags, const std::stri
                   lead +
                       "trained words between applications of the rows the shards published "
                       "(read all the while; the newest row of each word waits; 0: after "
-                      "every document)")
+                      "every document, or piece of a long one)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--max-staleness", flags->max_staleness,

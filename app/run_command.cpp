@@ -81,6 +81,7 @@ struct RunFlags {
   int trainers = 1;      // --trainers: Kafka trainers (more than one needs param_shards)
   int param_shards = 0;  // --param-shards: parameter-node shards in the process (0: none)
   std::string merge = std::string(MergeRuleName(MergeOptions{}.rule));  // --merge (the shards')
+  double publish_every = ParamNodeOptions{}.publish_every_s;  // --publish-every (the shards')
   ParamClientFlags param;  // --push-every ... --delta-precision (the trainers', with shards)
   bool param_flags_given = false;  // any of the above given (they need --param-shards)
   // Priority of the pipeline's threads (broker, connector, crawler, trainer) and of the REST
@@ -197,9 +198,11 @@ int RunPipeline(RunFlags f) {
   const bool distributed = f.param_shards > 0;
   if (f.param_flags_given && !distributed) {
     return Usage(
-        "--merge, --push-every, --push-hot-rows, --push-max-period, --pull-every, "
-        "--max-staleness, --delta-precision and --group-counts need --param-shards");
+        "--merge, --publish-every, --push-every, --push-hot-rows, --push-max-period, "
+        "--pull-every, --max-staleness, --delta-precision and --group-counts need "
+        "--param-shards");
   }
+  if (!(f.publish_every >= 0)) return Usage("--publish-every must not be negative");
   StatusOr<MergeRule> merge_rule = ParseMergeRule(f.merge);
   if (!merge_rule.ok()) return Usage(merge_rule.status().message());
   // The trainers' flags are checked before any state is made.
@@ -306,6 +309,7 @@ int RunPipeline(RunFlags f) {
     no.dim = static_cast<uint32_t>(f.learner.dim);
     no.snapshot_every_s = f.snapshot_every_s;
     no.merge.rule = *merge_rule;
+    no.publish_every_s = f.publish_every;
     StatusOr<std::unique_ptr<ParamNode>> node =
         OnBackgroundThread(background, [&] { return ParamNode::Create(no); });
     if (!node.ok()) {
@@ -735,6 +739,11 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "With --param-shards: the shards' merge rule, downpour, average, sum, adasum or "
                   "scaled (docs/distributed.md)")
       ->capture_default_str();
+  cmd->add_option("--publish-every", flags->publish_every,
+                  "With --param-shards: seconds between the shards' publications on "
+                  "<prefix>.params (coalescing; shorter: fresher rows for the trainers, more "
+                  "bytes)")
+      ->capture_default_str();
   AddParamClientFlags(cmd, &flags->param, "With --param-shards, each trainer: ");
   cmd->add_option("--device", flags->device,
                   "Where the learner's rows live and train: cpu, or cuda[:N]; with --model "
@@ -764,8 +773,8 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
     ApplyCharLstmDefaults(*cmd, flags->model, &flags->char_distill_options);
     for (const char* flag :
-         {"--merge", "--push-every", "--push-hot-rows", "--push-max-period", "--pull-every",
-          "--max-staleness", "--delta-precision", "--group-counts"}) {
+         {"--merge", "--publish-every", "--push-every", "--push-hot-rows", "--push-max-period",
+          "--pull-every", "--max-staleness", "--delta-precision", "--group-counts"}) {
       if (cmd->count(flag) > 0) flags->param_flags_given = true;
     }
     *exit_code = RunPipeline(*flags);

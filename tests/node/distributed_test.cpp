@@ -232,6 +232,51 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
   fs::remove_all(dir);
 }
 
+// One document far longer than --push-every (40,000 words, pushes every 4096): the trainer
+// trains it in pieces and pushes after the pieces that reach the interval, not once per
+// document (without the pieces: one push at the document's end and the final one).
+TEST(DistributedTest, ADocumentLongerThanThePushIntervalPushesWithinIt) {
+  const fs::path dir = FreshDir("streamvec_dist_long");
+  auto broker = BrokerWithDocs("long", 1);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  ParamNodeOptions no = OneShardOptions(broker->get(), "long", dir);
+  no.publish_every_s = 0.05;
+  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  std::atomic<bool> stop_node{false};
+  Status node_status;
+  std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
+
+  Document d;
+  d.id = "long";
+  d.source = "long";
+  for (int i = 0; i < 10000; ++i) {
+    d.text += "the river bank w" + std::to_string(i % 50) + " ";
+  }
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), DocsTopic("long"),
+                                {{.key = "long", .value = DocumentToJson(d), .partition = 0}}),
+            0);
+  KafkaTrainerOptions o =
+      SmallTrainerOptions(broker->get(), "long", dir / "trainer", 0, /*id=*/1, /*shards=*/1);
+  o.group = "long.trainers";
+  o.max_idle_s = 1;
+  o.push_every_words = 4096;
+  StatusOr<std::unique_ptr<KafkaTrainer>> trainer = KafkaTrainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  std::atomic<bool> stop_trainer{false};
+  const Status trainer_status = (*trainer)->Run(stop_trainer);
+  stop_node = true;
+  node_thread.join();
+  ASSERT_TRUE(trainer_status.ok()) << trainer_status.ToString();
+  ASSERT_TRUE(node_status.ok()) << node_status.ToString();
+  const KafkaTrainerStats s = (*trainer)->stats();
+  EXPECT_EQ(s.documents, 1u);
+  EXPECT_GT(s.words_trained, 36000u);
+  // 40,000 words in pieces of 4096: a push after about every piece from the second on.
+  EXPECT_GE(s.param.pushes, 8u);
+  fs::remove_all(dir);
+}
+
 // Without --push-every a trainer pushes every kGroupPushWords over the trainers that share the
 // topic (the topic's partitions over its own): 2 of 8 partitions push as one of four trainers,
 // all 8 as one alone, 1 of 8 as one of eight (never below kMinGroupPushWords); --push-every

@@ -186,6 +186,34 @@ class KafkaTrainerTest : public ::testing::Test {
   std::unique_ptr<EmbeddedBroker> broker_;
 };
 
+std::vector<std::string> Pieces(std::string_view text, size_t max_words) {
+  std::vector<std::string> out;
+  for (std::string_view p : SplitDocumentForSync(text, max_words)) out.emplace_back(p);
+  return out;
+}
+
+TEST(SplitDocumentForSyncTest, CutsAfterEveryMaxWordsWordsAndKeepsEveryWord) {
+  EXPECT_THAT(Pieces("a b c d e f g", 3), ::testing::ElementsAre("a b c", "d e f", "g"));
+  EXPECT_THAT(Pieces("a b c d e f", 3), ::testing::ElementsAre("a b c", "d e f"));
+  // Runs of whitespace of any kind separate words; the ones at a cut are dropped.
+  EXPECT_THAT(Pieces("  a\tb \n c  d\r\ne ", 2), ::testing::ElementsAre("a\tb", "c  d", "e"));
+  EXPECT_THAT(Pieces("one", 1), ::testing::ElementsAre("one"));
+  EXPECT_THAT(Pieces("x y z", 1), ::testing::ElementsAre("x", "y", "z"));
+  // UTF-8 words are never cut inside (only ASCII whitespace separates).
+  EXPECT_THAT(Pieces("\xC3\xA9t\xC3\xA9 caf\xC3\xA9 na\xC3\xAFve", 2),
+              ::testing::ElementsAre("\xC3\xA9t\xC3\xA9 caf\xC3\xA9", "na\xC3\xAFve"));
+}
+
+TEST(SplitDocumentForSyncTest, AShortTextIsOnePieceItselfAndAnEmptyOneNone) {
+  const std::string text = " the whole text \n";
+  const std::vector<std::string_view> one = SplitDocumentForSync(text, 3);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].data(), text.data());
+  EXPECT_EQ(one[0].size(), text.size());
+  EXPECT_TRUE(SplitDocumentForSync("", 4).empty());
+  EXPECT_TRUE(SplitDocumentForSync(" \t\n ", 4).empty());
+}
+
 TEST_F(KafkaTrainerTest, TrainsEveryDocumentAndSnapshotsOffsetsPositionsAndEmbedding) {
   const uint64_t words = ProduceDocs(*broker_, 0, 50);  // 200 documents
   const KafkaTrainerStats st = RunToIdle(Options(*broker_));

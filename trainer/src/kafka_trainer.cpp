@@ -527,6 +527,33 @@ void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
   if (options.shared_positions) options.shared_positions->Cover(doc.source, doc.start, doc.offset);
 }
 
+std::vector<std::string_view> SplitDocumentForSync(std::string_view text, size_t max_words) {
+  SV_CHECK(max_words >= 1);
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  std::vector<std::string_view> pieces;
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    while (i < n && space(text[i])) ++i;  // the whitespace between pieces
+    if (i == n) break;
+    const size_t start = i;
+    size_t words = 0;
+    size_t end = i;
+    while (i < n && words < max_words) {
+      while (i < n && !space(text[i])) ++i;  // a word
+      end = i;
+      ++words;
+      while (i < n && space(text[i])) ++i;
+    }
+    // A text of at most max_words words stays whole (with its surrounding whitespace).
+    if (pieces.empty() && i == n) return {text};
+    pieces.push_back(text.substr(start, end - start));
+  }
+  return pieces;
+}
+
 Status KafkaTrainer::Impl::TrainPending() {
   if (batch.empty()) return Status::Ok();
   const auto feed_t0 = Clock::now();
@@ -546,13 +573,18 @@ Status KafkaTrainer::Impl::TrainPending() {
   } else if (!param) {
     s = learner->TrainMicroBatch(texts);
   } else {
-    // A distributed trainer trains document by document so that it can push every
-    // --push-every words and apply the shards' rows in between, however large the micro-batch.
+    // A distributed trainer trains document by document, and a long document piece by piece,
+    // so that it can push every --push-every words and apply the shards' rows in between,
+    // however large the micro-batch or its documents.
+    const size_t piece_words =
+        static_cast<size_t>(std::max<uint64_t>(kMinSyncPieceWords, param->push_every_words() / 2));
     for (size_t i = 0; i < texts.size() && s.ok(); ++i) {
-      s = learner->TrainMicroBatch(std::vector<std::string_view>{texts[i]});
-      if (!s.ok()) break;
-      if (Status ps = param->Sync(/*force=*/false); !ps.ok()) {
-        spdlog::warn("trainer: parameter node: {}", ps.message());
+      for (std::string_view piece : SplitDocumentForSync(texts[i], piece_words)) {
+        s = learner->TrainMicroBatch(std::vector<std::string_view>{piece});
+        if (!s.ok()) break;
+        if (Status ps = param->Sync(/*force=*/false); !ps.ok()) {
+          spdlog::warn("trainer: parameter node: {}", ps.message());
+        }
       }
     }
   }
