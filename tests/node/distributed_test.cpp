@@ -99,6 +99,35 @@ ParamNodeOptions OneShardOptions(EmbeddedBroker* broker, const std::string& pref
   return no;
 }
 
+// One parameter-node shard of prefix `prefix` running on a thread (publishing every 50 ms), its
+// state in a temporary directory removed once it stopped.
+class RunningShard {
+ public:
+  void Start(EmbeddedBroker* broker, const std::string& prefix) {
+    dir_ =
+        fs::temp_directory_path() / ("streamvec_dist_" + prefix + "_" + std::to_string(getpid()));
+    ParamNodeOptions o = OneShardOptions(broker, prefix, dir_);
+    o.publish_every_s = 0.05;
+    StatusOr<std::unique_ptr<ParamNode>> n = ParamNode::Create(o);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    node_ = std::move(n).value();
+    thread_ = std::thread([this] { status_ = node_->Run(stop_); });
+  }
+  ~RunningShard() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    EXPECT_TRUE(status_.ok()) << status_.ToString();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<ParamNode> node_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  Status status_;
+};
+
 // Trainers A and B each read one partition of the documents (manual assignment) and push to two
 // shards; every word either trained ends up in the shard ShardOf names, merged from the pushes,
 // and the shards' union (what `serve --state S0 --state S1` serves) holds both trainers' words.
@@ -236,16 +265,11 @@ TEST(DistributedTest, AQuietStreamsTrainingReachesTheShardBeforeTheTrainerStops)
 // trains it in pieces and pushes after the pieces that reach the interval, not once per
 // document (without the pieces: one push at the document's end and the final one).
 TEST(DistributedTest, ADocumentLongerThanThePushIntervalPushesWithinIt) {
-  const fs::path dir = FreshDir("streamvec_dist_long");
+  const fs::path dir = FreshDir("streamvec_dist_long_trainer");
   auto broker = BrokerWithDocs("long", 1);
   ASSERT_TRUE(broker.ok()) << broker.status().ToString();
-  ParamNodeOptions no = OneShardOptions(broker->get(), "long", dir);
-  no.publish_every_s = 0.05;
-  StatusOr<std::unique_ptr<ParamNode>> node = ParamNode::Create(no);
-  ASSERT_TRUE(node.ok()) << node.status().ToString();
-  std::atomic<bool> stop_node{false};
-  Status node_status;
-  std::thread node_thread([&] { node_status = (*node)->Run(stop_node); });
+  RunningShard shard;
+  ASSERT_NO_FATAL_FAILURE(shard.Start(broker->get(), "long"));
 
   Document d;
   d.id = "long";
@@ -265,10 +289,7 @@ TEST(DistributedTest, ADocumentLongerThanThePushIntervalPushesWithinIt) {
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
   std::atomic<bool> stop_trainer{false};
   const Status trainer_status = (*trainer)->Run(stop_trainer);
-  stop_node = true;
-  node_thread.join();
   ASSERT_TRUE(trainer_status.ok()) << trainer_status.ToString();
-  ASSERT_TRUE(node_status.ok()) << node_status.ToString();
   const KafkaTrainerStats s = (*trainer)->stats();
   EXPECT_EQ(s.documents, 1u);
   EXPECT_GT(s.words_trained, 36000u);
@@ -450,35 +471,6 @@ TEST(DistributedTest, PushesTheBrokerDroppedArePushedAgain) {
   EXPECT_EQ(ns.rows_dropped, 0u);
   fs::remove_all(dir);
 }
-
-// One parameter-node shard of prefix `prefix` running on a thread (publishing every 50 ms), its
-// state in a temporary directory removed once it stopped.
-class RunningShard {
- public:
-  void Start(EmbeddedBroker* broker, const std::string& prefix) {
-    dir_ =
-        fs::temp_directory_path() / ("streamvec_dist_" + prefix + "_" + std::to_string(getpid()));
-    ParamNodeOptions o = OneShardOptions(broker, prefix, dir_);
-    o.publish_every_s = 0.05;
-    StatusOr<std::unique_ptr<ParamNode>> n = ParamNode::Create(o);
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    node_ = std::move(n).value();
-    thread_ = std::thread([this] { status_ = node_->Run(stop_); });
-  }
-  ~RunningShard() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    EXPECT_TRUE(status_.ok()) << status_.ToString();
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
- private:
-  fs::path dir_;
-  std::unique_ptr<ParamNode> node_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  Status status_;
-};
 
 using testing::SmallLearnerOptions;
 
