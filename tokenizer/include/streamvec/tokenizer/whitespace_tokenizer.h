@@ -61,6 +61,11 @@ inline constexpr std::array<uint8_t, 256> kByteClass = [] {
 }();
 }  // namespace internal
 
+// True for the bytes that separate tokens: ' ', '\t', '\n', '\v', '\f', '\r' (ASCII whitespace).
+inline bool IsTokenSeparator(unsigned char c) {
+  return (internal::kByteClass[c] & internal::kSpaceClass) != 0;
+}
+
 // True if `s` is valid UTF-8 without NUL bytes (ASCII fast path, utf8proc otherwise).
 bool IsValidToken(std::string_view s);
 
@@ -88,9 +93,7 @@ class WhitespaceTokenizer {
   const TokenizerStats& stats() const { return stats_; }
 
  private:
-  static bool IsSpace(unsigned char c) {
-    return (internal::kByteClass[c] & internal::kSpaceClass) != 0;
-  }
+  static bool IsSpace(unsigned char c) { return IsTokenSeparator(c); }
   template <typename OnToken>
   void Emit(std::string_view token, uint64_t offset, OnToken&& on_token);
   // Emit for a token whose bytes the caller has classified: `check` if any needs a UTF-8 check.

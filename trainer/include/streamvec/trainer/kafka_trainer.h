@@ -324,14 +324,14 @@ Status WriteServingEntries(const StreamingLearner& learner, const std::vector<st
                            const std::vector<const float*>& slot_rows, int stride,
                            size_t rows_per_chunk, const SnapshotSink& sink);
 
-// A distributed trainer's document cut into pieces of at most `max_words` words (>= 1; runs of
-// ASCII whitespace separate words, as the tokenizer splits them), in order, each piece ending at
-// the end of a word and the whitespace between pieces dropped, so that the pieces hold the same
-// words as `text`: the trainer trains piece by piece and checks the push and pull intervals
-// after each (docs/distributed.md, "Trainers"). Without the cut a document of 44,000 words
-// (the 100M corpus's) pushes at most once per document whatever --push-every asks for. A text
-// of at most max_words words is one piece (itself); a text with no word gives no piece. Windows
-// do not cross a cut (the learner treats each piece as a document): one in max_words words.
+// A distributed trainer's document cut into pieces of at most `max_words` words (>= 1; SV_CHECK),
+// in order, each piece ending at the end of a word and the whitespace between pieces dropped, so
+// that the pieces hold the same words as `text`; words are separated as the tokenizer separates
+// tokens (IsTokenSeparator). The trainer trains piece by piece and checks the push and pull
+// intervals after each (docs/distributed.md, "Trainers"): without the cut a document of 44,000
+// words (the 100M corpus's) pushes at most once per document whatever --push-every asks for. A
+// text of at most max_words words is one piece (itself); a text with no word gives no piece.
+// Windows do not cross a cut (the learner treats each piece as a document): one in max_words words.
 std::vector<std::string_view> SplitDocumentForSync(std::string_view text, size_t max_words);
 
 // The snapshot metadata of a learner, a JSON object: {"model": "sgns", "words_seen",
