@@ -1,8 +1,10 @@
 // Single-thread costs of the parameter node's and trainer's library pieces, for the scaling model
 // of issue 20 (merges/s per node core, bytes and time per pushed row): best of five passes each.
 // Built and run by bench/param/param_bench.sh against one build's libraries.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -91,6 +93,26 @@ int main() {
                 ParamPrecisionName(p).c_str(), messages.size(),
                 static_cast<double>(bytes) / records.size(), bytes / enc / 1e6,
                 records.size() / enc / 1e6, bytes / dec / 1e6, records.size() / dec / 1e6);
+    // As a trainer reads publications: every message decoded into one ParamMessage kept from
+    // message to message (DecodeParamMessageInto), messages of different record counts.
+    std::vector<std::string> uneven;
+    for (size_t begin = 0, k = 0; begin < records.size(); ++k) {
+      const size_t n = std::min(records.size() - begin, size_t{50} + (k % 7) * 300);
+      std::vector<ParamRecord> part(records.begin() + begin, records.begin() + begin + n);
+      std::vector<std::string> encoded = EncodeParamMessages(h, part).value();
+      for (std::string& m : encoded) uneven.push_back(std::move(m));
+      begin += n;
+    }
+    ParamMessage reused;
+    const double into = BestSeconds([&] {
+      for (const std::string& m : uneven) {
+        if (!DecodeParamMessageInto(m, {ParamModelKind::kSgns, kDim}, reused).ok()) std::abort();
+      }
+    });
+    std::printf(
+        "protocol %s: decode into a kept message (%zu messages of 50-1850 records): "
+        "%.2fM records/s\n",
+        ParamPrecisionName(p).c_str(), uneven.size(), records.size() / into / 1e6);
   }
 
   // Trainer side: export of 100k tracked rows, fp32 and fp16.
@@ -105,6 +127,14 @@ int main() {
     const double s = BestSeconds([&] { tracker.Export(slots, out.data(), p); });
     std::printf("export %s dim %d: %.2fM rows/s\n", ParamPrecisionName(p).c_str(), kDim,
                 rows / s / 1e6);
+  }
+
+  // Trainer side: received rows applied to 100k tracked rows (row = received + row - base).
+  std::vector<float> received(rows * kDim);
+  for (float& x : received) x = n(rng);
+  {
+    const double s = BestSeconds([&] { tracker.ApplyRows(slots, received.data()); });
+    std::printf("apply rows dim %d: %.2fM rows/s\n", kDim, rows / s / 1e6);
   }
 
   // Node vocabulary: exact pushed counts into a summary of capacity 100k (Zipf-like words).

@@ -1,7 +1,9 @@
 #include "streamvec/param/row_deltas.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "streamvec/base/status.h"
@@ -60,11 +62,11 @@ void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t s = slots[i];
     SV_CHECK(s < rows_ && base_of_[s] != kNone);
-    // volatile: each component is read exactly once even while Hogwild workers write it.
-    const volatile float* row = RowAt(s);
     float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
     float* out = deltas + i * static_cast<size_t>(dim_);
-    for (int j = 0; j < dim_; ++j) out[j] = row[j];
+    // One copy of the row: each component is read once even while Hogwild workers write it, and
+    // the delta and the new base both come from the copy.
+    std::memcpy(out, RowAt(s), static_cast<size_t>(dim_) * sizeof(float));
     for (int j = 0; j < dim_; ++j) out[j] -= base[j];
     if (half) {  // what the receiver will read: the delta rounded to fp16
       FloatsToHalves(out, halves.data(), dim_);
@@ -77,6 +79,30 @@ void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
   }
 }
 
+namespace {
+
+// row = received + (row - base), base = received; a component the node left where we pushed it
+// (received == base) keeps its bits (no rounding through received + (row - base)). Branch-free
+// on distinct arrays, so that the compiler vectorizes it.
+void ApplyRow(float* __restrict row, float* __restrict base, const float* __restrict received,
+              int dim) {
+  for (int j = 0; j < dim; ++j) {
+    const float r = received[j];
+    const float b = base[j];
+    const float local = row[j];
+    const float merged = r + (local - b);
+    // Chosen by a bit mask, not a branch (nor a float comparison, which may trap and keeps the
+    // compiler from vectorizing): all ones where received and base have the same bits.
+    const uint32_t same =
+        0u - static_cast<uint32_t>(std::bit_cast<uint32_t>(r) == std::bit_cast<uint32_t>(b));
+    row[j] = std::bit_cast<float>((std::bit_cast<uint32_t>(local) & same) |
+                                  (std::bit_cast<uint32_t>(merged) & ~same));
+    base[j] = r;
+  }
+}
+
+}  // namespace
+
 void RowDeltaTracker::ApplyRows(std::span<const uint32_t> slots, const float* rows) {
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t s = slots[i];
@@ -87,15 +113,7 @@ void RowDeltaTracker::ApplyRows(std::span<const uint32_t> slots, const float* ro
       std::copy(received, received + dim_, row);
       continue;
     }
-    float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
-    for (int j = 0; j < dim_; ++j) {
-      // A component the node left where we pushed it keeps its bits (no rounding through
-      // received + (row - base)).
-      if (received[j] == base[j]) continue;
-      const float local = row[j] - base[j];
-      row[j] = received[j] + local;
-      base[j] = received[j];
-    }
+    ApplyRow(row, bases_.data() + static_cast<size_t>(base_of_[s]) * dim_, received, dim_);
   }
 }
 

@@ -2,20 +2,20 @@
 // at the byte limit, and a named rejection for every kind of bad input.
 #include "streamvec/param/protocol.h"
 
-#include <Eigen/Core>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
+#include <Eigen/Core>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace streamvec {
 namespace {
@@ -186,6 +186,21 @@ TEST(ParamProtocolTest, DecodingIntoAReusedMessageLeavesNothingOfTheLastOne) {
     EXPECT_EQ(a.initial, b.initial) << i;
     EXPECT_EQ(a.input, b.input) << i;
     EXPECT_EQ(a.output, b.output) << i;
+  }
+  // The first message again: its 9 records reuse the rows of the 9 decoded first (the 3 that
+  // the shorter message left waited in `spare`), nothing is allocated.
+  std::set<const float*> rows_before;
+  for (const ParamRecord& r : reused.records) rows_before.insert(r.input.data());
+  for (const ParamRecord& r : reused.spare) rows_before.insert(r.input.data());
+  ASSERT_EQ(rows_before.size(), 9u);
+  ASSERT_TRUE(DecodeParamMessageInto(first, {}, reused).ok());
+  ASSERT_EQ(reused.records.size(), 9u);
+  std::set<const float*> rows_after;
+  for (const ParamRecord& r : reused.records) rows_after.insert(r.input.data());
+  EXPECT_EQ(rows_after, rows_before);
+  for (size_t i = 0; i < published.size(); ++i) {
+    EXPECT_EQ(reused.records[i].word, published[i].word) << i;
+    EXPECT_EQ(reused.records[i].input, published[i].input) << i;
   }
   // A rejected message names its problem as DecodeParamMessage does.
   std::string bad = second;

@@ -137,6 +137,9 @@ struct ParamRecord {
 struct ParamMessage {
   ParamMessageHeader header;
   std::vector<ParamRecord> records;
+  // Not part of the message: records a longer message decoded into this one held, kept with
+  // their memory for the next (DecodeParamMessageInto), in no particular order.
+  std::vector<ParamRecord> spare;
 };
 
 // What a decoder accepts besides well-formedness: the receiving side's model and dim.
@@ -176,7 +179,8 @@ StatusOr<ParamMessage> DecodeParamMessage(std::string_view bytes,
                                           const ParamExpectations& expect = {});
 // The same decoding into `out`, whose records' memory (words, rows) is reused: a receiver that
 // decodes message after message into the same few ParamMessages allocates only while messages
-// grow. On an error `out` holds what was decoded before it (valid objects, to be overwritten).
+// grow past the longest so far (records beyond a message's count wait in out.spare). On an
+// error `out` holds what was decoded before it (valid objects, to be overwritten).
 Status DecodeParamMessageInto(std::string_view bytes, const ParamExpectations& expect,
                               ParamMessage& out);
 
