@@ -233,6 +233,67 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   }
 }
 
+// A held word's publications go to its row; when the learner gives its slot to another word,
+// the row the node has of it is kept, and the word starts from it again when it comes back (not
+// from a fresh row, which its next push would add to the node's as a second vector).
+TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pe.updates", 1).ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pe.params", 1).ok());
+  StreamingOptions options = SmallLearnerOptions();
+  options.vocab_capacity = 8;
+  StreamingLearner learner(options);
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pe";
+  po.push_every_words = 1;
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat"})).ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/true).ok());  // "cat" pushed
+  ASSERT_TRUE((*client)->Flush(5000).ok());
+
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kRows;
+  h.dim = 8;
+  h.sender_clock = 42;
+  h.base_clock = 1;  // past the push
+  ParamRecord cat;
+  cat.word = "cat";
+  cat.input = {1, 2, 3, 4, 5, 6, 7, 8};
+  cat.output = {-1, -2, -3, -4, -5, -6, -7, -8};
+  StatusOr<std::vector<std::string>> rows = EncodeParamMessages(h, std::vector{cat});
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pe.params",
+                                {{.key = "", .value = (*rows)[0], .partition = 0}}),
+            0);
+  for (int i = 0; i < 100 && (*client)->stats().rows_applied == 0; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*client)->stats().rows_applied, 1u);
+  ASSERT_GE(learner.SlotOf("cat"), 0);
+
+  // Words seen three times each push "cat" (seen twice) out of the 8 slots; no Sync meanwhile.
+  std::vector<std::string> others;
+  for (int i = 0; i < 40; ++i) {
+    const std::string w = "w" + std::to_string(i);
+    others.push_back(w + " " + w + " " + w);
+  }
+  ASSERT_TRUE(learner.TrainMicroBatch(Text(others)).ok());
+  ASSERT_LT(learner.SlotOf("cat"), 0);
+  const uint64_t from_node = (*client)->stats().rows_from_node;
+
+  // Back: one-word sentences train nothing, so its row is the one it started from.
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"cat", "cat", "cat", "cat", "cat", "cat"})).ok());
+  ASSERT_GE(learner.SlotOf("cat"), 0);
+  EXPECT_EQ((*client)->stats().rows_from_node, from_node + 1);
+  const float* in = learner.InputRow("cat");
+  ASSERT_NE(in, nullptr);
+  EXPECT_TRUE(std::equal(cat.input.begin(), cat.input.end(), in));
+}
+
 // With pull_every, published rows wait: a newer publication of a word replaces its waiting row,
 // a word the node removed loses it (the rows listed after it keep theirs, and can still be
 // replaced), and the application takes the newest of each.

@@ -181,13 +181,15 @@ struct ParamClient::Impl {
   // Held in flat lists whose memory is kept from one application to the next (UnappliedRows).
   UnappliedRows unapplied;
   uint64_t last_apply_words = 0;
-  // The shards' newest published rows (input then output, dim floats each) of every word seen
-  // on .params, held or not, at most vocab_capacity words: a word this trainer admits starts
-  // from its node row, so its deltas are against what the node holds (a delta against a fresh
-  // local initialisation would add a second, unrelated vector to the node's row). Most words
-  // given a slot are rare ones no shard has published (a run of the 100M corpus with two
-  // trainers: about 13k of 200k slot initialisations each found a node row): the filter answers
-  // those.
+  // The shards' newest published rows (input then output, dim floats each) of the words seen
+  // on .params that this trainer does not hold, at most vocab_capacity words: a word this
+  // trainer admits starts from its node row, so its deltas are against what the node holds (a
+  // delta against a fresh local initialisation would add a second, unrelated vector to the
+  // node's row). A held word's publications go to its row instead (copying them here too cost
+  // a trainer a few percent of its time at short push intervals); when it leaves this trainer
+  // its node row is kept here then (KeepNodeRows). Most words given a slot are rare ones no
+  // shard has published (a run of the 100M corpus with two trainers: about 13k of 200k slot
+  // initialisations each found a node row): the filter answers those.
   FilteredWordMap<std::vector<float>> node_rows;
   // The shards' guaranteed counts (count - error) of every word seen in a count record on
   // .params, at most 4 x vocab_capacity words: the learner's group counts
@@ -257,6 +259,7 @@ struct ParamClient::Impl {
   // StreamingLearner::RowInitializer: the node's row of `word`, if published; the slot then
   // tracks its delta against that row and is not initial.
   bool InitFromNode(std::string_view word, uint32_t slot, float* in, float* out) {
+    if (!slot_word[slot].empty() && slot_word[slot] != word) KeepNodeRows(slot);
     const std::vector<float>* rows = node_rows.Find(word);
     if (rows == nullptr) {
       // A fresh local row: the next push carries it whole (MarkFresh), even when the slot held
@@ -277,6 +280,19 @@ struct ParamClient::Impl {
     last_push_round[slot] = 0;
     stats.rows_from_node += 1;
     return true;
+  }
+  // The word holding `slot` (pushed: slot_word) leaves this trainer: what the node has of it,
+  // a publication waiting to be applied or else the trackers' bases (the rows last applied plus
+  // the deltas pushed since), goes to node_rows, where it starts again if it comes back.
+  void KeepNodeRows(uint32_t slot) {
+    const int64_t u = unapplied.Find(slot);
+    const float* in = u >= 0 ? unapplied.In(static_cast<size_t>(u)) : input_deltas->base(slot);
+    const float* out = u >= 0 ? unapplied.Out(static_cast<size_t>(u)) : output_deltas->base(slot);
+    if (in == nullptr || out == nullptr) return;
+    if (std::vector<float>* rows = node_rows.FindOrAdd(slot_word[slot])) {
+      rows->assign(in, in + dim);
+      rows->insert(rows->end(), out, out + dim);
+    }
   }
   // What this trainer pushed of `word`'s count since it took `slot` (held by the word).
   double OwnPushed(uint32_t slot, std::string_view word) const {
@@ -762,16 +778,17 @@ struct ParamClient::Impl {
           for (const ParamRecord& r : msg->records) {
             const int64_t slot = learner->SlotOf(r.word);
             TakeGroupCount(r, slot);
-            if (r.input.size() == static_cast<size_t>(dim) &&
+            // Held: a word this trainer holds and has pushed (else its rows are all local).
+            const bool held = slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word;
+            if (!held && r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
               if (std::vector<float>* rows = node_rows.FindOrAdd(r.word)) {
                 rows->assign(r.input.begin(), r.input.end());
                 rows->insert(rows->end(), r.output.begin(), r.output.end());
               }
             }
-            if (slot < 0) continue;  // a word this trainer does not hold
+            if (!held) continue;
             const uint32_t s = static_cast<uint32_t>(slot);
-            if (slot_word[s] != r.word) continue;  // not pushed yet: its rows are all local
             if (shard >= options.shards || r.input.size() != static_cast<size_t>(dim) ||
                 r.output.size() != static_cast<size_t>(dim)) {
               continue;

@@ -42,6 +42,12 @@ class RowDeltaTracker {
   // zero, then receives the initial vector with the first push.
   void MarkFresh(uint32_t slot);
   bool tracked(uint32_t slot) const { return base_of_[slot] != kNone; }
+  // The base of row `slot` (dim floats: what the node holds of it once it has merged every
+  // exported delta), or nullptr when the row is not tracked.
+  const float* base(uint32_t slot) const {
+    return base_of_[slot] == kNone ? nullptr
+                                   : bases_.data() + static_cast<size_t>(base_of_[slot]) * dim_;
+  }
   // The tracked rows, ascending.
   std::vector<uint32_t> TrackedSlots() const;
   size_t tracked_count() const { return tracked_; }
