@@ -202,7 +202,14 @@ struct ParamClient::Impl {
   // trainers' work nor ours is lost. Older than that, the row is skipped (rows_stale).
   struct RoundDeltas {
     uint64_t round = 0;
-    std::unordered_map<uint32_t, uint32_t> index;  // slot -> position in in/out
+    // (slot, position in in/out), sorted by slot (a hash map cost a node allocation a row).
+    std::vector<std::pair<uint32_t, uint32_t>> index;
+    // The position of `slot`'s deltas in in/out, or -1.
+    int64_t Find(uint32_t slot) const {
+      const auto it =
+          std::lower_bound(index.begin(), index.end(), std::pair<uint32_t, uint32_t>{slot, 0});
+      return it != index.end() && it->first == slot ? int64_t{it->second} : int64_t{-1};
+    }
     std::vector<float> in, out;                    // dim floats each
     std::vector<uint64_t> message_of;              // position -> id of the message carrying it
   };
@@ -243,11 +250,11 @@ struct ParamClient::Impl {
     if (kept.empty() || kept.front().round > acked + 1) return false;
     for (const RoundDeltas& r : kept) {
       if (r.round <= acked) continue;
-      const auto it = r.index.find(slot);
-      if (it == r.index.end()) continue;
-      if (Merged(r.message_of[it->second], watermark)) continue;
+      const int64_t position = r.Find(slot);
+      if (position < 0) continue;
+      if (Merged(r.message_of[static_cast<size_t>(position)], watermark)) continue;
       if (initial_round[slot] == r.round) return false;
-      const size_t at = static_cast<size_t>(it->second) * dim;
+      const size_t at = static_cast<size_t>(position) * dim;
       for (int j = 0; j < dim; ++j) {
         in_row[j] += r.in[at + j];
         out_row[j] += r.out[at + j];
@@ -562,6 +569,28 @@ struct ParamClient::Impl {
     return Status::Ok();
   }
 
+  // A push's records by shard, and records kept with their memory (word, rows) for the next
+  // push: a push of 20k rows would otherwise allocate and free 40k row vectors.
+  std::vector<std::vector<ParamRecord>> push_records;
+  std::vector<ParamRecord> record_pool;
+  ParamRecord TakeRecord() {
+    if (record_pool.empty()) return ParamRecord{};
+    ParamRecord r = std::move(record_pool.back());
+    record_pool.pop_back();
+    r.word.clear();
+    r.has_count = r.removed = r.initial = false;
+    r.count = r.count_error = 0.0;
+    r.input.clear();
+    r.output.clear();
+    return r;
+  }
+  void RecycleRecords() {
+    for (std::vector<ParamRecord>& shard : push_records) {
+      for (ParamRecord& r : shard) record_pool.push_back(std::move(r));
+      shard.clear();
+    }
+  }
+
   Status Push(uint64_t words_trained, bool everything) {
     EnsureTrackers();
     std::vector<std::string> words;
@@ -616,7 +645,9 @@ struct ParamClient::Impl {
         row_out[j] += out[i * dim + j];
       }
     }
-    std::vector<std::vector<ParamRecord>> by_shard(options.shards);
+    RecycleRecords();
+    std::vector<std::vector<ParamRecord>>& by_shard = push_records;
+    by_shard.resize(options.shards);
     RoundDeltas kept_round;
     kept_round.round = round;
     kept_round.message_of.assign(slots.size(), 0);
@@ -628,8 +659,8 @@ struct ParamClient::Impl {
       const double count = std::max(0.0, counts[i] - pushed_count[slots[i]]);
       const bool moved = !AllZero(di, dim) || !AllZero(dout, dim);
       if (!moved && count < 1.0) continue;
-      ParamRecord r;
-      r.word = words[i];
+      ParamRecord r = TakeRecord();
+      r.word.assign(words[i]);
       if (count >= 1.0) {
         r.has_count = true;
         r.count = count;
@@ -642,13 +673,14 @@ struct ParamClient::Impl {
         if (r.initial) initial_round[slots[i]] = round;
         initial[slots[i]] = false;
         last_push_round[slots[i]] = round;
-        kept_round.index.emplace(slots[i], static_cast<uint32_t>(i));
+        kept_round.index.emplace_back(slots[i], static_cast<uint32_t>(i));
       }
       const uint32_t shard = ShardOf(r.word, options.shards);
       if (moved) shard_rows[shard] = true;
       by_shard[shard].push_back(std::move(r));
       positions[shard].push_back(static_cast<uint32_t>(i));
     }
+    std::sort(kept_round.index.begin(), kept_round.index.end());
 
     for (uint32_t shard = 0; shard < options.shards; ++shard) {
       if (by_shard[shard].empty()) continue;
@@ -684,6 +716,7 @@ struct ParamClient::Impl {
         SV_RETURN_IF_ERROR(Produce(shard, (*messages)[k], first_id + k));
       }
     }
+    RecycleRecords();
     kept_round.in = std::move(in);
     kept_round.out = std::move(out);
     kept.push_back(std::move(kept_round));
