@@ -428,11 +428,8 @@ Status DecodeParamMessageInto(std::string_view bytes, const ParamExpectations& e
       }
     }
     ParamRecord& r = m.records[used++];
+    r.Reset();
     r.word.assign(word);
-    r.has_count = r.removed = r.initial = false;
-    r.count = r.count_error = 0.0;
-    r.input.clear();
-    r.output.clear();
     if (!in.Has(1)) return in.Truncated(1, RecordName(i, word) + "'s fields");
     const uint8_t fields = in.Get<uint8_t>();
     if (std::string why = CheckFields(h.kind, fields); !why.empty()) {

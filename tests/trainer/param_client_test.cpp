@@ -23,6 +23,37 @@ std::vector<std::string_view> Text(const std::vector<std::string>& lines) {
   return {lines.begin(), lines.end()};
 }
 
+// Options of a client of `broker`'s <prefix>.updates and <prefix>.params, one partition each
+// (created here), that pushes after every trained word.
+ParamClientOptions OneShardClient(EmbeddedBroker& broker, const std::string& prefix) {
+  EXPECT_TRUE(broker.CreateTopic(prefix + ".updates", 1).ok());
+  EXPECT_TRUE(broker.CreateTopic(prefix + ".params", 1).ok());
+  ParamClientOptions po;
+  po.kafka.brokers = broker.bootstrap();
+  po.kafka.topic_prefix = prefix;
+  po.push_every_words = 1;
+  return po;
+}
+
+// Syncs `client` until it has applied `rows` published rows in all (5 s at most).
+void SyncUntilApplied(ParamClient& client, uint64_t rows) {
+  for (int i = 0; i < 100 && client.stats().rows_applied < rows; ++i) {
+    ASSERT_TRUE(client.Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Produces `records` as one message with header `h` on partition 0 of `topic`.
+void Publish(EmbeddedBroker& broker, const std::string& topic, const ParamMessageHeader& h,
+             const std::vector<ParamRecord>& records) {
+  StatusOr<std::vector<std::string>> messages = EncodeParamMessages(h, records);
+  ASSERT_TRUE(messages.ok());
+  ASSERT_EQ(messages->size(), 1u);
+  ASSERT_EQ(testing::ProduceAll(broker.bootstrap(), topic,
+                                {{.key = "", .value = (*messages)[0], .partition = 0}}),
+            0);
+}
+
 struct PushedSums {
   std::map<std::string, std::vector<float>> input, output;  // word -> sum of its pushed deltas
   std::map<std::string, int> pushes;                        // word -> push messages carrying it
@@ -154,13 +185,8 @@ TEST(ParamClientTest, ThePushScheduleDefersRareRowsAndLosesNothing) {
 TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pp.updates", 1).ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pp.params", 1).ok());
   StreamingLearner learner(SmallLearnerOptions());
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pp";
-  po.push_every_words = 1;
+  ParamClientOptions po = OneShardClient(**broker, "pp");
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat"})).ok());
@@ -184,10 +210,7 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
                                 {{.key = "", .value = "not a message", .partition = 0},
                                  {.key = "", .value = (*rows)[0], .partition = 0}}),
             0);
-  for (int i = 0; i < 100 && (*client)->stats().rows_applied == 0; ++i) {
-    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_NO_FATAL_FAILURE(SyncUntilApplied(**client, 1));
   EXPECT_EQ((*client)->stats().rows_applied, 1u);
   EXPECT_EQ((*client)->stats().rejected, 1u);
   EXPECT_EQ((*client)->stats().node_clock, 42u);
@@ -215,15 +238,8 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
   ParamRecord older = cat;
   for (int j = 0; j < 8; ++j) older.input[j] = 10.0f + j;
   for (int j = 0; j < 8; ++j) older.output[j] = -10.0f - j;
-  rows = EncodeParamMessages(h, std::vector{older});  // still watermark 1
-  ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pp.params",
-                                {{.key = "", .value = (*rows)[0], .partition = 0}}),
-            0);
-  for (int i = 0; i < 100 && (*client)->stats().rows_applied < 2; ++i) {
-    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "pp.params", h, {older}));  // still watermark 1
+  ASSERT_NO_FATAL_FAILURE(SyncUntilApplied(**client, 2));
   EXPECT_EQ((*client)->stats().rows_applied, 2u);
   EXPECT_EQ((*client)->stats().rows_corrected, 1u);
   const StreamingLearner::RowTables v = learner.MutableRowTables();
@@ -239,15 +255,10 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
 TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pe.updates", 1).ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pe.params", 1).ok());
   StreamingOptions options = SmallLearnerOptions();
   options.vocab_capacity = 8;
   StreamingLearner learner(options);
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pe";
-  po.push_every_words = 1;
+  ParamClientOptions po = OneShardClient(**broker, "pe");
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat on the mat", "the cat sat"})).ok());
@@ -263,15 +274,8 @@ TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
   cat.word = "cat";
   cat.input = {1, 2, 3, 4, 5, 6, 7, 8};
   cat.output = {-1, -2, -3, -4, -5, -6, -7, -8};
-  StatusOr<std::vector<std::string>> rows = EncodeParamMessages(h, std::vector{cat});
-  ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "pe.params",
-                                {{.key = "", .value = (*rows)[0], .partition = 0}}),
-            0);
-  for (int i = 0; i < 100 && (*client)->stats().rows_applied == 0; ++i) {
-    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "pe.params", h, {cat}));
+  ASSERT_NO_FATAL_FAILURE(SyncUntilApplied(**client, 1));
   ASSERT_EQ((*client)->stats().rows_applied, 1u);
   ASSERT_GE(learner.SlotOf("cat"), 0);
 
@@ -300,13 +304,8 @@ TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
 TEST(ParamClientTest, WaitingRowsAreReplacedDroppedAndAppliedAtTheirTime) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pq.updates", 1).ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pq.params", 1).ok());
   StreamingLearner learner(SmallLearnerOptions());
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pq";
-  po.push_every_words = 1;
+  ParamClientOptions po = OneShardClient(**broker, "pq");
   po.pull_every_words = uint64_t{1} << 40;
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok());
@@ -417,15 +416,10 @@ TEST(ParamClientTest, LearnerStartsWordsFromTheInitializerOrFromTheWordsHash) {
 TEST(ParamClientTest, AWordStartsFromItsPublishedRowAfterVocabularyChurn) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pw.updates", 1).ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pw.params", 1).ok());
   StreamingOptions options = SmallLearnerOptions();
   options.vocab_capacity = 20000;  // the client keeps as many published words
   StreamingLearner learner(options);
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pw";
-  po.push_every_words = 1;
+  ParamClientOptions po = OneShardClient(**broker, "pw");
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 
@@ -509,15 +503,10 @@ TEST(ParamClientTest, GroupCountsAdmitWordsTheTrainerSawTooRarely) {
   ASSERT_TRUE(broker.ok());
   for (const std::string prefix : {"pg", "pn"}) {
     SCOPED_TRACE(prefix);
-    ASSERT_TRUE((*broker)->CreateTopic(prefix + ".updates", 1).ok());
-    ASSERT_TRUE((*broker)->CreateTopic(prefix + ".params", 1).ok());
     StreamingOptions options = SmallLearnerOptions();
     options.min_count = 3;
     StreamingLearner learner(options);
-    ParamClientOptions po;
-    po.kafka.brokers = (*broker)->bootstrap();
-    po.kafka.topic_prefix = prefix;
-    po.push_every_words = 1;
+    ParamClientOptions po = OneShardClient(**broker, prefix);
     po.group_counts = prefix == "pg";
     StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
     ASSERT_TRUE(client.ok()) << client.status().ToString();

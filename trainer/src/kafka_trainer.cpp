@@ -530,15 +530,12 @@ void KafkaTrainer::Impl::AdvancePosition(const Document& doc) {
 
 std::vector<std::string_view> SplitDocumentForSync(std::string_view text, size_t max_words) {
   SV_CHECK(max_words >= 1);
+  auto space = [](char c) { return IsTokenSeparator(static_cast<unsigned char>(c)); };
   // n bytes hold at most (n + 1) / 2 words: a short text needs no scan.
   if (text.size() < 2 * max_words) {
-    if (std::all_of(text.begin(), text.end(),
-                    [](char c) { return IsTokenSeparator(static_cast<unsigned char>(c)); })) {
-      return {};
-    }
+    if (std::all_of(text.begin(), text.end(), space)) return {};
     return {text};
   }
-  auto space = [](char c) { return IsTokenSeparator(static_cast<unsigned char>(c)); };
   std::vector<std::string_view> pieces;
   size_t i = 0;
   const size_t n = text.size();

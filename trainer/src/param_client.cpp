@@ -296,7 +296,12 @@ struct ParamClient::Impl {
     const float* in = u >= 0 ? unapplied.In(static_cast<size_t>(u)) : input_deltas->base(slot);
     const float* out = u >= 0 ? unapplied.Out(static_cast<size_t>(u)) : output_deltas->base(slot);
     if (in == nullptr || out == nullptr) return;
-    if (std::vector<float>* rows = node_rows.FindOrAdd(slot_word[slot])) {
+    KeepNodeRow(slot_word[slot], in, out);
+  }
+  // node_rows[word] = the input row `in` then the output row `out` (dim floats each), unless
+  // node_rows is full.
+  void KeepNodeRow(std::string_view word, const float* in, const float* out) {
+    if (std::vector<float>* rows = node_rows.FindOrAdd(word)) {
       rows->assign(in, in + dim);
       rows->insert(rows->end(), out, out + dim);
     }
@@ -570,18 +575,15 @@ struct ParamClient::Impl {
   }
 
   // A push's records by shard, and records kept with their memory (word, rows) for the next
-  // push: a push of 20k rows would otherwise allocate and free 40k row vectors.
+  // push (RecycleRecords at the start of each): a push of 20k rows would otherwise allocate and
+  // free 40k row vectors.
   std::vector<std::vector<ParamRecord>> push_records;
   std::vector<ParamRecord> record_pool;
   ParamRecord TakeRecord() {
     if (record_pool.empty()) return ParamRecord{};
     ParamRecord r = std::move(record_pool.back());
     record_pool.pop_back();
-    r.word.clear();
-    r.has_count = r.removed = r.initial = false;
-    r.count = r.count_error = 0.0;
-    r.input.clear();
-    r.output.clear();
+    r.Reset();
     return r;
   }
   void RecycleRecords() {
@@ -716,7 +718,6 @@ struct ParamClient::Impl {
         SV_RETURN_IF_ERROR(Produce(shard, (*messages)[k], first_id + k));
       }
     }
-    RecycleRecords();
     kept_round.in = std::move(in);
     kept_round.out = std::move(out);
     kept.push_back(std::move(kept_round));
@@ -815,10 +816,7 @@ struct ParamClient::Impl {
             const bool held = slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word;
             if (!held && r.input.size() == static_cast<size_t>(dim) &&
                 r.output.size() == static_cast<size_t>(dim)) {
-              if (std::vector<float>* rows = node_rows.FindOrAdd(r.word)) {
-                rows->assign(r.input.begin(), r.input.end());
-                rows->insert(rows->end(), r.output.begin(), r.output.end());
-              }
+              KeepNodeRow(r.word, r.input.data(), r.output.data());
             }
             if (!held) continue;
             const uint32_t s = static_cast<uint32_t>(slot);

@@ -132,6 +132,15 @@ struct ParamRecord {
   bool initial = false;      // push, with a row: the sender's whole rows of a word new to it
   std::vector<float> input;  // input (word) vector: delta (push) or row (rows)
   std::vector<float> output; // output (context) vector: delta (push) or row (rows)
+
+  // Back to a default record, keeping the memory of word, input and output for reuse.
+  void Reset() {
+    word.clear();
+    has_count = removed = initial = false;
+    count = count_error = 0.0;
+    input.clear();
+    output.clear();
+  }
 };
 
 struct ParamMessage {
