@@ -11,11 +11,12 @@ baseline) and run alternately, rep by rep.
 Reported per run: wall (the ingest's start to the last trainer's exit, less --max-idle), words/s
 (the corpus's words over that wall), the ratio to the baseline of the same rep, WS-353, MEN and
 Google analogy (3CosAdd, --restrict 30000) of the shards' union (`export --state` per shard) or of
-the baseline trainer; WS-353 and MEN again on the pairs both this run and the baseline of its
-rep hold (the shards' union holds other words than one trainer: both vectors files are cut to
-their common words and scored by `streamvec eval`), pushed and pulled bytes per trained word (the
-trainers' summary lines), the
-node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
+the baseline trainer; the three again on the words both this run and the baseline of its rep
+hold (the shards' union holds other words than one trainer, and its 30,000 most frequent are
+not the baseline's, so the plain analogy scores answer different questions among different
+candidates: both vectors files are cut to their common words, written in the baseline's order,
+and scored by `streamvec eval`), pushed and pulled bytes per trained word (the trainers' summary
+lines), the node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
 and how many were never merged (dropped, not pushed again). Then a scaling model from
 the measured figures (docs/distributed.md, "Scaling"). A run whose trainers read fewer of the
@@ -159,6 +160,7 @@ def scores(sv: Path, vec: Path, a, analogy: bool = True) -> dict:
             out[key + "_pairs"] = s["pairs"]
         if analogy:
             out["analogy"] = j["analogy"]["accuracy"]
+            out["analogy_pairs"] = j["analogy"]["total"]
     except (ValueError, KeyError, TypeError):
         out["error"] = (ev.stdout + ev.stderr)[-300:]
     return out
@@ -171,18 +173,28 @@ def vector_words(path: Path) -> set:
 
 
 def common_scores(sv: Path, run_vec: Path, base_vec: Path, work: Path, a) -> dict:
-    """WS-353 and MEN of a run and of the baseline over the pairs both hold: each vectors file is
-    cut to the words both have and scored by `streamvec eval`. {"ws353": {"pairs", "run",
-    "base"}, "men": {...}}."""
-    both = vector_words(run_vec) & vector_words(base_vec)
-    out = {"ws353": {}, "men": {}}
+    """WS-353, MEN and Google analogy of a run and of the baseline on the words both hold: each
+    vectors file is cut to those words, written in the baseline's order (most frequent first, so
+    that --restrict 30000 keeps the same words on both sides: the same analogy questions, the
+    same candidate answers) and scored by `streamvec eval`. {"ws353": {"pairs", "run", "base"},
+    "men": {...}, "analogy": {"pairs" (questions scored), "run", "base"}}."""
+    with base_vec.open(encoding="utf-8") as f:
+        f.readline()
+        base_order = [line.split(" ", 1)[0] for line in f]
+    run_words = vector_words(run_vec)
+    both = [w for w in base_order if w in run_words]
+    out = {"ws353": {}, "men": {}, "analogy": {}}
     for side, src in (("run", run_vec), ("base", base_vec)):
-        cut = work / f"common-{side}.txt"
-        with src.open(encoding="utf-8") as f, cut.open("w", encoding="utf-8") as g:
+        lines = {}
+        with src.open(encoding="utf-8") as f:
             dim = f.readline().split()[1]
+            for line in f:
+                lines.setdefault(line.split(" ", 1)[0], line)
+        cut = work / f"common-{side}.txt"
+        with cut.open("w", encoding="utf-8") as g:
             g.write(f"{len(both)} {dim}\n")
-            g.writelines(line for line in f if line.split(" ", 1)[0] in both)
-        sc = scores(sv, cut, a, analogy=False)
+            g.writelines(lines[w] for w in both)
+        sc = scores(sv, cut, a)
         cut.unlink()
         for key in out:
             out[key][side] = sc.get(key)
@@ -394,18 +406,19 @@ def main() -> int:
               f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} |")
     common = [r for r in rows if r.get("common") and r.get("shards") and "incomplete" not in r]
     if common:
-        print("\nWS-353 and MEN on the pairs both the run and the baseline of its rep hold:")
+        print("\nWS-353, MEN and analogy on the words both the run and the baseline of its rep "
+              "hold (analogy: the baseline's 30,000 most frequent of them, on both sides):")
         print("| config | rep | WS-353 pairs | WS-353 | baseline | difference | MEN pairs | MEN "
-              "| baseline | difference |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| baseline | difference | analogy questions | analogy | baseline | difference |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in common:
             cells = []
-            for key in ("ws353", "men"):
-                c = r["common"][key]
+            for key in ("ws353", "men", "analogy"):
+                c = r["common"].get(key, {"pairs": None, "run": None, "base": None})
                 diff = (c["run"] - c["base"]) if c["run"] is not None and c["base"] is not None \
                     else None
-                cells.append(f"{c['pairs']} | {fmt(c['run'], '.3f')} | {fmt(c['base'], '.3f')} "
-                             f"| {fmt(diff, '+.3f')}")
+                cells.append(f"{fmt(c['pairs'], 'd')} | {fmt(c['run'], '.3f')} "
+                             f"| {fmt(c['base'], '.3f')} | {fmt(diff, '+.3f')}")
             print(f"| {r['config']} | {r['rep']} | " + " | ".join(cells) + " |")
     # The scaling model (docs/distributed.md): a shard core merges C push bytes a second; a
     # trainer training w words/s pushes b bytes a trained word; a shard serves C / (b w)
