@@ -233,6 +233,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
             cmd = [str(sv), "train", "--bootstrap-file", str(bs), "--state", str(w / f"t{j}"),
                    "--assign", "all" if n == 1 else parts, "--vocab-capacity",
                    str(a.vocab_capacity), "--threads", "1", "--max-idle", f"{a.max_idle:g}"]
+            cmd += a.all_train_arg
             if shards:
                 cmd += ["--param-shards", str(shards), "--trainer-id", str(j + 1),
                         "--delta-precision", a.delta_precision] + a.train_arg
@@ -336,6 +337,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--train-arg", action="append", default=[],
                     help="extra argument for the pushing trainers (repeat; --train-arg=--x=y)")
+    ap.add_argument("--all-train-arg", action="append", default=[],
+                    help="extra argument for every trainer, the baseline's too: a training "
+                         "setting both sides share (repeat; --all-train-arg=--dim=300)")
     ap.add_argument("--node-arg", action="append", default=[],
                     help="extra argument for param-node (repeat)")
     ap.add_argument("--keep", action="store_true", help="keep states and vectors")
@@ -384,6 +388,7 @@ def main() -> int:
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"# command: /usr/bin/python3 bench/distributed_bench.py --configs {a.configs} "
           f"--reps {a.reps} --max-idle {a.max_idle:g}"
+          + "".join(f" --all-train-arg={x}" for x in a.all_train_arg)
           + "".join(f" --train-arg={x}" for x in a.train_arg)
           + "".join(f" --node-arg={x}" for x in a.node_arg))
     print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
