@@ -44,6 +44,7 @@ int RunExport(const ExportFlags& f) {
     return Fail(Status::InvalidArgument("--output: " + s.message()), 2);
   }
   std::vector<Embeddings> parts;
+  std::vector<std::vector<double>> counts;  // per shard; empty where a snapshot has none
   std::string versions;
   for (const std::string& state : f.state) {
     auto store = StateStore::Open(state, StateStore::Mode::kReadOnly);
@@ -79,9 +80,16 @@ int RunExport(const ExportFlags& f) {
     if (!e.ok()) {
       return Fail(Status::InvalidArgument("--state " + state + ": " + e.status().message()), 2);
     }
+    StatusOr<std::vector<double>> c = ReadEmbeddingCounts(
+        [&store](const std::string& key) { return (*store)->Get(key); }, e->rows());
+    if (!c.ok() && c.status().code() != StatusCode::kNotFound) {
+      return Fail(Status::InvalidArgument("--state " + state + ": " + c.status().message()), 2);
+    }
+    counts.push_back(c.ok() ? std::move(c).value() : std::vector<double>{});
     parts.push_back(std::move(e).value());
   }
-  StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts));
+  // In count order when every snapshot has its counts (a node's does), else by rank.
+  StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts), &counts);
   if (!joined.ok()) {
     return Fail(Status::InvalidArgument("--state: " + joined.status().message()), 2);
   }

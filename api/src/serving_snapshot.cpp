@@ -323,6 +323,7 @@ class ShardedStateDirSnapshotSource : public SnapshotSource {
     SnapshotInfo combined;
     nlohmann::json shards = nlohmann::json::array();
     std::vector<Embeddings> parts;
+    std::vector<std::vector<double>> counts;  // per shard; empty where a snapshot has none
     for (const std::string& dir : dirs_) {
       StatusOr<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::OpenNewest(dir);
       if (!reader.ok()) {
@@ -338,15 +339,24 @@ class ShardedStateDirSnapshotSource : public SnapshotSource {
         return Status(StatusCode::kCorruption, "snapshot " + std::to_string(r.version()) +
                                                    " in " + dir + ": " + e.status().message());
       }
+      StatusOr<std::vector<double>> c =
+          ReadEmbeddingCounts([&r](const std::string& key) { return r.Get(key); }, e->rows());
+      if (!c.ok() && c.status().code() != StatusCode::kNotFound) {
+        return Status(StatusCode::kCorruption, "snapshot " + std::to_string(r.version()) + " in " +
+                                                   dir + ": " + c.status().message());
+      }
+      counts.push_back(c.ok() ? std::move(c).value() : std::vector<double>{});
       parts.push_back(std::move(e).value());
       Add(dir, r.info(), &combined, &shards);
     }
     if (combined.version <= version) return std::shared_ptr<const ServingSnapshot>();
     combined.metadata_json = Metadata(combined, shards);
-    StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts));
+    // In count order, with the counts, when every shard's snapshot has them (a node's does).
+    std::vector<double> joined_counts;
+    StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts), &counts, &joined_counts);
     if (!joined.ok()) return Status::Corruption("--state: " + joined.status().message());
-    return std::shared_ptr<const ServingSnapshot>(
-        std::make_shared<ServingSnapshot>(std::move(joined).value(), combined));
+    return std::shared_ptr<const ServingSnapshot>(std::make_shared<ServingSnapshot>(
+        std::move(joined).value(), combined, std::move(joined_counts)));
   }
 
  private:

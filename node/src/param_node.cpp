@@ -278,6 +278,7 @@ struct ParamNode::Impl {
     std::vector<std::pair<std::string, std::string>> entries;  // besides the embedding's
     std::vector<std::string> serving_words;                    // most frequent first
     std::vector<float> serving_rows;                           // their input rows, dense
+    std::vector<double> serving_counts;                        // their counts (upper estimates)
     Status result;
     std::atomic<bool> done{false};
     std::thread writer;
@@ -819,6 +820,7 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
       const int64_t slot = rows.Find(e.word);
       if (slot < 0) continue;
       job->serving_words.push_back(e.word);
+      job->serving_counts.push_back(e.count);
       const float* row = rows.Row(static_cast<uint32_t>(slot), 0);
       job->serving_rows.insert(job->serving_rows.end(), row, row + dim);
     }
@@ -866,6 +868,8 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
               vectors[i] = raw->serving_rows.data() + i * static_cast<size_t>(dim);
             }
             SV_RETURN_IF_ERROR(WriteEmbeddingEntries(raw->serving_words, vectors, dim, sink));
+            // For the union's count order (serve / export of several shards) and GET /v1/words.
+            SV_RETURN_IF_ERROR(WriteEmbeddingCounts(raw->serving_counts, sink));
           }
           for (const auto& [key, value] : raw->entries) SV_RETURN_IF_ERROR(sink(key, value));
           return Status::Ok();

@@ -245,33 +245,64 @@ StatusOr<Embeddings> ReadEmbeddingEntries(
   return e;
 }
 
-StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards) {
+StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards,
+                                          const std::vector<std::vector<double>>* counts,
+                                          std::vector<double>* joined_counts) {
+  if (joined_counts) joined_counts->clear();
   if (shards.empty()) return Status::InvalidArgument("no embedding to join");
   size_t total = 0, longest = 0;
+  bool by_count = counts != nullptr && counts->size() == shards.size();
   for (size_t i = 0; i < shards.size(); ++i) {
     if (shards[i].dim != shards[0].dim) {
       return Status::InvalidArgument("shard " + std::to_string(i) + " has dim " +
                                      std::to_string(shards[i].dim) + ", shard 0 has dim " +
                                      std::to_string(shards[0].dim));
     }
+    if (by_count && (*counts)[i].empty() && shards[i].rows() > 0) by_count = false;  // none
+    if (counts != nullptr && i < counts->size() && !(*counts)[i].empty() &&
+        (*counts)[i].size() != shards[i].rows()) {
+      return Status::InvalidArgument("shard " + std::to_string(i) + " has " +
+                                     std::to_string((*counts)[i].size()) + " counts for " +
+                                     std::to_string(shards[i].rows()) + " words");
+    }
     total += shards[i].rows();
     longest = std::max(longest, shards[i].rows());
   }
-  if (shards.size() == 1) return std::move(shards[0]);
+  // (shard, rank) in the union's order.
+  std::vector<std::pair<uint32_t, size_t>> order;
+  order.reserve(total);
+  if (by_count) {
+    for (size_t i = 0; i < shards.size(); ++i) {
+      for (size_t r = 0; r < shards[i].rows(); ++r) order.emplace_back(i, r);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+      const double cx = (*counts)[x.first][x.second], cy = (*counts)[y.first][y.second];
+      if (cx != cy) return cx > cy;
+      return x.second != y.second ? x.second < y.second : x.first < y.first;
+    });
+  } else {
+    if (shards.size() == 1) return std::move(shards[0]);
+    for (size_t rank = 0; rank < longest; ++rank) {
+      for (size_t i = 0; i < shards.size(); ++i) {
+        if (rank < shards[i].rows()) order.emplace_back(i, rank);
+      }
+    }
+  }
   Embeddings out;
   out.dim = shards[0].dim;
   const size_t dim = static_cast<size_t>(out.dim);
   out.words.reserve(total);
   out.vectors.resize(total * dim);
+  if (by_count && joined_counts) joined_counts->reserve(total);
   std::unordered_set<std::string_view> seen;
   size_t row = 0;
-  for (size_t rank = 0; rank < longest; ++rank) {
-    for (const Embeddings& e : shards) {
-      if (rank >= e.rows() || !seen.insert(e.words[rank]).second) continue;
-      out.words.push_back(e.words[rank]);
-      std::memcpy(out.vectors.data() + row * dim, e.row(rank), dim * sizeof(float));
-      ++row;
-    }
+  for (const auto& [shard, rank] : order) {
+    const Embeddings& e = shards[shard];
+    if (!seen.insert(e.words[rank]).second) continue;
+    out.words.push_back(e.words[rank]);
+    std::memcpy(out.vectors.data() + row * dim, e.row(rank), dim * sizeof(float));
+    if (by_count && joined_counts) joined_counts->push_back((*counts)[shard][rank]);
+    ++row;
   }
   out.vectors.resize(row * dim);
   return out;

@@ -305,7 +305,7 @@ TEST_F(ParamNodeCliTest, ServeAndExportJoinTheShardsStates) {
     ParamRecord r;
     r.word = word[shard];
     r.has_count = true;
-    r.count = 1;
+    r.count = 1 + 2 * shard;  // shard 1's word is the more frequent
     r.input = {1.0f + shard, 2.0f, 3.0f};
     StatusOr<std::vector<std::string>> m = EncodeParamMessages(h, std::vector<ParamRecord>{r});
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -333,9 +333,9 @@ TEST_F(ParamNodeCliTest, ServeAndExportJoinTheShardsStates) {
   const size_t got = std::fread(buf, 1, sizeof buf, f);
   std::fclose(f);
   const std::string text(buf, got);
-  EXPECT_EQ(text.rfind("2 3\n", 0), 0u) << text;
+  // The union in count order: shard 1's word (3) before shard 0's (1).
+  EXPECT_EQ(text.rfind("2 3\n" + word[1] + " 2 2 3", 0), 0u) << text;
   EXPECT_NE(text.find(word[0] + " 1 2 3"), std::string::npos) << text;
-  EXPECT_NE(text.find(word[1] + " 2 2 3"), std::string::npos) << text;
 
   Child serve({"serve", "--state", a, "--state", b, "--http", "127.0.0.1:0", "--http-threads",
                "2"},
@@ -346,6 +346,15 @@ TEST_F(ParamNodeCliTest, ServeAndExportJoinTheShardsStates) {
     ASSERT_EQ(code, 200) << body;
     EXPECT_EQ(nlohmann::json::parse(body)["vector"][0].get<float>(), 1.0f + shard) << body;
   }
+  // The shards' counts come along: GET /v1/words lists the union with them, in count order.
+  const auto [code, body] = HttpGet(serve.port(), "/v1/words");
+  ASSERT_EQ(code, 200) << body;
+  const nlohmann::json words = nlohmann::json::parse(body)["words"];
+  ASSERT_EQ(words.size(), 2u) << body;
+  EXPECT_EQ(words[0]["word"], word[1]) << body;
+  EXPECT_EQ(words[0]["count"], 3.0) << body;
+  EXPECT_EQ(words[1]["word"], word[0]) << body;
+  EXPECT_EQ(words[1]["count"], 1.0) << body;
   serve.Signal(SIGINT);
   EXPECT_EQ(serve.Wait(), 0) << serve.Output();
 }

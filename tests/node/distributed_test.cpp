@@ -198,21 +198,38 @@ TEST(DistributedTest, TwoTrainersAndTwoShardsLearnOneEmbedding) {
   ASSERT_TRUE(node_status[1].ok()) << node_status[1].ToString();
 
   std::set<std::string> union_words;
+  std::vector<Embeddings> parts;
+  std::vector<std::vector<double>> counts;
   for (uint32_t shard = 0; shard < 2; ++shard) {
     EXPECT_GT(nodes[shard]->stats().merges, 0u);
     auto reader = SnapshotReader::OpenNewest((dir / ("node" + std::to_string(shard))).string());
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    StatusOr<Embeddings> e =
-        ReadEmbeddingEntries([&](const std::string& key) { return (*reader)->Get(key); });
+    const auto get = [&](const std::string& key) { return (*reader)->Get(key); };
+    StatusOr<Embeddings> e = ReadEmbeddingEntries(get);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     for (const std::string& w : e->words) {
       EXPECT_EQ(ShardOf(w, 2), shard) << w;
       union_words.insert(w);
     }
+    // The shard's words come with their counts, most frequent first.
+    StatusOr<std::vector<double>> c = ReadEmbeddingCounts(get, e->rows());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_TRUE(std::is_sorted(c->rbegin(), c->rend()));
+    EXPECT_GT(c->front(), 0.0);
+    counts.push_back(std::move(*c));
+    parts.push_back(std::move(*e));
   }
   for (const std::string w : {"the", "river", "alpha0", "alpha5", "beta0", "beta5"}) {
     EXPECT_TRUE(union_words.count(w)) << w;
   }
+  // Their union (serve and export of both states) is in count order.
+  std::vector<double> joined_counts;
+  StatusOr<Embeddings> joined = InterleaveEmbeddings(std::move(parts), &counts, &joined_counts);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->rows(), union_words.size());
+  EXPECT_EQ(joined_counts.size(), joined->rows());
+  EXPECT_TRUE(std::is_sorted(joined_counts.rbegin(), joined_counts.rend()));
+  EXPECT_EQ(joined->words.front(), "the");
   fs::remove_all(dir);
 }
 
