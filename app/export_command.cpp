@@ -80,12 +80,12 @@ int RunExport(const ExportFlags& f) {
     if (!e.ok()) {
       return Fail(Status::InvalidArgument("--state " + state + ": " + e.status().message()), 2);
     }
-    StatusOr<std::vector<double>> c = ReadEmbeddingCounts(
+    StatusOr<std::vector<double>> c = ReadEmbeddingCountsIfAny(
         [&store](const std::string& key) { return (*store)->Get(key); }, e->rows());
-    if (!c.ok() && c.status().code() != StatusCode::kNotFound) {
+    if (!c.ok()) {
       return Fail(Status::InvalidArgument("--state " + state + ": " + c.status().message()), 2);
     }
-    counts.push_back(c.ok() ? std::move(c).value() : std::vector<double>{});
+    counts.push_back(std::move(c).value());
     parts.push_back(std::move(e).value());
   }
   // In count order when every snapshot has its counts (a node's does), else by rank.

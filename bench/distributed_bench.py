@@ -419,7 +419,7 @@ def main() -> int:
         for r in common:
             cells = []
             for key in ("ws353", "men", "analogy"):
-                c = r["common"].get(key, {"pairs": None, "run": None, "base": None})
+                c = r["common"][key]
                 diff = (c["run"] - c["base"]) if c["run"] is not None and c["base"] is not None \
                     else None
                 cells.append(f"{fmt(c['pairs'], 'd')} | {fmt(c['run'], '.3f')} "

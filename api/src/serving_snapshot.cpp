@@ -263,10 +263,8 @@ class StateDirSnapshotSource : public SnapshotSource {
     };
     StatusOr<Embeddings> embeddings = ReadEmbeddingEntries(get);
     if (!embeddings.ok()) return damaged(embeddings.status());
-    StatusOr<std::vector<double>> counts = ReadEmbeddingCounts(get, embeddings->rows());
-    if (!counts.ok() && counts.status().code() != StatusCode::kNotFound) {
-      return damaged(counts.status());
-    }
+    StatusOr<std::vector<double>> counts = ReadEmbeddingCountsIfAny(get, embeddings->rows());
+    if (!counts.ok()) return damaged(counts.status());
     std::shared_ptr<const CharModel> char_model;
     if (StatusOr<std::string> bytes = r.Get(kCharModelEntry); bytes.ok()) {
       StatusOr<std::unique_ptr<CharModel>> m = CharModel::Deserialize(*bytes);
@@ -281,8 +279,7 @@ class StateDirSnapshotSource : public SnapshotSource {
       return damaged(bytes.status());
     }
     return std::shared_ptr<const ServingSnapshot>(std::make_shared<ServingSnapshot>(
-        std::move(*embeddings), r.info(),
-        counts.ok() ? std::move(*counts) : std::vector<double>{}, std::move(char_model)));
+        std::move(*embeddings), r.info(), std::move(*counts), std::move(char_model)));
   }
 
   const std::string state_dir_;
@@ -340,12 +337,12 @@ class ShardedStateDirSnapshotSource : public SnapshotSource {
                                                    " in " + dir + ": " + e.status().message());
       }
       StatusOr<std::vector<double>> c =
-          ReadEmbeddingCounts([&r](const std::string& key) { return r.Get(key); }, e->rows());
-      if (!c.ok() && c.status().code() != StatusCode::kNotFound) {
+          ReadEmbeddingCountsIfAny([&r](const std::string& key) { return r.Get(key); }, e->rows());
+      if (!c.ok()) {
         return Status(StatusCode::kCorruption, "snapshot " + std::to_string(r.version()) + " in " +
                                                    dir + ": " + c.status().message());
       }
-      counts.push_back(c.ok() ? std::move(c).value() : std::vector<double>{});
+      counts.push_back(std::move(c).value());
       parts.push_back(std::move(e).value());
       Add(dir, r.info(), &combined, &shards);
     }

@@ -251,19 +251,21 @@ StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards,
   if (joined_counts) joined_counts->clear();
   if (shards.empty()) return Status::InvalidArgument("no embedding to join");
   size_t total = 0, longest = 0;
-  bool by_count = counts != nullptr && counts->size() == shards.size();
+  bool by_count = counts != nullptr;
+  if (by_count) SV_CHECK(counts->size() == shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
     if (shards[i].dim != shards[0].dim) {
       return Status::InvalidArgument("shard " + std::to_string(i) + " has dim " +
                                      std::to_string(shards[i].dim) + ", shard 0 has dim " +
                                      std::to_string(shards[0].dim));
     }
-    if (by_count && (*counts)[i].empty() && shards[i].rows() > 0) by_count = false;  // none
-    if (counts != nullptr && i < counts->size() && !(*counts)[i].empty() &&
-        (*counts)[i].size() != shards[i].rows()) {
-      return Status::InvalidArgument("shard " + std::to_string(i) + " has " +
-                                     std::to_string((*counts)[i].size()) + " counts for " +
-                                     std::to_string(shards[i].rows()) + " words");
+    if (by_count && (*counts)[i].size() != shards[i].rows()) {
+      if (!(*counts)[i].empty()) {
+        return Status::InvalidArgument("shard " + std::to_string(i) + " has " +
+                                       std::to_string((*counts)[i].size()) + " counts for " +
+                                       std::to_string(shards[i].rows()) + " words");
+      }
+      by_count = false;  // a shard without counts: by rank
     }
     total += shards[i].rows();
     longest = std::max(longest, shards[i].rows());
@@ -275,7 +277,7 @@ StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards,
     for (size_t i = 0; i < shards.size(); ++i) {
       for (size_t r = 0; r < shards[i].rows(); ++r) order.emplace_back(i, r);
     }
-    std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
       const double cx = (*counts)[x.first][x.second], cy = (*counts)[y.first][y.second];
       if (cx != cy) return cx > cy;
       return x.second != y.second ? x.second < y.second : x.first < y.first;
@@ -343,6 +345,15 @@ StatusOr<std::vector<double>> ReadEmbeddingCounts(
       return Status::Corruption(std::string("entry '") + kCountsKey + "': count of word " +
                                 std::to_string(i) + " is not a finite number >= 0");
     }
+  }
+  return counts;
+}
+
+StatusOr<std::vector<double>> ReadEmbeddingCountsIfAny(
+    const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows) {
+  StatusOr<std::vector<double>> counts = ReadEmbeddingCounts(get, rows);
+  if (!counts.ok() && counts.status().code() == StatusCode::kNotFound) {
+    return std::vector<double>{};
   }
   return counts;
 }

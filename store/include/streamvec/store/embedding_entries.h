@@ -59,15 +59,15 @@ StatusOr<Embeddings> ReadEmbeddingEntries(
     const std::function<StatusOr<std::string>(const std::string& key)>& get);
 
 // The union of several shards' embeddings (parameter-node shards, which hold disjoint words,
-// issue 20). With `counts` holding every shard's word counts (counts[i][r]: shard i's word r, as
-// ReadEmbeddingCounts gives them), the words are in count order, most frequent first (ties: the
-// lower rank, then the lower shard), and `joined_counts` (optional) receives the union's counts.
-// Without (`counts` null, or some shard's counts missing: an empty vector), they are interleaved
-// by rank (rank 0 of shard 0, of shard 1, ..., then rank 1 of each, ...; a shard's words are most
-// frequent first and words are spread over shards by a hash, so the result is close to most
-// frequent first overall) and `joined_counts` is cleared. A word held by several shards keeps its
-// first row (and count). Errors: InvalidArgument for no shard, dims that differ (naming the
-// shards), or a shard's counts of another size than its words.
+// issue 20). With `counts` (one vector per shard, SV_CHECK) holding every shard's word counts
+// (counts[i][r]: shard i's word r, as ReadEmbeddingCountsIfAny gives them), the words are in count
+// order, most frequent first (ties: the lower rank, then the lower shard), and `joined_counts`
+// (optional) receives the union's counts. Without (`counts` null, or some shard's counts missing:
+// an empty vector), they are interleaved by rank (rank 0 of shard 0, of shard 1, ..., then rank 1
+// of each, ...; a shard's words are most frequent first and words are spread over shards by a hash,
+// so the result is close to most frequent first overall) and `joined_counts` is cleared. A word
+// held by several shards keeps its first row (and count). Errors: InvalidArgument for no shard,
+// dims that differ (naming the shards), or a shard's counts of another size than its words.
 StatusOr<Embeddings> InterleaveEmbeddings(std::vector<Embeddings> shards,
                                           const std::vector<std::vector<double>>* counts = nullptr,
                                           std::vector<double>* joined_counts = nullptr);
@@ -80,6 +80,11 @@ Status WriteEmbeddingCounts(const std::vector<double>& counts, const SnapshotSin
 // has none (written before counts were, or by a writer without counts), Corruption when its size
 // is not rows x 8 bytes or a count is negative or not finite.
 StatusOr<std::vector<double>> ReadEmbeddingCounts(
+    const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows);
+
+// ReadEmbeddingCounts, with a snapshot that has no counts giving an empty vector (readers that
+// serve or join such snapshots without counts). Errors: Corruption as above.
+StatusOr<std::vector<double>> ReadEmbeddingCountsIfAny(
     const std::function<StatusOr<std::string>(const std::string& key)>& get, size_t rows);
 
 }  // namespace streamvec
