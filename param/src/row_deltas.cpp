@@ -10,6 +10,26 @@
 #include "streamvec/kernels/half.h"
 
 namespace streamvec {
+namespace {
+
+// A 64-bit fingerprint of dim floats' bits, never RowDeltaTracker's kAlwaysExport (0): eight
+// 32-bit lanes of multiply-add over the components (the compiler vectorizes the lanes), then the
+// lanes folded into one word. Each step is invertible (odd multipliers), so a change of any one
+// component always changes it; two different rows collide with a chance of about 2^-64.
+uint64_t RowFingerprint(const float* v, int dim) {
+  constexpr uint32_t kLaneMul = 0x01000193u;
+  uint32_t lanes[8] = {};
+  int j = 0;
+  for (; j + 8 <= dim; j += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] = lanes[k] * kLaneMul + std::bit_cast<uint32_t>(v[j + k]);
+  }
+  for (int k = 0; j < dim; ++j, ++k) lanes[k] = lanes[k] * kLaneMul + std::bit_cast<uint32_t>(v[j]);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint32_t lane : lanes) h = (h ^ lane) * 0x100000001b3ull;
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace
 
 RowDeltaTracker::RowDeltaTracker(float* table, size_t rows, size_t stride, int dim)
     : table_(table), rows_(rows), stride_(stride), dim_(dim), base_of_(rows, kNone) {
@@ -33,10 +53,12 @@ void RowDeltaTracker::MarkDirty(uint32_t slot) {
   } else {
     b = static_cast<uint32_t>(bases_.size() / dim_);
     bases_.resize(bases_.size() + dim_);
+    fingerprints_.push_back(kAlwaysExport);
   }
   base_of_[slot] = b;
   const float* row = RowAt(slot);
   std::copy(row, row + dim_, bases_.begin() + static_cast<size_t>(b) * dim_);
+  fingerprints_[b] = RowFingerprint(row, dim_);  // row == base: nothing to export until written
   ++tracked_;
 }
 
@@ -44,6 +66,7 @@ void RowDeltaTracker::MarkFresh(uint32_t slot) {
   MarkDirty(slot);
   float* base = bases_.data() + static_cast<size_t>(base_of_[slot]) * dim_;
   std::fill(base, base + dim_, 0.0f);
+  fingerprints_[base_of_[slot]] = kAlwaysExport;
 }
 
 std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
@@ -55,18 +78,27 @@ std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
   return out;
 }
 
-void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
-                             ParamPrecision precision) {
+size_t RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
+                               ParamPrecision precision, ExportRows which) {
   const bool half = precision == ParamPrecision::kFp16;
   std::vector<uint16_t> halves(half ? dim_ : 0);
+  size_t left_out = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t s = slots[i];
     SV_CHECK(s < rows_ && base_of_[s] != kNone);
     float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
     float* out = deltas + i * static_cast<size_t>(dim_);
     // One copy of the row: each component is read once even while Hogwild workers write it, and
-    // the delta and the new base both come from the copy.
+    // the delta, the new base and the fingerprint all come from the copy.
     std::memcpy(out, RowAt(s), static_cast<size_t>(dim_) * sizeof(float));
+    uint64_t& fingerprint = fingerprints_[base_of_[s]];
+    const uint64_t read = RowFingerprint(out, dim_);
+    if (which == ExportRows::kWritten && read == fingerprint) {
+      std::fill(out, out + dim_, 0.0f);
+      ++left_out;
+      continue;
+    }
+    fingerprint = read;
     for (int j = 0; j < dim_; ++j) out[j] -= base[j];
     if (half) {  // what the receiver will read: the delta rounded to fp16
       FloatsToHalves(out, halves.data(), dim_);
@@ -77,6 +109,7 @@ void RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
     // stays in row - base.
     for (int j = 0; j < dim_; ++j) base[j] += out[j];
   }
+  return left_out;
 }
 
 namespace {
@@ -113,7 +146,11 @@ void RowDeltaTracker::ApplyRows(std::span<const uint32_t> slots, const float* ro
       std::copy(received, received + dim_, row);
       continue;
     }
+    // A row unwritten since its last export stays so (what ApplyRow changes is not ours to push).
+    uint64_t& fingerprint = fingerprints_[base_of_[s]];
+    const bool unwritten = RowFingerprint(row, dim_) == fingerprint;
     ApplyRow(row, bases_.data() + static_cast<size_t>(base_of_[s]) * dim_, received, dim_);
+    if (unwritten) fingerprint = RowFingerprint(row, dim_);
   }
 }
 
@@ -126,10 +163,13 @@ void RowDeltaTracker::ApplyDeltas(std::span<const uint32_t> slots, const float* 
     float* base = base_of_[s] == kNone
                       ? nullptr
                       : bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
+    uint64_t* fingerprint = base ? &fingerprints_[base_of_[s]] : nullptr;
+    const bool unwritten = fingerprint && RowFingerprint(row, dim_) == *fingerprint;
     for (int j = 0; j < dim_; ++j) {
       row[j] += d[j];
       if (base) base[j] += d[j];
     }
+    if (unwritten) *fingerprint = RowFingerprint(row, dim_);
   }
 }
 

@@ -206,6 +206,62 @@ TEST(RowDeltaTrackerTest, Fp16ExportKeepsTheRoundingResidualForLaterPushes) {
   }
 }
 
+// kWritten leaves out the rows not written since their last export: an untouched row, and a
+// row whose only delta is the fp16 residual of its last export, which waits for the row's next
+// change (or a kAll export) instead of going out alone; MarkFresh's rows always go out.
+TEST(RowDeltaTrackerTest, WrittenOnlyExportLeavesUnchangedRowsOutAndLosesNothing) {
+  using Rows = RowDeltaTracker::ExportRows;
+  Table t(3);
+  for (int j = 0; j < kDim; ++j) t.row(2)[j] = 0.01f * (j + 1);
+  RowDeltaTracker tracker(t.data.data(), 3, kStride, kDim);
+  tracker.MarkDirty(0);
+  tracker.MarkDirty(1);
+  tracker.MarkFresh(2);  // a new word: its whole row goes out, written or not
+  for (int j = 0; j < kDim; ++j) t.row(0)[j] += 0.1f;  // not a binary16 value
+  const uint32_t slots[] = {0, 1, 2};
+  std::vector<float> node(3 * kDim, 0.0f);  // what a receiver holds, less the bases at start
+  std::vector<float> d(3 * kDim);
+  auto receive = [&] {
+    for (size_t k = 0; k < d.size(); ++k) node[k] += d[k];
+  };
+  EXPECT_EQ(tracker.Export(slots, d.data(), ParamPrecision::kFp16, Rows::kWritten), 1u);
+  receive();
+  EXPECT_NE(d[0], 0.0f);
+  EXPECT_EQ(std::vector<float>(d.begin() + kDim, d.begin() + 2 * kDim),
+            std::vector<float>(kDim, 0.0f));  // row 1: never written
+  EXPECT_NEAR(d[2 * kDim + 4], 0.05f, 1e-4);
+  const float residual = t.row(0)[0] - node[0];
+  EXPECT_NE(residual, 0.0f);
+
+  // Nothing written since: every row is left out, the residual stays in row - base.
+  EXPECT_EQ(tracker.Export(slots, d.data(), ParamPrecision::kFp16, Rows::kWritten), 3u);
+  EXPECT_EQ(d, std::vector<float>(3 * kDim, 0.0f));
+  EXPECT_EQ(tracker.base(0)[0], node[0]);
+
+  // A publication is not a write: the row stays out.
+  const std::vector<float> published(tracker.base(0), tracker.base(0) + kDim);
+  tracker.ApplyRows(std::span<const uint32_t>(slots, 1), published.data());
+  EXPECT_EQ(tracker.Export(slots, d.data(), ParamPrecision::kFp16, Rows::kWritten), 3u);
+
+  // The row's next change carries the residual with it.
+  t.row(0)[1] -= 0.5f;
+  EXPECT_EQ(tracker.Export(slots, d.data(), ParamPrecision::kFp16, Rows::kWritten), 2u);
+  receive();
+  EXPECT_NEAR(d[0], residual, 1e-7);
+  EXPECT_NEAR(d[1], -0.5f + residual, 1e-3);
+  // kAll sends whatever is left: the receiver ends at the rows.
+  for (int flush = 0; flush < 3; ++flush) {
+    tracker.Export(slots, d.data(), ParamPrecision::kFp16, Rows::kAll);
+    receive();
+  }
+  for (size_t r = 0; r < 3; ++r) {
+    for (int j = 0; j < kDim; ++j) {
+      EXPECT_NEAR(node[r * kDim + j], t.row(r)[j], 3.0e-8 + std::abs(t.row(r)[j]) * 1.2e-7);
+    }
+  }
+  EXPECT_TRUE(t.PaddingIntact());
+}
+
 TEST(RowDeltaTrackerTest, UntrackDropsTheLocalDeltaAndReusesTheBase) {
   Table t(4);
   RowDeltaTracker tracker(t.data.data(), 4, kStride, kDim);

@@ -72,16 +72,15 @@ void SumPushes(const std::string& bootstrap, const ParamClient& client, uint32_t
     EXPECT_EQ(m->header.sender, 7u);
     for (const ParamRecord& rec : m->records) {
       EXPECT_EQ(static_cast<int32_t>(ShardOf(rec.word, shards)), r.partition) << rec.word;
-      if (rec.input.empty()) continue;
+      if (rec.input.empty() && rec.output.empty()) continue;  // a count alone
       sums->pushes[rec.word] += 1;
       auto& in = sums->input[rec.word];
       auto& out = sums->output[rec.word];
       in.resize(8, 0.0f);
       out.resize(8, 0.0f);
-      for (int j = 0; j < 8; ++j) {
-        in[j] += rec.input[j];
-        out[j] += rec.output[j];
-      }
+      // A table whose row did not move since the word's last push is absent.
+      for (int j = 0; j < 8 && !rec.input.empty(); ++j) in[j] += rec.input[j];
+      for (int j = 0; j < 8 && !rec.output.empty(); ++j) out[j] += rec.output[j];
     }
   }
 }
@@ -135,6 +134,62 @@ TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
   PushedSums sums;
   SumPushes((*broker)->bootstrap(), **client, 2, &sums);
   ExpectSumsAreTheRows(learner, sums);
+}
+
+// A push carries only the tables whose rows moved since the word's last push: a word that was
+// only a context or a negative in a round has its output row in the push and no input row, and
+// a word the round did not touch at all is not in it (no delta, no count).
+TEST(ParamClientTest, APushLeavesOutTheRowsThatDidNotMove) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 1).ok());
+  StreamingLearner learner(SmallLearnerOptions());
+  ParamClientOptions po;
+  po.kafka.brokers = (*broker)->bootstrap();
+  po.kafka.topic_prefix = "pc";
+  po.sender = 7;
+  po.push_every_words = 1;
+  po.precision = ParamPrecision::kFp16;  // rounding residuals stay behind after each push
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const std::vector<std::string> all = {"the cat sat on the mat", "the dog sat on the log",
+                                        "a cat and a dog and the mat"};
+  ASSERT_TRUE(learner.TrainMicroBatch(Text(all)).ok());
+  ASSERT_TRUE(learner.TrainMicroBatch(Text(all)).ok());  // every word admitted (min_count 2)
+  ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  const uint64_t first_messages = (*client)->stats().push_messages;
+  // "log" and "on" are not in this round: their input rows do not move.
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat", "a dog and a cat"})).ok());
+  ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+  ASSERT_TRUE((*client)->Flush(10000).ok());
+  testing::TestConsumer consumer((*broker)->bootstrap(), "pc.updates");
+  const std::vector<testing::Record> got = consumer.Read((*client)->stats().push_messages, 5000);
+  ASSERT_EQ(got.size(), (*client)->stats().push_messages);
+  std::map<std::string, const ParamRecord*> second;
+  std::vector<ParamMessage> messages;
+  for (size_t i = first_messages; i < got.size(); ++i) {
+    StatusOr<ParamMessage> m = DecodeParamMessage(got[i].value, {.dim = 8});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    messages.push_back(std::move(m).value());
+  }
+  for (const ParamMessage& m : messages) {
+    for (const ParamRecord& r : m.records) second[r.word] = &r;
+  }
+  for (const std::string w : {"the", "cat", "sat", "a", "dog", "and"}) {
+    ASSERT_TRUE(second.count(w)) << w;
+    EXPECT_EQ(second[w]->input.size(), 8u) << w;  // trained as a centre word
+    EXPECT_EQ(second[w]->output.size(), 8u) << w;
+  }
+  size_t output_only = 0;
+  for (const std::string w : {"log", "on", "mat"}) {
+    if (!second.count(w)) continue;  // not even drawn as a negative
+    EXPECT_TRUE(second[w]->input.empty()) << w;
+    EXPECT_EQ(second[w]->output.size(), 8u) << w;
+    EXPECT_FALSE(second[w]->has_count) << w;
+    ++output_only;
+  }
+  EXPECT_GT(output_only, 0u);  // 5 negatives a pair over a 9-word noise table
 }
 
 // The push schedule: with push_hot_rows 1 the most frequent word goes out every round and rarer

@@ -633,8 +633,12 @@ struct ParamClient::Impl {
     }
     std::vector<float> in(slots.size() * static_cast<size_t>(dim));
     std::vector<float> out(in.size());
-    input_deltas->Export(slots, in.data(), options.precision);
-    output_deltas->Export(slots, out.data(), options.precision);
+    // A row not trained since its last push is left out (its rounding residual waits for its
+    // next change); the push of a quiet stream and the last one carry every residual.
+    const RowDeltaTracker::ExportRows which =
+        everything ? RowDeltaTracker::ExportRows::kAll : RowDeltaTracker::ExportRows::kWritten;
+    input_deltas->Export(slots, in.data(), options.precision, which);
+    output_deltas->Export(slots, out.data(), options.precision, which);
     for (size_t i = 0; i < slots.size() && !unapplied.empty(); ++i) {
       // What the node will add to the published row once it merges this push (the exported,
       // rounded delta is also what moved the base).
@@ -659,7 +663,9 @@ struct ParamClient::Impl {
       const float* di = in.data() + i * dim;
       const float* dout = out.data() + i * dim;
       const double count = std::max(0.0, counts[i] - pushed_count[slots[i]]);
-      const bool moved = !AllZero(di, dim) || !AllZero(dout, dim);
+      const bool input_moved = !AllZero(di, dim);
+      const bool output_moved = !AllZero(dout, dim);
+      const bool moved = input_moved || output_moved;
       if (!moved && count < 1.0) continue;
       ParamRecord r = TakeRecord();
       r.word.assign(words[i]);
@@ -669,8 +675,9 @@ struct ParamClient::Impl {
         pushed_count[slots[i]] = counts[i];
       }
       if (moved) {
-        r.input.assign(di, di + dim);
-        r.output.assign(dout, dout + dim);
+        // Only the tables that moved: a shard adds nothing for an absent one.
+        if (input_moved) r.input.assign(di, di + dim);
+        if (output_moved) r.output.assign(dout, dout + dim);
         r.initial = initial[slots[i]];  // a shard that knows the word keeps its own rows
         if (r.initial) initial_round[slots[i]] = round;
         initial[slots[i]] = false;

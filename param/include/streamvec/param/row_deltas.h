@@ -59,8 +59,18 @@ class RowDeltaTracker {
   // base: the rounding residual stays in row - base and goes out with a later push (error
   // feedback), so fp16 loses nothing in the long run. `deltas` holds slots.size() x dim floats
   // (the rounded values with kFp16, exactly what the protocol will carry). The rows stay tracked.
-  void Export(std::span<const uint32_t> slots, float* deltas,
-              ParamPrecision precision = ParamPrecision::kFp32);
+  //
+  // With ExportRows::kWritten a row that has not been written since its last export (nor since
+  // MarkDirty) is left out: its delta comes back all zero and its base stays, so what is left in
+  // row - base (the fp16 rounding residual of its last export, or an ulp of fp32) waits for the
+  // row's next change or a kAll export instead of going out alone. A row is taken as written
+  // when its bits differ from those its last export read (a 64-bit fingerprint of the dim floats,
+  // kept through ApplyRows and ApplyDeltas); MarkFresh's rows always go out. A fingerprint
+  // collision only defers a delta to a later export: nothing is lost. Returns the rows left out.
+  enum class ExportRows { kAll, kWritten };
+  size_t Export(std::span<const uint32_t> slots, float* deltas,
+                ParamPrecision precision = ParamPrecision::kFp32,
+                ExportRows which = ExportRows::kAll);
 
   // Row `slots[i]` becomes what the node published, rows[i * dim + j], plus the local delta not
   // yet pushed: row = received + (row - base) and base = received for a tracked row; row =
@@ -83,6 +93,11 @@ class RowDeltaTracker {
   int dim_;
   std::vector<uint32_t> base_of_;  // slot -> index into bases_ (dim floats each) or kNone
   std::vector<float> bases_;
+  // Per base index: the fingerprint (RowFingerprint) of the row as its last export read it, or
+  // as MarkDirty, ApplyRows and ApplyDeltas left it unwritten since; kAlwaysExport after
+  // MarkFresh.
+  std::vector<uint64_t> fingerprints_;
+  static constexpr uint64_t kAlwaysExport = 0;
   std::vector<uint32_t> free_;     // indices of bases_ free for reuse
   size_t tracked_ = 0;
 };
