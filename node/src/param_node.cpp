@@ -196,17 +196,18 @@ struct ParamNode::Impl {
   uint64_t clock = 0, total_messages = 0, total_rejected = 0, total_rows_dropped = 0;
   uint64_t sequence = 0;  // of the next publication message
 
-  // Publication: the slots whose rows changed since they were last published (1 in
-  // pending_row; a slot's flag goes with the word that holds it), their number, and vocabulary
-  // changes not yet published (the latest per word).
+  // Publication: the slots whose rows changed since they were last published (in pending_row,
+  // the tables that changed: kPendingInput and/or kPendingOutput; a slot's flags go with the
+  // word that holds it), their number, and vocabulary changes not yet published (the latest per
+  // word).
+  static constexpr uint8_t kPendingInput = 1, kPendingOutput = 2;
+  static constexpr uint8_t kPendingBoth = kPendingInput | kPendingOutput;
   std::vector<uint8_t> pending_row;
   size_t pending_rows = 0;
-  void MarkPending(uint32_t slot) {
+  void MarkPending(uint32_t slot, uint8_t tables = kPendingBoth) {
     if (slot >= pending_row.size()) pending_row.resize(rows.slots(), 0);
-    if (pending_row[slot] == 0) {
-      pending_row[slot] = 1;
-      ++pending_rows;
-    }
+    if (pending_row[slot] == 0) ++pending_rows;
+    pending_row[slot] |= tables;
   }
   void ClearPending(uint32_t slot) {
     if (slot < pending_row.size() && pending_row[slot] != 0) {
@@ -252,7 +253,9 @@ struct ParamNode::Impl {
   Status Publish(bool everything);
   // The record of the rows in `slot` (word, count and error, input and output rows); false when
   // the slot holds no word or its rows are not finite (logged, not published).
-  bool RowRecord(uint32_t slot, ParamRecord* r) const;
+  // The publication record of `slot`: its word, count and the rows of `tables`
+  // (kPendingInput, kPendingOutput); false for a free slot or a row that is not finite.
+  bool RowRecord(uint32_t slot, ParamRecord* r, uint8_t tables = kPendingBoth) const;
   // Begins a republication sweep over the words held now, once republish_every_s has passed
   // since the last one began and none is in progress.
   void StartSweepIfDue();
@@ -567,10 +570,15 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
           // what the sender learned of the word since it admitted it, plus its initialisation,
           // small (input components within +-0.5/dim, output zero) beside a trained row.
         }
-        MergeBatch& into = fresh_slots.count(slot) ? fresh : merged;
+        const bool fresh_slot = fresh_slots.count(slot) != 0;
+        MergeBatch& into = fresh_slot ? fresh : merged;
         if (!r.input.empty()) into.Add(uint64_t{slot} * 2, push.header.sender, r.input);
         if (!r.output.empty()) into.Add(uint64_t{slot} * 2 + 1, push.header.sender, r.output);
-        MarkPending(slot);
+        // Only the tables that changed go out again; a new word's first publication has both.
+        MarkPending(slot, fresh_slot
+                              ? kPendingBoth
+                              : static_cast<uint8_t>((r.input.empty() ? 0 : kPendingInput) |
+                                                     (r.output.empty() ? 0 : kPendingOutput)));
       }
     }
     rounds = fresh.rows() + merged.rows();
@@ -656,7 +664,7 @@ Status ParamNode::Impl::Publish(bool everything) {
     const uint32_t slot = static_cast<uint32_t>((publish_cursor + k) % slots);
     if (pending_row[slot] == 0) continue;
     ParamRecord r;
-    if (!RowRecord(slot, &r)) {
+    if (!RowRecord(slot, &r, pending_row[slot])) {
       ClearPending(slot);
       continue;
     }
@@ -707,7 +715,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   return Status::Ok();
 }
 
-bool ParamNode::Impl::RowRecord(uint32_t slot, ParamRecord* r) const {
+bool ParamNode::Impl::RowRecord(uint32_t slot, ParamRecord* r, uint8_t tables) const {
   if (slot >= rows.slots() || rows.words[slot].empty()) return false;  // a free slot
   const std::string& word = rows.words[slot];
   const int dim = rows.dim;
@@ -723,8 +731,8 @@ bool ParamNode::Impl::RowRecord(uint32_t slot, ParamRecord* r) const {
   r->word = word;
   r->has_count = true;
   counts->CountOf(word, &r->count, &r->count_error);
-  r->input.assign(in, in + dim);
-  r->output.assign(out, out + dim);
+  if (tables & kPendingInput) r->input.assign(in, in + dim);
+  if (tables & kPendingOutput) r->output.assign(out, out + dim);
   return true;
 }
 

@@ -302,11 +302,29 @@ TEST(ParamClientTest, AppliesPublishedRowsAndSkipsBadOnes) {
     EXPECT_NEAR(v.input[slot * v.stride + j], older.input[j] + delta_in[j], 1e-5);
     EXPECT_NEAR(v.output[slot * v.stride + j], older.output[j] + delta_out[j], 1e-5);
   }
+
+  // A publication of one row (the shard merged nothing into the other since it last published
+  // it): that row is taken, the other stays as the trainer has it.
+  const std::vector<float> output_before(v.output + slot * v.stride,
+                                         v.output + slot * v.stride + 8);
+  ParamRecord input_only;
+  input_only.word = "cat";
+  input_only.input = {7, 7, 7, 7, 7, 7, 7, 7};
+  h.base_clock = 2;  // past both pushes
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "pp.params", h, {input_only}));
+  ASSERT_NO_FATAL_FAILURE(SyncUntilApplied(**client, 3));
+  EXPECT_EQ((*client)->stats().rows_applied, 3u);
+  const StreamingLearner::RowTables w = learner.MutableRowTables();
+  for (int j = 0; j < 8; ++j) {  // nothing trained since the last push
+    EXPECT_EQ(w.input[slot * w.stride + j], 7.0f);
+    EXPECT_EQ(w.output[slot * w.stride + j], output_before[j]);
+  }
 }
 
 // A held word's publications go to its row; when the learner gives its slot to another word,
-// the row the node has of it is kept, and the word starts from it again when it comes back (not
-// from a fresh row, which its next push would add to the node's as a second vector).
+// the row the node has of it is kept (and a publication of one of its rows meanwhile replaces
+// that one), and the word starts from it again when it comes back (not from a fresh row, which
+// its next push would add to the node's as a second vector).
 TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
@@ -344,13 +362,29 @@ TEST(ParamClientTest, AWordEvictedHereComesBackWithTheNodesRow) {
   ASSERT_LT(learner.SlotOf("cat"), 0);
   const uint64_t from_node = (*client)->stats().rows_from_node;
 
+  // A publication of one of its rows while it is away replaces that row of the kept ones.
+  ParamRecord input_only;
+  input_only.word = "cat";
+  input_only.input = {9, 9, 9, 9, 9, 9, 9, 9};
+  h.sender_clock = 43;
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "pe.params", h, {input_only}));
+  for (int i = 0; i < 100 && (*client)->stats().node_clock < 43; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*client)->stats().node_clock, 43u);
+  ASSERT_LT(learner.SlotOf("cat"), 0);
+
   // Back: one-word sentences train nothing, so its row is the one it started from.
   ASSERT_TRUE(learner.TrainMicroBatch(Text({"cat", "cat", "cat", "cat", "cat", "cat"})).ok());
   ASSERT_GE(learner.SlotOf("cat"), 0);
   EXPECT_EQ((*client)->stats().rows_from_node, from_node + 1);
   const float* in = learner.InputRow("cat");
   ASSERT_NE(in, nullptr);
-  EXPECT_TRUE(std::equal(cat.input.begin(), cat.input.end(), in));
+  EXPECT_TRUE(std::equal(input_only.input.begin(), input_only.input.end(), in));
+  const StreamingLearner::RowTables t = learner.MutableRowTables();
+  const float* out = t.output + learner.SlotOf("cat") * t.stride;
+  EXPECT_TRUE(std::equal(cat.output.begin(), cat.output.end(), out));
 }
 
 // With pull_every, published rows wait: a newer publication of a word replaces its waiting row,

@@ -306,6 +306,14 @@ struct ParamClient::Impl {
       rows->insert(rows->end(), out, out + dim);
     }
   }
+  // A publication of one of `word`'s rows (`in` or `out`, the other nullptr) replaces that row in
+  // node_rows when the word is kept there (a word with no kept row waits for a whole one).
+  void UpdateNodeRow(std::string_view word, const float* in, const float* out) {
+    std::vector<float>* rows = node_rows.Find(word);
+    if (rows == nullptr || rows->size() != 2 * static_cast<size_t>(dim)) return;
+    if (in != nullptr) std::copy(in, in + dim, rows->begin());
+    if (out != nullptr) std::copy(out, out + dim, rows->begin() + dim);
+  }
   // What this trainer pushed of `word`'s count since it took `slot` (held by the word).
   double OwnPushed(uint32_t slot, std::string_view word) const {
     return slot_word[slot] == word ? pushed_count[slot] : 0.0;
@@ -821,18 +829,23 @@ struct ParamClient::Impl {
             TakeGroupCount(r, slot);
             // Held: a word this trainer holds and has pushed (else its rows are all local).
             const bool held = slot >= 0 && slot_word[static_cast<uint32_t>(slot)] == r.word;
-            if (!held && r.input.size() == static_cast<size_t>(dim) &&
-                r.output.size() == static_cast<size_t>(dim)) {
-              KeepNodeRow(r.word, r.input.data(), r.output.data());
-            }
-            if (!held) continue;
-            const uint32_t s = static_cast<uint32_t>(slot);
-            if (shard >= options.shards || r.input.size() != static_cast<size_t>(dim) ||
-                r.output.size() != static_cast<size_t>(dim)) {
+            // A shard publishes only the tables its merges changed since it last published the
+            // word; a record may carry one of the two rows.
+            const bool has_in = r.input.size() == static_cast<size_t>(dim);
+            const bool has_out = r.output.size() == static_cast<size_t>(dim);
+            if (!held) {
+              if (has_in && has_out) {
+                KeepNodeRow(r.word, r.input.data(), r.output.data());
+              } else if (has_in || has_out) {
+                UpdateNodeRow(r.word, has_in ? r.input.data() : nullptr,
+                              has_out ? r.output.data() : nullptr);
+              }
               continue;
             }
-            std::copy(r.input.begin(), r.input.end(), received.begin());
-            std::copy(r.output.begin(), r.output.end(), received.begin() + dim);
+            const uint32_t s = static_cast<uint32_t>(slot);
+            if (shard >= options.shards || !(has_in || has_out)) continue;
+            if (has_in) std::copy(r.input.begin(), r.input.end(), received.begin());
+            if (has_out) std::copy(r.output.begin(), r.output.end(), received.begin() + dim);
             if (last_push_round[s] > acked_round[shard]) {
               // The shard had not merged our last push of the row when it published it.
               if (!AddUnacknowledged(s, acked_round[shard], msg->header.base_clock, received.data(),
@@ -841,6 +854,18 @@ struct ParamClient::Impl {
                 continue;
               }
               stats.rows_corrected += 1;
+            }
+            if (!(has_in && has_out)) {
+              // The table the shard did not publish has not changed there since it last
+              // published it: it stays what this trainer takes as the node's row (a waiting
+              // publication's, else the base: that row with our later pushes in it).
+              const int64_t u = unapplied.Find(s);
+              const float* keep =
+                  !has_in
+                      ? (u >= 0 ? unapplied.In(static_cast<size_t>(u)) : input_deltas->base(s))
+                      : (u >= 0 ? unapplied.Out(static_cast<size_t>(u)) : output_deltas->base(s));
+              if (keep == nullptr) continue;
+              std::copy(keep, keep + dim, received.begin() + (has_in ? dim : 0));
             }
             // The newest publication supersedes a waiting one.
             unapplied.Put(s, r.word, received.data(), received.data() + dim);

@@ -53,7 +53,9 @@
 // beyond the partition's high watermark.
 //
 // Publications on `<prefix>.params` (partition I): kRows records (word, the node's count and
-// error, input row, output row) for the words changed since the last publication, then kVocabulary
+// error, and of its input and output rows those a merge changed since the word's last
+// publication; both for a word new to the shard, a restart's and a sweep's republication) for
+// the words changed since the last publication, then kVocabulary
 // records (CountSummary::TakeChanges: a word's count again once it grew by kCountReportGrowth,
 // a new word and a removal always), coalesced and sent at most every publish_every_s, at most
 // publish_max_bytes per turn (the rest waits for the next turn): the embedded broker keeps only
