@@ -35,6 +35,19 @@ ParamClientOptions OneShardClient(EmbeddedBroker& broker, const std::string& pre
   return po;
 }
 
+// Options of a client with sender id 7 that pushes after every trained word to `shards`
+// partitions of pc.updates (created here), the messages SumPushes reads.
+ParamClientOptions PushingClient(EmbeddedBroker& broker, uint32_t shards) {
+  EXPECT_TRUE(broker.CreateTopic("pc.updates", static_cast<int>(shards)).ok());
+  ParamClientOptions po;
+  po.kafka.brokers = broker.bootstrap();
+  po.kafka.topic_prefix = "pc";
+  po.shards = shards;
+  po.sender = 7;
+  po.push_every_words = 1;
+  return po;
+}
+
 // Syncs `client` until it has applied `rows` published rows in all (5 s at most).
 void SyncUntilApplied(ParamClient& client, uint64_t rows) {
   for (int i = 0; i < 100 && client.stats().rows_applied < rows; ++i) {
@@ -111,14 +124,8 @@ void ExpectSumsAreTheRows(StreamingLearner& learner, PushedSums& sums) {
 TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 2});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 2).ok());
   StreamingLearner learner(SmallLearnerOptions());
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pc";
-  po.shards = 2;
-  po.sender = 7;
-  po.push_every_words = 1;
+  ParamClientOptions po = PushingClient(**broker, 2);
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 
@@ -142,13 +149,8 @@ TEST(ParamClientTest, PushedDeltasSumToTheTrainersRowsOnTheWordsShards) {
 TEST(ParamClientTest, APushLeavesOutTheRowsThatDidNotMove) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 1).ok());
   StreamingLearner learner(SmallLearnerOptions());
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pc";
-  po.sender = 7;
-  po.push_every_words = 1;
+  ParamClientOptions po = PushingClient(**broker, 1);
   po.precision = ParamPrecision::kFp16;  // rounding residuals stay behind after each push
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -198,13 +200,8 @@ TEST(ParamClientTest, APushLeavesOutTheRowsThatDidNotMove) {
 TEST(ParamClientTest, ThePushScheduleDefersRareRowsAndLosesNothing) {
   auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
   ASSERT_TRUE(broker.ok());
-  ASSERT_TRUE((*broker)->CreateTopic("pc.updates", 1).ok());
   StreamingLearner learner(SmallLearnerOptions());
-  ParamClientOptions po;
-  po.kafka.brokers = (*broker)->bootstrap();
-  po.kafka.topic_prefix = "pc";
-  po.sender = 7;
-  po.push_every_words = 1;
+  ParamClientOptions po = PushingClient(**broker, 1);
   po.push_hot_rows = 1;
   po.push_max_period = 4;
   StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
