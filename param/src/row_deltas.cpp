@@ -13,17 +13,21 @@ namespace streamvec {
 namespace {
 
 // A 64-bit fingerprint of dim floats' bits, never RowDeltaTracker's kAlwaysExport (0): eight
-// 32-bit lanes of multiply-add over the components (the compiler vectorizes the lanes), then the
-// lanes folded into one word. Each step is invertible (odd multipliers), so a change of any one
-// component always changes it; two different rows collide with a chance of about 2^-64.
+// 32-bit lanes, each rotated and XORed with the next component of its own (shifts and XORs the
+// compiler vectorizes on any x86-64), then the lanes folded into one word by multiplication.
+// Each step is invertible, so a change of any one component always changes it; a change of a
+// whole row (what training makes) goes unseen with a chance of about 2^-64.
 uint64_t RowFingerprint(const float* v, int dim) {
-  constexpr uint32_t kLaneMul = 0x01000193u;
   uint32_t lanes[8] = {};
   int j = 0;
   for (; j + 8 <= dim; j += 8) {
-    for (int k = 0; k < 8; ++k) lanes[k] = lanes[k] * kLaneMul + std::bit_cast<uint32_t>(v[j + k]);
+    for (int k = 0; k < 8; ++k) {
+      lanes[k] = std::rotl(lanes[k], 5) ^ std::bit_cast<uint32_t>(v[j + k]);
+    }
   }
-  for (int k = 0; j < dim; ++j, ++k) lanes[k] = lanes[k] * kLaneMul + std::bit_cast<uint32_t>(v[j]);
+  for (int k = 0; j < dim; ++j, ++k) {
+    lanes[k] = std::rotl(lanes[k], 5) ^ std::bit_cast<uint32_t>(v[j]);
+  }
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint32_t lane : lanes) h = (h ^ lane) * 0x100000001b3ull;
   return h == 0 ? 1 : h;
