@@ -251,10 +251,9 @@ struct ParamNode::Impl {
   // publication turn: a word's count changes many times a turn and goes out once).
   void TakeVocabularyChanges();
   Status Publish(bool everything);
-  // The record of the rows in `slot` (word, count and error, input and output rows); false when
-  // the slot holds no word or its rows are not finite (logged, not published).
-  // The publication record of `slot`: its word, count and the rows of `tables`
-  // (kPendingInput, kPendingOutput); false for a free slot or a row that is not finite.
+  // The publication record of `slot`: its word, count and error, and the rows of `tables`
+  // (kPendingInput, kPendingOutput); false when the slot holds no word or its rows are not
+  // finite (logged, not published).
   bool RowRecord(uint32_t slot, ParamRecord* r, uint8_t tables = kPendingBoth) const;
   // Begins a republication sweep over the words held now, once republish_every_s has passed
   // since the last one began and none is in progress.

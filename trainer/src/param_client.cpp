@@ -292,11 +292,20 @@ struct ParamClient::Impl {
   // a publication waiting to be applied or else the trackers' bases (the rows last applied plus
   // the deltas pushed since), goes to node_rows, where it starts again if it comes back.
   void KeepNodeRows(uint32_t slot) {
-    const int64_t u = unapplied.Find(slot);
-    const float* in = u >= 0 ? unapplied.In(static_cast<size_t>(u)) : input_deltas->base(slot);
-    const float* out = u >= 0 ? unapplied.Out(static_cast<size_t>(u)) : output_deltas->base(slot);
+    const float* in = NodeRowAsTaken(slot, /*output=*/false);
+    const float* out = NodeRowAsTaken(slot, /*output=*/true);
     if (in == nullptr || out == nullptr) return;
     KeepNodeRow(slot_word[slot], in, out);
+  }
+  // What this trainer takes as the node's input or output row of the word in `slot` (dim
+  // floats): a publication waiting to be applied, else the tracker's base (the row last applied
+  // plus the deltas pushed since); nullptr for an untracked slot.
+  const float* NodeRowAsTaken(uint32_t slot, bool output) {
+    const int64_t u = unapplied.Find(slot);
+    if (u >= 0) {
+      return output ? unapplied.Out(static_cast<size_t>(u)) : unapplied.In(static_cast<size_t>(u));
+    }
+    return output ? output_deltas->base(slot) : input_deltas->base(slot);
   }
   // node_rows[word] = the input row `in` then the output row `out` (dim floats each), unless
   // node_rows is full.
@@ -859,11 +868,7 @@ struct ParamClient::Impl {
               // The table the shard did not publish has not changed there since it last
               // published it: it stays what this trainer takes as the node's row (a waiting
               // publication's, else the base: that row with our later pushes in it).
-              const int64_t u = unapplied.Find(s);
-              const float* keep =
-                  !has_in
-                      ? (u >= 0 ? unapplied.In(static_cast<size_t>(u)) : input_deltas->base(s))
-                      : (u >= 0 ? unapplied.Out(static_cast<size_t>(u)) : output_deltas->base(s));
+              const float* keep = NodeRowAsTaken(s, /*output=*/has_in);
               if (keep == nullptr) continue;
               std::copy(keep, keep + dim, received.begin() + (has_in ? dim : 0));
             }
