@@ -84,24 +84,40 @@ std::vector<uint32_t> RowDeltaTracker::TrackedSlots() const {
 
 size_t RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
                                ParamPrecision precision, ExportRows which) {
+  std::vector<uint32_t> exported;
+  ExportPacked(slots, deltas, precision, which, &exported);
+  // Spread the packed rows to their positions, the last first (a row only moves up), and zero
+  // the rows left out between them.
+  const size_t d = static_cast<size_t>(dim_);
+  size_t next = slots.size();  // rows at and past `next` are in place
+  for (size_t k = exported.size(); k-- > 0;) {
+    const size_t i = exported[k];
+    std::fill(deltas + (i + 1) * d, deltas + next * d, 0.0f);
+    if (i != k) std::memmove(deltas + i * d, deltas + k * d, d * sizeof(float));
+    next = i;
+  }
+  std::fill(deltas, deltas + next * d, 0.0f);
+  return slots.size() - exported.size();
+}
+
+void RowDeltaTracker::ExportPacked(std::span<const uint32_t> slots, float* deltas,
+                                   ParamPrecision precision, ExportRows which,
+                                   std::vector<uint32_t>* exported) {
   const bool half = precision == ParamPrecision::kFp16;
   std::vector<uint16_t> halves(half ? dim_ : 0);
-  size_t left_out = 0;
+  exported->clear();
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t s = slots[i];
     SV_CHECK(s < rows_ && base_of_[s] != kNone);
     float* base = bases_.data() + static_cast<size_t>(base_of_[s]) * dim_;
-    float* out = deltas + i * static_cast<size_t>(dim_);
+    // The next packed row: a row left out is overwritten by the next one read.
+    float* out = deltas + exported->size() * static_cast<size_t>(dim_);
     // One copy of the row: each component is read once even while Hogwild workers write it, and
     // the delta, the new base and the fingerprint all come from the copy.
     std::memcpy(out, RowAt(s), static_cast<size_t>(dim_) * sizeof(float));
     uint64_t& fingerprint = fingerprints_[base_of_[s]];
     const uint64_t read = RowFingerprint(out, dim_);
-    if (which == ExportRows::kWritten && read == fingerprint) {
-      std::fill(out, out + dim_, 0.0f);
-      ++left_out;
-      continue;
-    }
+    if (which == ExportRows::kWritten && read == fingerprint) continue;
     fingerprint = read;
     for (int j = 0; j < dim_; ++j) out[j] -= base[j];
     if (half) {  // what the receiver will read: the delta rounded to fp16
@@ -112,8 +128,8 @@ size_t RowDeltaTracker::Export(std::span<const uint32_t> slots, float* deltas,
     // bit-equal to the receiver's row; whatever rounding left out (fp16, or an ulp of fp32)
     // stays in row - base.
     for (int j = 0; j < dim_; ++j) base[j] += out[j];
+    exported->push_back(static_cast<uint32_t>(i));
   }
-  return left_out;
 }
 
 namespace {

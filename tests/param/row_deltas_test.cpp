@@ -206,6 +206,52 @@ TEST(RowDeltaTrackerTest, Fp16ExportKeepsTheRoundingResidualForLaterPushes) {
   }
 }
 
+// ExportPacked hands out the exported rows one after another with their positions: the same
+// deltas as Export, without the rows left out, and with them the same bases.
+TEST(RowDeltaTrackerTest, PackedExportHoldsOnlyTheWrittenRowsInOrder) {
+  using Rows = RowDeltaTracker::ExportRows;
+  Table a(5), b(5);
+  std::mt19937 rng(7);
+  FillRandom(a, rng);
+  b.data = a.data;
+  RowDeltaTracker packed(a.data.data(), 5, kStride, kDim);
+  RowDeltaTracker spread(b.data.data(), 5, kStride, kDim);
+  for (uint32_t s = 0; s < 5; ++s) {
+    packed.MarkDirty(s);
+    spread.MarkDirty(s);
+  }
+  for (int j = 0; j < kDim; ++j) {  // rows 1 and 4 written, the same in both tables
+    a.row(1)[j] = b.row(1)[j] += 0.25f * (j + 1);
+    a.row(4)[j] = b.row(4)[j] -= 0.125f;
+  }
+  const uint32_t slots[] = {4, 0, 1, 3};  // any order; row 2 not asked for
+  std::vector<float> d(4 * kDim, -1.0f), e(4 * kDim, -1.0f);
+  std::vector<uint32_t> exported = {99};
+  packed.ExportPacked(slots, d.data(), ParamPrecision::kFp32, Rows::kWritten, &exported);
+  EXPECT_EQ(exported, (std::vector<uint32_t>{0, 2}));  // slots 4 and 1
+  EXPECT_EQ(spread.Export(slots, e.data(), ParamPrecision::kFp32, Rows::kWritten), 2u);
+  for (int j = 0; j < kDim; ++j) {
+    EXPECT_NEAR(d[j], -0.125f, 1e-6);
+    EXPECT_NEAR(d[kDim + j], 0.25f * (j + 1), 1e-6);
+    EXPECT_EQ(e[j], d[j]);                    // position 0: slot 4
+    EXPECT_EQ(e[kDim + j], 0.0f);             // position 1: slot 0, left out
+    EXPECT_EQ(e[2 * kDim + j], d[kDim + j]);  // position 2: slot 1
+    EXPECT_EQ(e[3 * kDim + j], 0.0f);         // position 3: slot 3, left out
+  }
+  for (uint32_t s = 0; s < 5; ++s) {
+    EXPECT_EQ(std::vector<float>(packed.base(s), packed.base(s) + kDim),
+              std::vector<float>(spread.base(s), spread.base(s) + kDim))
+        << s;
+  }
+  // Nothing written since: nothing exported; kAll exports every position.
+  packed.ExportPacked(slots, d.data(), ParamPrecision::kFp32, Rows::kWritten, &exported);
+  EXPECT_TRUE(exported.empty());
+  packed.ExportPacked(slots, d.data(), ParamPrecision::kFp32, Rows::kAll, &exported);
+  EXPECT_EQ(exported, (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(d, std::vector<float>(4 * kDim, 0.0f));
+  EXPECT_TRUE(a.PaddingIntact());
+}
+
 // kWritten leaves out the rows not written since their last export: an untouched row, and a
 // row whose only delta is the fp16 residual of its last export, which waits for the row's next
 // change (or a kAll export) instead of going out alone; MarkFresh's rows always go out.

@@ -124,6 +124,29 @@ TEST(StreamingLearnerTest, WordIsAdmittedWhenItsCountReachesMinCount) {
   EXPECT_EQ(learner.stats().admitted, 1u);
 }
 
+// AdmittedSlotsBySlot: AdmittedSlots' slots and counts in slot order, WordAt their words.
+TEST(StreamingLearnerTest, AdmittedSlotsBySlotMatchAdmittedSlots) {
+  StreamingOptions o = Small();
+  StreamingLearner learner(o);
+  ASSERT_TRUE(learner.TrainMicroBatch({"x y y z z z w", "y z z w v"}).ok());
+  std::vector<std::string> words;
+  std::vector<uint32_t> slots, by_slot;
+  std::vector<double> counts, by_slot_counts;
+  learner.AdmittedSlots(&words, &slots, &counts);
+  learner.AdmittedSlotsBySlot(&by_slot, &by_slot_counts);
+  ASSERT_EQ(slots.size(), 3u);  // z, y, w (x and v once: below min_count 2)
+  std::map<uint32_t, std::pair<std::string, double>> expected;
+  for (size_t i = 0; i < slots.size(); ++i) expected[slots[i]] = {words[i], counts[i]};
+  ASSERT_EQ(by_slot.size(), expected.size());
+  size_t i = 0;
+  for (const auto& [slot, word_count] : expected) {
+    EXPECT_EQ(by_slot[i], slot);
+    EXPECT_EQ(learner.WordAt(slot), word_count.first);
+    EXPECT_EQ(by_slot_counts[i], word_count.second);
+    ++i;
+  }
+}
+
 // A trainer of a group (SetGroupCounts): a word is admitted by its own guaranteed count plus
 // the rest of the group's, and weighed in the noise table by both; a lone learner, or a word the
 // group does not count, by its own alone.

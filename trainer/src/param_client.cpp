@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -603,6 +604,25 @@ struct ParamClient::Impl {
     r.Reset();
     return r;
   }
+  // Push's scratch, kept from one push to the next: the admitted slots and counts, the packed
+  // exported deltas (room for every admitted row, written only for the rows that moved) and
+  // their positions, the positions where either table moved and which tables did.
+  std::vector<uint32_t> push_slots;
+  std::vector<double> push_counts;
+  std::vector<float> export_in, export_out;
+  std::vector<uint32_t> exported_in, exported_out, push_moved;
+  std::vector<uint8_t> push_tables;
+  std::vector<std::vector<uint32_t>> push_positions;
+  static constexpr uint8_t kMovedInput = 1, kMovedOutput = 2;
+  static constexpr uint32_t kNoRow = 0xFFFFFFFFu;
+  RoundDeltas spare_round;  // the last round dropped from `kept`, its vectors' memory reused
+  RoundDeltas TakeRoundDeltas() {
+    RoundDeltas r = std::move(spare_round);
+    spare_round = RoundDeltas{};
+    r.index.clear();
+    r.message_of.clear();
+    return r;
+  }
   void RecycleRecords() {
     for (std::vector<ParamRecord>& shard : push_records) {
       for (ParamRecord& r : shard) record_pool.push_back(std::move(r));
@@ -612,16 +632,15 @@ struct ParamClient::Impl {
 
   Status Push(uint64_t words_trained, bool everything) {
     EnsureTrackers();
-    std::vector<std::string> words;
-    std::vector<uint32_t> slots;
-    std::vector<double> counts;
-    learner->AdmittedSlots(&words, &slots, &counts);  // drains: nothing trains meanwhile
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const uint32_t s = slots[i];
-      if (slot_word[s] != words[i]) {  // a word new to this trainer, or a slot given to another
+    std::vector<uint32_t>& slots = push_slots;
+    std::vector<double>& counts = push_counts;
+    learner->AdmittedSlotsBySlot(&slots, &counts);  // drains: nothing trains meanwhile
+    for (const uint32_t s : slots) {
+      const std::string_view word = learner->WordAt(s);
+      if (slot_word[s] != word) {  // a word new to this trainer, or a slot given to another
         input_deltas->MarkFresh(s);
         output_deltas->MarkFresh(s);
-        slot_word[s] = words[i];
+        slot_word[s] = word;
         pushed_count[s] = 0.0;
         initial[s] = true;
         unapplied.Erase(s);  // a publication of the slot's earlier word, or from before the node
@@ -636,77 +655,111 @@ struct ParamClient::Impl {
       size_t kept_slots = 0;
       for (size_t i = 0; i < slots.size(); ++i) {
         if (!initial[slots[i]] && !schedule.Due(round, slots[i], counts[i])) continue;
-        if (kept_slots != i) {  // (a self-move would empty the word)
-          words[kept_slots] = std::move(words[i]);
-          slots[kept_slots] = slots[i];
-          counts[kept_slots] = counts[i];
-        }
+        slots[kept_slots] = slots[i];
+        counts[kept_slots] = counts[i];
         ++kept_slots;
       }
       stats.rows_deferred += slots.size() - kept_slots;
-      words.resize(kept_slots);
       slots.resize(kept_slots);
       counts.resize(kept_slots);
     }
-    std::vector<float> in(slots.size() * static_cast<size_t>(dim));
-    std::vector<float> out(in.size());
     // A row not trained since its last push is left out (its rounding residual waits for its
-    // next change); the push of a quiet stream and the last one carry every residual.
+    // next change); the push of a quiet stream and the last one carry every residual. The
+    // exported rows come packed (only those read and written), then go into this round's
+    // deltas: the rows of the slots where either table moved, a table that did not move zero.
     const RowDeltaTracker::ExportRows which =
         everything ? RowDeltaTracker::ExportRows::kAll : RowDeltaTracker::ExportRows::kWritten;
-    input_deltas->Export(slots, in.data(), options.precision, which);
-    output_deltas->Export(slots, out.data(), options.precision, which);
-    for (size_t i = 0; i < slots.size() && !unapplied.empty(); ++i) {
+    const size_t room = slots.size() * static_cast<size_t>(dim);
+    if (export_in.size() < room) export_in.resize(room);
+    if (export_out.size() < room) export_out.resize(room);
+    input_deltas->ExportPacked(slots, export_in.data(), options.precision, which, &exported_in);
+    output_deltas->ExportPacked(slots, export_out.data(), options.precision, which, &exported_out);
+    RoundDeltas kept_round = TakeRoundDeltas();
+    kept_round.round = round;
+    // moved[k]: the position in `slots` of the round's k-th moved row, ascending.
+    std::vector<uint32_t>& moved = push_moved;
+    moved.clear();
+    std::set_union(exported_in.begin(), exported_in.end(), exported_out.begin(), exported_out.end(),
+                   std::back_inserter(moved));
+    kept_round.in.assign(moved.size() * static_cast<size_t>(dim), 0.0f);
+    kept_round.out.assign(kept_round.in.size(), 0.0f);
+    std::vector<uint8_t>& tables = push_tables;  // per moved row: kMovedInput | kMovedOutput
+    tables.assign(moved.size(), 0);
+    for (size_t a = 0, b = 0, k = 0; k < moved.size(); ++k) {
+      float* const in_row = kept_round.in.data() + k * dim;
+      float* const out_row = kept_round.out.data() + k * dim;
+      if (a < exported_in.size() && exported_in[a] == moved[k]) {
+        const float* d = export_in.data() + a++ * dim;
+        if (!AllZero(d, dim)) {
+          std::copy(d, d + dim, in_row);
+          tables[k] |= kMovedInput;
+        }
+      }
+      if (b < exported_out.size() && exported_out[b] == moved[k]) {
+        const float* d = export_out.data() + b++ * dim;
+        if (!AllZero(d, dim)) {
+          std::copy(d, d + dim, out_row);
+          tables[k] |= kMovedOutput;
+        }
+      }
+      if (tables[k] == 0 || unapplied.empty()) continue;
       // What the node will add to the published row once it merges this push (the exported,
       // rounded delta is also what moved the base).
-      const int64_t u = unapplied.Find(slots[i]);
+      const int64_t u = unapplied.Find(slots[moved[k]]);
       if (u < 0) continue;
       float* row_in = unapplied.In(static_cast<size_t>(u));
       float* row_out = unapplied.Out(static_cast<size_t>(u));
       for (int j = 0; j < dim; ++j) {
-        row_in[j] += in[i * dim + j];
-        row_out[j] += out[i * dim + j];
+        row_in[j] += in_row[j];
+        row_out[j] += out_row[j];
       }
     }
     RecycleRecords();
     std::vector<std::vector<ParamRecord>>& by_shard = push_records;
     by_shard.resize(options.shards);
-    RoundDeltas kept_round;
-    kept_round.round = round;
-    kept_round.message_of.assign(slots.size(), 0);
-    std::vector<std::vector<uint32_t>> positions(options.shards);  // record -> position
+    kept_round.message_of.assign(moved.size(), 0);
+    // shard -> per record, its row's position in this round's deltas (kNoRow: a count only)
+    std::vector<std::vector<uint32_t>>& positions = push_positions;
+    positions.resize(options.shards);
+    for (std::vector<uint32_t>& p : positions) p.clear();
     std::vector<bool> shard_rows(options.shards, false);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const float* di = in.data() + i * dim;
-      const float* dout = out.data() + i * dim;
-      const double count = std::max(0.0, counts[i] - pushed_count[slots[i]]);
-      const bool input_moved = !AllZero(di, dim);
-      const bool output_moved = !AllZero(dout, dim);
-      const bool moved = input_moved || output_moved;
-      if (!moved && count < 1.0) continue;
+    for (size_t i = 0, k = 0; i < slots.size(); ++i) {
+      const uint32_t s = slots[i];
+      const bool in_moved = k < moved.size() && moved[k] == i;
+      const uint8_t moved_tables = in_moved ? tables[k] : 0;
+      const uint32_t position = in_moved ? static_cast<uint32_t>(k++) : kNoRow;
+      const double count = std::max(0.0, counts[i] - pushed_count[s]);
+      if (moved_tables == 0 && count < 1.0) continue;
       ParamRecord r = TakeRecord();
-      r.word.assign(words[i]);
+      r.word.assign(slot_word[s]);
       if (count >= 1.0) {
         r.has_count = true;
         r.count = count;
-        pushed_count[slots[i]] = counts[i];
+        pushed_count[s] = counts[i];
       }
-      if (moved) {
+      uint32_t record_position = kNoRow;
+      if (moved_tables != 0) {
         // Only the tables that moved: a shard adds nothing for an absent one.
-        if (input_moved) r.input.assign(di, di + dim);
-        if (output_moved) r.output.assign(dout, dout + dim);
-        r.initial = initial[slots[i]];  // a shard that knows the word keeps its own rows
-        if (r.initial) initial_round[slots[i]] = round;
-        initial[slots[i]] = false;
-        last_push_round[slots[i]] = round;
-        kept_round.index.emplace_back(slots[i], static_cast<uint32_t>(i));
+        const size_t at = static_cast<size_t>(position) * dim;
+        if (moved_tables & kMovedInput) {
+          r.input.assign(kept_round.in.data() + at, kept_round.in.data() + at + dim);
+        }
+        if (moved_tables & kMovedOutput) {
+          r.output.assign(kept_round.out.data() + at, kept_round.out.data() + at + dim);
+        }
+        r.initial = initial[s];  // a shard that knows the word keeps its own rows
+        if (r.initial) initial_round[s] = round;
+        initial[s] = false;
+        last_push_round[s] = round;
+        kept_round.index.emplace_back(s, position);
+        record_position = position;
       }
       const uint32_t shard = ShardOf(r.word, options.shards);
-      if (moved) shard_rows[shard] = true;
+      if (moved_tables != 0) shard_rows[shard] = true;
       by_shard[shard].push_back(std::move(r));
-      positions[shard].push_back(static_cast<uint32_t>(i));
+      positions[shard].push_back(record_position);
     }
-    std::sort(kept_round.index.begin(), kept_round.index.end());
+    // (slots ascend, so the index is sorted by slot already)
 
     for (uint32_t shard = 0; shard < options.shards; ++shard) {
       if (by_shard[shard].empty()) continue;
@@ -733,7 +786,8 @@ struct ParamClient::Impl {
         message_round[id] = round;
         const uint32_t count = ParamMessageRecordCount(m);
         for (uint32_t k = 0; k < count && record < positions[shard].size(); ++k, ++record) {
-          kept_round.message_of[positions[shard][record]] = id;
+          const uint32_t position = positions[shard][record];
+          if (position != kNoRow) kept_round.message_of[position] = id;
         }
       }
       const uint64_t first_id = next_message_id - messages->size();
@@ -742,11 +796,10 @@ struct ParamClient::Impl {
         SV_RETURN_IF_ERROR(Produce(shard, (*messages)[k], first_id + k));
       }
     }
-    kept_round.in = std::move(in);
-    kept_round.out = std::move(out);
     kept.push_back(std::move(kept_round));
     if (kept.size() > kKeptRounds) {
       for (uint64_t id : kept.front().message_of) message_offset.erase(id);
+      spare_round = std::move(kept.front());  // its memory serves the next round
       kept.pop_front();
     }
     rd_kafka_poll(producer, 0);

@@ -997,6 +997,25 @@ void StreamingLearner::AdmittedSlots(std::vector<std::string>* words,
   }
 }
 
+void StreamingLearner::AdmittedSlotsBySlot(std::vector<uint32_t>* slots,
+                                           std::vector<double>* counts) const {
+  Impl& m = *impl_;
+  m.Quiesce();
+  const double scale = m.Scale();
+  slots->clear();
+  counts->clear();
+  for (uint32_t s = 0; s < m.words.size(); ++s) {
+    if (!m.AdmittedSlot(s, scale)) continue;
+    slots->push_back(s);
+    counts->push_back(m.counts[s] / scale);
+  }
+}
+
+std::string_view StreamingLearner::WordAt(uint32_t slot) const {
+  SV_CHECK(slot < impl_->words.size());
+  return impl_->words[slot];
+}
+
 void StreamingLearner::SetGroupCounts(GroupCountFn counts) {
   Impl& m = *impl_;
   const bool on = static_cast<bool>(counts);

@@ -71,6 +71,12 @@ class RowDeltaTracker {
   size_t Export(std::span<const uint32_t> slots, float* deltas,
                 ParamPrecision precision = ParamPrecision::kFp32,
                 ExportRows which = ExportRows::kAll);
+  // Export with the exported rows packed: row k of `deltas` is the delta of slots[(*exported)[k]]
+  // (positions ascending; with kAll every position), so a push reads and writes only the rows
+  // that moved. `deltas` has room for slots.size() x dim floats; only exported->size() x dim
+  // are written.
+  void ExportPacked(std::span<const uint32_t> slots, float* deltas, ParamPrecision precision,
+                    ExportRows which, std::vector<uint32_t>* exported);
 
   // Row `slots[i]` becomes what the node published, rows[i * dim + j], plus the local delta not
   // yet pushed: row = received + (row - base) and base = received for a tracked row; row =

@@ -167,6 +167,13 @@ class StreamingLearner {
   // counts. Waits for queued training.
   void AdmittedSlots(std::vector<std::string>* words, std::vector<uint32_t>* slots,
                      std::vector<double>* counts) const;
+  // The same slots and counts in slot order, without the words' copies (a trainer pushing every
+  // 16k words would otherwise copy and sort its whole vocabulary each time): WordAt gives each
+  // slot's word. Waits for queued training.
+  void AdmittedSlotsBySlot(std::vector<uint32_t>* slots, std::vector<double>* counts) const;
+  // The word holding `slot` (< vocab_capacity; empty for a free slot), valid until the next call
+  // that trains, loads or destroys the learner.
+  std::string_view WordAt(uint32_t slot) const;
   // The group seam (issue 20): the vocabulary and the noise distribution of a trainer in a group
   // follow the whole group's stream, not only its own share. A held word's count is then its own
   // space-saving count plus `others`, the occurrences the rest of the group counted (what the
