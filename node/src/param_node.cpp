@@ -230,7 +230,10 @@ struct ParamNode::Impl {
   Clock::time_point last_sweep = Clock::now();
 
   bool changed = false;  // since the last snapshot
-  uint64_t bytes_since_snapshot = 0;  // `.updates` bytes consumed since the last snapshot
+  // Push bytes merged since the last snapshot, by sender, and the most of one sender: what a
+  // trainer keeps copies of until a snapshot covers them (ParamNodeOptions::snapshot_bytes).
+  std::unordered_map<uint32_t, uint64_t> sender_bytes;
+  uint64_t max_sender_bytes = 0;
   bool at_end = false;
   Clock::time_point last_activity = Clock::now();
 
@@ -520,6 +523,9 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
       continue;
     }
     ++used;
+    uint64_t& sent = sender_bytes[decoded->header.sender];
+    sent += m->len();
+    max_sender_bytes = std::max(max_sender_bytes, sent);
     if (options.dim == 0) {
       options.dim = decoded->header.dim;
       rows.dim = static_cast<int>(options.dim);
@@ -600,7 +606,6 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   total_messages += batch.size();
   total_rows_dropped += dropped;
   changed = true;
-  bytes_since_snapshot += bytes;
   std::lock_guard<std::mutex> lock(mu);
   stats.messages += batch.size();
   stats.bytes_in += bytes;
@@ -863,7 +868,8 @@ void ParamNode::Impl::StartSnapshot(const char* why) {
                                                   .dump());
   job->entries.emplace_back(kNodeOffsetsEntry, offsets);
   changed = false;
-  bytes_since_snapshot = 0;
+  sender_bytes.clear();
+  max_sender_bytes = 0;
   SnapshotJob* raw = job.get();
   StateStore* st = store.get();
   job->writer = std::thread([raw, st, dim] {
@@ -1226,7 +1232,7 @@ Status ParamNode::Run(const std::atomic<bool>& stop) {
       last_publish = Clock::now();
     }
     const bool bytes_due =
-        m.options.snapshot_bytes > 0 && m.bytes_since_snapshot >= m.options.snapshot_bytes;
+        m.options.snapshot_bytes > 0 && m.max_sender_bytes >= m.options.snapshot_bytes;
     if (Status s = m.FinishSnapshot(/*wait=*/false); !s.ok()) {
       spdlog::warn("param-node: snapshot failed, the previous one is kept: {}", s.message());
     }

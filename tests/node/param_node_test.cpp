@@ -419,6 +419,40 @@ TEST_F(ParamNodeTest, ReadPositionIsCommittedAsItMergesAndResetOnRestart) {
   ASSERT_TRUE(StopNode().ok());
 }
 
+// The bytes trigger of snapshots bounds what each trainer keeps copies of until a snapshot
+// covers them: it counts each sender's pushes, so three senders of one message each do not
+// trigger a snapshot that one sender's three messages do.
+TEST_F(ParamNodeTest, ASnapshotComesOnceOneSendersPushesReachSnapshotBytes) {
+  ParamNodeOptions o = Options();
+  const std::vector<ParamRecord> records = {Push("cat", 1, {1.0f, 2.0f})};
+  const size_t size = PushMessage(1, 0, records).size();
+  o.snapshot_bytes = size * 5 / 2;
+  StartNode(o);
+  auto committed = [&](const std::string& group) {
+    StatusOr<GroupLag> lag = ConsumerGroupLag(o.kafka, group, UpdatesTopic(kPrefix));
+    return lag.ok() && !lag->partitions.empty() ? lag->partitions[0].committed : int64_t{-2};
+  };
+  auto wait_for = [&](const std::string& group, int64_t offset) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (committed(group) != offset && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return committed(group);
+  };
+  // Three senders, one message each: 3 x size in all, each under snapshot_bytes.
+  Send({PushMessage(1, 0, records), PushMessage(2, 0, records), PushMessage(3, 0, records)});
+  ASSERT_EQ(wait_for(ParamNodesReadGroup(kPrefix), 3), 3);
+  // Sender 1 reaches it with two more: a snapshot covers the five.
+  Send({PushMessage(1, 1, records), PushMessage(1, 2, records)});
+  EXPECT_EQ(wait_for(ParamNodesGroup(kPrefix), 5), 5);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (node_->stats().snapshots == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(node_->stats().snapshots, 1u);  // none after the first three messages
+  ASSERT_TRUE(StopNode().ok());
+}
+
 TEST_F(ParamNodeTest, RestartResumesFromTheSnapshotAndMergesNothingTwice) {
   ParamNodeOptions o = Options();
   o.merge.rule = MergeRule::kSum;

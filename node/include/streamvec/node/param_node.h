@@ -111,11 +111,13 @@ struct ParamNodeOptions {
   size_t vocab_capacity = 100000;  // words this shard holds at most (>= 2)
   uint32_t dim = 0;          // expected dim; 0: the snapshot's, else the first valid push's
   double snapshot_every_s = 5;     // seconds between snapshots while something changed (> 0)
-  // A snapshot (and the commit of the `.updates` offset it covers) is also taken once this many
-  // message bytes were consumed since the last one (0: no such trigger). Trainers wait on the
-  // shard's read position (committed to ParamNodesReadGroup as it merges), not on snapshots, and
-  // keep a copy of each push until a snapshot covers it (ParamClient: up to 64 MiB a shard), to
-  // push it again when a restarted shard finds it gone from the broker: this bounds that.
+  // A snapshot (and the commit of the `.updates` offset it covers) is also taken once one sender's
+  // pushes merged since the last one reach this many bytes (0: no such trigger). Trainers wait
+  // on the shard's read position (committed to ParamNodesReadGroup as it merges), not on
+  // snapshots, and each keeps a copy of its own pushes until a snapshot covers them (ParamClient:
+  // up to 64 MiB a shard), to push them again when a restarted shard finds them gone from the
+  // broker: this bounds that copy. (Counted per sender: a shard that N trainers push to would
+  // otherwise snapshot N times as often for the same bound.)
   uint64_t snapshot_bytes = uint64_t{24} << 20;
   double publish_every_s = 0.2;    // seconds between publications (coalescing), >= 0
   // Encoded row bytes per publication turn, at most (the rest waits for the next turn, which
