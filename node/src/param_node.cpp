@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "streamvec/base/hash_word.h"
+#include "streamvec/base/word_slot_index.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/kafka/rdkafka_conf.h"
@@ -107,11 +109,12 @@ struct NodeRows {
   std::vector<std::string> words;  // slot -> word; "" for a free slot
   std::vector<float> input, output;
   std::vector<float> accumulators;  // 2 per slot: MergeBatch key (slot * 2 + table)
-  std::unordered_map<std::string, uint32_t> slot_of;
+  WordSlotIndex index;              // word -> slot, by HashWord (a lookup per pushed row)
   std::vector<uint32_t> free_slots;
 
+  NodeRows() { index.Init(0); }
   size_t slots() const { return words.size(); }
-  size_t held() const { return slot_of.size(); }
+  size_t held() const { return index.size(); }
   float* Row(uint32_t slot, int table) {
     return (table == 0 ? input.data() : output.data()) + static_cast<size_t>(slot) * dim;
   }
@@ -119,9 +122,9 @@ struct NodeRows {
     return (table == 0 ? input.data() : output.data()) + static_cast<size_t>(slot) * dim;
   }
   // Returns the slot of `word`, or -1.
-  int64_t Find(const std::string& word) const {
-    auto it = slot_of.find(word);
-    return it == slot_of.end() ? int64_t{-1} : static_cast<int64_t>(it->second);
+  int64_t Find(std::string_view word) const {
+    const uint32_t slot = index.Find(word, HashWord(word), words);
+    return slot == WordSlotIndex::kNone ? int64_t{-1} : static_cast<int64_t>(slot);
   }
   // A zeroed slot for `word` (not held).
   uint32_t Add(const std::string& word) {
@@ -140,15 +143,25 @@ struct NodeRows {
     std::fill_n(Row(slot, 0), dim, 0.0f);
     std::fill_n(Row(slot, 1), dim, 0.0f);
     accumulators[2 * slot] = accumulators[2 * slot + 1] = 0.0f;
-    slot_of[word] = slot;
+    index.Insert(HashWord(word), slot);
     return slot;
   }
+  // Holds `word` (not held) at `slot`, whose row a restore filled.
+  void Hold(const std::string& word, uint32_t slot) { index.Insert(HashWord(word), slot); }
   void Remove(const std::string& word) {
-    auto it = slot_of.find(word);
-    if (it == slot_of.end()) return;
-    words[it->second].clear();
-    free_slots.push_back(it->second);
-    slot_of.erase(it);
+    const int64_t found = Find(word);
+    if (found < 0) return;
+    const uint32_t slot = static_cast<uint32_t>(found);
+    index.Erase(HashWord(word), slot);
+    words[slot].clear();
+    free_slots.push_back(slot);
+  }
+  // Calls f(slot) for every held slot, in slot order.
+  template <typename F>
+  void ForEachHeld(F&& f) const {
+    for (uint32_t slot = 0; slot < words.size(); ++slot) {
+      if (!words[slot].empty()) f(slot);
+    }
   }
 };
 
@@ -396,10 +409,11 @@ Status ParamNode::Impl::Restore() {
         if (word.empty()) {
           rows.free_slots.push_back(slot);
         } else {
-          if (!counts->Contains(word) || !rows.slot_of.emplace(word, slot).second) {
+          if (!counts->Contains(word) || rows.Find(word) >= 0) {
             return Status::Corruption(where + ChunkKey(chunk) + ": row of '" + word +
                                       "' is not in the counts or repeated");
           }
+          rows.Hold(word, slot);
         }
       }
       if (pos != b.size()) return Status::Corruption(where + ChunkKey(chunk) + ": trailing bytes");
@@ -416,7 +430,7 @@ Status ParamNode::Impl::Restore() {
     return Status::Corruption(where + "malformed parameter node entry: " + e.what());
   }
   // A restored node republishes what it holds: trainers that start now pull it from `.params`.
-  for (const auto& [word, slot] : rows.slot_of) MarkPending(slot);
+  rows.ForEachHeld([this](uint32_t slot) { MarkPending(slot); });
   TakeVocabularyChanges();
   spdlog::info("param-node: resuming {} (snapshot {}): {} words, dim {}, clock {}, `.updates` "
                "offset {}", options.state_dir, store->version(), rows.held(), options.dim, clock,
@@ -746,7 +760,7 @@ void ParamNode::Impl::StartSweepIfDue() {
     return;
   }
   sweep_words.reserve(rows.held());
-  for (const auto& [word, slot] : rows.slot_of) sweep_words.push_back(word);
+  rows.ForEachHeld([this](uint32_t slot) { sweep_words.push_back(rows.words[slot]); });
   sweep_next = 0;
   last_sweep = Clock::now();
 }

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
-#include <thread>
-#include <cstring>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "adagrad_step.h"
-#include "streaming_word_index.h"
 #include "streamvec/base/rng.h"
+#include "streamvec/base/word_slot_index.h"
 #include "streamvec/kernels/aligned.h"
 #include "streamvec/kernels/cuda_sgns.h"
 #include "streamvec/kernels/sgns_kernel.h"
@@ -241,7 +241,7 @@ struct StreamingLearner::Impl {
   std::vector<uint8_t> admitted_flags;  // slot -> AdmittedSlot (kept with every count change;
                                         // exact without decay, where AdmittedNow reads it)
   uint64_t admitted_count = 0;          // flags set
-  StreamingWordIndex index;        // word -> slot (hashes: HashWord)
+  WordSlotIndex index;                  // word -> slot (hashes: HashWord)
   std::vector<uint32_t> heap;      // min-heap of slots by (count, slot)
   std::vector<uint32_t> heap_pos;  // slot -> position in heap
   WhitespaceTokenizer tokenizer;
@@ -330,7 +330,7 @@ struct StreamingLearner::Impl {
       SetAdmittedFlag(s, AdmittedSlot(s, scale));
       // A word held twice is left out of the index; LoadState reports it (size mismatch).
       const uint64_t h = HashWord(words[s]);
-      if (index.Find(words[s], h, words) == StreamingWordIndex::kNone) index.Insert(h, s);
+      if (index.Find(words[s], h, words) == WordSlotIndex::kNone) index.Insert(h, s);
       heap.push_back(s);
       heap_pos[s] = s;
       SiftUp(s);
@@ -387,7 +387,7 @@ struct StreamingLearner::Impl {
     total += inc;
     uint32_t s;
     double before;  // NoisePow of the slot's count before this word
-    if (const uint32_t found = index.Find(word, hash, words); found != StreamingWordIndex::kNone) {
+    if (const uint32_t found = index.Find(word, hash, words); found != WordSlotIndex::kNone) {
       s = found;
       before = powers[s];
       counts[s] += inc;
@@ -591,7 +591,7 @@ struct StreamingLearner::Impl {
     for (size_t i = 0; i < nw; ++i) {
       if (i + kWordLead < nw) {
         const uint32_t slot = index.HomeSlot(hashes[i + kWordLead]);
-        if (slot != StreamingWordIndex::kNone) {
+        if (slot != WordSlotIndex::kNone) {
           __builtin_prefetch(words.data() + slot);
           __builtin_prefetch(counts.data() + slot);
           __builtin_prefetch(powers.data() + slot);
@@ -875,7 +875,7 @@ struct StreamingLearner::Impl {
   }
 
   uint32_t Find(std::string_view word) const {
-    return index.Find(word, HashWord(word), words);  // StreamingWordIndex::kNone if absent
+    return index.Find(word, HashWord(word), words);  // WordSlotIndex::kNone if absent
   }
 };
 
@@ -1040,7 +1040,7 @@ bool StreamingLearner::SetGroupCount(std::string_view word, double others) {
   Impl& m = *impl_;
   if (!m.group_on || !(others >= 0.0) || !std::isfinite(others)) return false;
   const uint32_t s = m.Find(word);
-  if (s == StreamingWordIndex::kNone) return false;
+  if (s == WordSlotIndex::kNone) return false;
   const double scale = m.Scale();
   const double stored = others * scale;
   if (!(stored > m.group[s])) return false;  // counts only grow
@@ -1055,13 +1055,13 @@ bool StreamingLearner::SetGroupCount(std::string_view word, double others) {
 double StreamingLearner::GroupCount(std::string_view word) const {
   const Impl& m = *impl_;
   const uint32_t s = m.Find(word);
-  if (s == StreamingWordIndex::kNone || !m.group_on) return 0.0;
+  if (s == WordSlotIndex::kNone || !m.group_on) return 0.0;
   return m.group[s] / m.Scale();
 }
 
 int64_t StreamingLearner::SlotOf(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  return s == StreamingWordIndex::kNone ? -1 : static_cast<int64_t>(s);
+  return s == WordSlotIndex::kNone ? -1 : static_cast<int64_t>(s);
 }
 
 StreamingLearner::RowTables StreamingLearner::MutableRowTables() {
@@ -1080,24 +1080,24 @@ void StreamingLearner::SetRowInitializer(RowInitializer init) {
 
 double StreamingLearner::Count(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  return s == StreamingWordIndex::kNone ? 0.0 : impl_->counts[s] / impl_->Scale();
+  return s == WordSlotIndex::kNone ? 0.0 : impl_->counts[s] / impl_->Scale();
 }
 
 bool StreamingLearner::Admitted(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  return s != StreamingWordIndex::kNone && impl_->AdmittedSlot(s, impl_->Scale());
+  return s != WordSlotIndex::kNone && impl_->AdmittedSlot(s, impl_->Scale());
 }
 
 const float* StreamingLearner::InputRow(std::string_view word) const {
   impl_->Quiesce();
   const uint32_t s = impl_->Find(word);
-  if (s == StreamingWordIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
+  if (s == WordSlotIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
 }
 
 double StreamingLearner::NoiseProbability(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
-  if (s == StreamingWordIndex::kNone || impl_->noise.empty()) return 0.0;
+  if (s == WordSlotIndex::kNone || impl_->noise.empty()) return 0.0;
   const auto n = std::count(impl_->noise.begin(), impl_->noise.end(), s);
   return static_cast<double>(n) / static_cast<double>(impl_->noise.size());
 }

@@ -171,8 +171,9 @@ class StreamingLearner {
   // 16k words would otherwise copy and sort its whole vocabulary each time): WordAt gives each
   // slot's word. Waits for queued training.
   void AdmittedSlotsBySlot(std::vector<uint32_t>* slots, std::vector<double>* counts) const;
-  // The word holding `slot` (< vocab_capacity; empty for a free slot), valid until the next call
-  // that trains, loads or destroys the learner.
+  // The word holding `slot` (a slot AdmittedSlotsBySlot gave, or any other below the slots in
+  // use: SV_CHECK; empty for a free one), valid until the next call that trains, loads or
+  // destroys the learner.
   std::string_view WordAt(uint32_t slot) const;
   // The group seam (issue 20): the vocabulary and the noise distribution of a trainer in a group
   // follow the whole group's stream, not only its own share. A held word's count is then its own

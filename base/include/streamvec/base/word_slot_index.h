@@ -1,15 +1,17 @@
-// The streaming learner's word -> slot index (private to trainer/): open addressing with linear
-// probing and backward-shift deletion (Knuth, TAOCP vol. 3, 6.4, Algorithm R), in one flat array
-// of 8-byte buckets sized for the vocabulary capacity at load <= 1/2. It replaces a node-based
-// std::unordered_map: one lookup per token is the counting thread's hottest operation, and a
-// flat table costs one cache miss where the node map cost two or three.
+// A word -> slot index over a slot -> word vector the owner keeps (the streaming learner's
+// vocabulary, a parameter node's rows): open addressing with linear probing and backward-shift
+// deletion (Knuth, TAOCP vol. 3, 6.4, Algorithm R), in one flat array of 8-byte buckets at load
+// <= 1/2. It replaces a node-based std::unordered_map: one lookup per token is the learner's
+// counting thread's hottest operation, one per pushed row a node's, and a flat table costs one
+// cache miss where the node map cost two or three.
 //
-// Hashes are HashWord's (vocabulary.h), computed by the caller. The index holds slot numbers only;
-// the words themselves stay in the learner's slot -> word vector, which Find compares against.
-// Not thread-safe (the counting thread owns it).
-#ifndef STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
-#define STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
+// Hashes are HashWord's (base/hash_word.h), computed by the caller. The index holds slot numbers
+// only; the words themselves stay in the owner's slot -> word vector, which Find compares against.
+// Not thread-safe.
+#ifndef STREAMVEC_BASE_WORD_SLOT_INDEX_H_
+#define STREAMVEC_BASE_WORD_SLOT_INDEX_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,11 +19,12 @@
 
 namespace streamvec {
 
-class StreamingWordIndex {
+class WordSlotIndex {
  public:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 
-  // Room for `capacity` words; empties the index. The buckets are written once here (resident).
+  // Room for `capacity` words without growing; empties the index. The buckets are written once
+  // here (resident). Call it before any other method.
   void Init(uint32_t capacity) {
     size_t buckets = 16;
     while (buckets < 2 * static_cast<size_t>(capacity)) buckets *= 2;
@@ -40,8 +43,10 @@ class StreamingWordIndex {
     }
   }
 
-  // Adds `slot` under `hash`; the word must not be present, and size() < the capacity.
+  // Adds `slot` under `hash`; the word must not be present. Past Init's capacity the buckets
+  // double (every entry moved once: amortised O(1)).
   void Insert(uint64_t hash, uint32_t slot) {
+    if (2 * (size_ + 1) > buckets_.size()) Grow();
     const uint32_t h = static_cast<uint32_t>(hash);
     uint32_t i = h & mask_;
     while (buckets_[i].slot != kNone) i = (i + 1) & mask_;
@@ -81,6 +86,18 @@ class StreamingWordIndex {
   size_t MemoryBytes() const { return buckets_.capacity() * sizeof(Bucket); }
 
  private:
+  void Grow() {
+    std::vector<Bucket> old = std::move(buckets_);
+    const size_t size = size_;
+    Init(static_cast<uint32_t>(std::max<size_t>(old.size(), 8)));  // twice the buckets
+    for (const Bucket& b : old) {
+      if (b.slot == kNone) continue;
+      uint32_t i = b.hash & mask_;
+      while (buckets_[i].slot != kNone) i = (i + 1) & mask_;
+      buckets_[i] = b;
+    }
+    size_ = size;
+  }
   struct Bucket {
     uint32_t hash;  // low 32 bits of Hash(word): the home bucket and a cheap first compare
     uint32_t slot;  // kNone: empty
@@ -92,4 +109,4 @@ class StreamingWordIndex {
 
 }  // namespace streamvec
 
-#endif  // STREAMVEC_TRAINER_SRC_STREAMING_WORD_INDEX_H_
+#endif  // STREAMVEC_BASE_WORD_SLOT_INDEX_H_
