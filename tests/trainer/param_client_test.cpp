@@ -658,5 +658,29 @@ TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
   EXPECT_EQ(ParamClient::Create(po, &learner).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A client that fails to start (here: a librdkafka property that does not exist) leaves the
+// learner as it was: it trains as a learner that never met a client, bit for bit (no word-seeded
+// initialisation, no row initializer into the freed client, no group counts).
+TEST(ParamClientTest, AClientThatFailsToStartLeavesTheLearnerAsItWas) {
+  StreamingLearner learner(SmallLearnerOptions());
+  StreamingLearner untouched(SmallLearnerOptions());
+  ParamClientOptions po;
+  po.kafka.brokers = "127.0.0.1:1";
+  po.kafka.properties = {{"no.such.property", "1"}};
+  po.group_counts = true;
+  EXPECT_FALSE(ParamClient::Create(po, &learner).ok());
+  const std::vector<std::string_view> batch = {"the cat sat on the mat the cat",
+                                               "a dog sat on a log a dog"};
+  ASSERT_TRUE(learner.TrainMicroBatch(batch).ok());
+  ASSERT_TRUE(untouched.TrainMicroBatch(batch).ok());
+  std::vector<std::string> words, other_words;
+  std::vector<float> vectors, other_vectors;
+  learner.ExportVectors(&words, &vectors);
+  untouched.ExportVectors(&other_words, &other_vectors);
+  ASSERT_FALSE(words.empty());
+  EXPECT_EQ(words, other_words);
+  EXPECT_EQ(vectors, other_vectors);
+}
+
 }  // namespace
 }  // namespace streamvec

@@ -1049,7 +1049,6 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
         "--param-shards: the rows of a --device cuda learner live on the device; the parameter "
         "node's pushes and pulls need them on the host (use --device cpu)");
   }
-  learner->SetWordSeededInit(true);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->stats.push_every_words = options.push_every_words;
@@ -1068,11 +1067,6 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
   impl->node_rows.set_capacity(learner->options().vocab_capacity);
   impl->group_counts.set_capacity(4 * static_cast<size_t>(learner->options().vocab_capacity));
   impl->EnsureTrackers();
-  Impl* raw = impl.get();
-  learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
-    return raw->InitFromNode(word, slot, in, out);
-  });
-  if (options.group_counts) raw->InstallGroupCounts();
   char err[512];
   StatusOr<rd_kafka_conf_t*> pconf =
       MakeRdKafkaConf(options.kafka, {{"client.id", "streamvec-trainer-pushes"},
@@ -1113,6 +1107,14 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
     if (!read_probe.ok()) return read_probe.status();
     impl->read_probe = std::move(read_probe).value();
   }
+  // The learner changes only once nothing can fail: a client that does not start leaves it as
+  // it was (no initializer pointing into a freed client).
+  learner->SetWordSeededInit(true);
+  Impl* raw = impl.get();
+  learner->SetRowInitializer([raw](std::string_view word, uint32_t slot, float* in, float* out) {
+    return raw->InitFromNode(word, slot, in, out);
+  });
+  if (options.group_counts) raw->InstallGroupCounts();
   return std::unique_ptr<ParamClient>(new ParamClient(std::move(impl)));
 }
 
