@@ -630,8 +630,11 @@ struct ParamClient::Impl {
     }
   }
 
-  Status Push(uint64_t words_trained, bool everything) {
-    EnsureTrackers();
+  // The admitted slots whose rows go out this round, in slot order, with their counts
+  // (push_slots, push_counts): a word new to this trainer (or to its slot) starts fresh, and
+  // with the push schedule on (not `everything`) rows not due this round keep their deltas
+  // (their base stays) for a later round; a word's first, whole-row push is always due.
+  void SelectPushRows(uint64_t round, bool everything) {
     std::vector<uint32_t>& slots = push_slots;
     std::vector<double>& counts = push_counts;
     learner->AdmittedSlotsBySlot(&slots, &counts);  // drains: nothing trains meanwhile
@@ -647,26 +650,30 @@ struct ParamClient::Impl {
                              // dropped the word: not this row's
       }
     }
-    const uint64_t round = ++push_round;
-    if (!everything && options.push_hot_rows > 0) {
-      // The push schedule: rows not due this round keep their deltas (their base stays) for a
-      // later round; a word's first, whole-row push is always due.
-      schedule.SetReference(counts);
-      size_t kept_slots = 0;
-      for (size_t i = 0; i < slots.size(); ++i) {
-        if (!initial[slots[i]] && !schedule.Due(round, slots[i], counts[i])) continue;
-        slots[kept_slots] = slots[i];
-        counts[kept_slots] = counts[i];
-        ++kept_slots;
-      }
-      stats.rows_deferred += slots.size() - kept_slots;
-      slots.resize(kept_slots);
-      counts.resize(kept_slots);
+    if (everything || options.push_hot_rows == 0) return;
+    schedule.SetReference(counts);
+    size_t kept_slots = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!initial[slots[i]] && !schedule.Due(round, slots[i], counts[i])) continue;
+      slots[kept_slots] = slots[i];
+      counts[kept_slots] = counts[i];
+      ++kept_slots;
     }
-    // A row not trained since its last push is left out (its rounding residual waits for its
-    // next change); the push of a quiet stream and the last one carry every residual. The
-    // exported rows come packed (only those read and written), then go into this round's
-    // deltas: the rows of the slots where either table moved, a table that did not move zero.
+    stats.rows_deferred += slots.size() - kept_slots;
+    slots.resize(kept_slots);
+    counts.resize(kept_slots);
+  }
+
+  // Exports the deltas of push_slots into a round's deltas (its memory reused from the round it
+  // displaces): push_moved gets the positions in push_slots of the rows where either table
+  // moved, ascending, the round's in/out their deltas (a table that did not move zero) and
+  // push_tables which tables moved. A row not trained since its last push is left out (its
+  // rounding residual waits for its next change); with `everything` (the push of a quiet stream,
+  // the last one) every residual goes. The deltas are also added to the publications waiting to
+  // be applied: what the node will add to them once it merges this push (the exported, rounded
+  // delta is also what moved the base).
+  RoundDeltas ExportRound(uint64_t round, bool everything) {
+    const std::vector<uint32_t>& slots = push_slots;
     const RowDeltaTracker::ExportRows which =
         everything ? RowDeltaTracker::ExportRows::kAll : RowDeltaTracker::ExportRows::kWritten;
     const size_t room = slots.size() * static_cast<size_t>(dim);
@@ -676,14 +683,13 @@ struct ParamClient::Impl {
     output_deltas->ExportPacked(slots, export_out.data(), options.precision, which, &exported_out);
     RoundDeltas kept_round = TakeRoundDeltas();
     kept_round.round = round;
-    // moved[k]: the position in `slots` of the round's k-th moved row, ascending.
     std::vector<uint32_t>& moved = push_moved;
     moved.clear();
     std::set_union(exported_in.begin(), exported_in.end(), exported_out.begin(), exported_out.end(),
                    std::back_inserter(moved));
     kept_round.in.assign(moved.size() * static_cast<size_t>(dim), 0.0f);
     kept_round.out.assign(kept_round.in.size(), 0.0f);
-    std::vector<uint8_t>& tables = push_tables;  // per moved row: kMovedInput | kMovedOutput
+    std::vector<uint8_t>& tables = push_tables;
     tables.assign(moved.size(), 0);
     for (size_t a = 0, b = 0, k = 0; k < moved.size(); ++k) {
       float* const in_row = kept_round.in.data() + k * dim;
@@ -703,8 +709,6 @@ struct ParamClient::Impl {
         }
       }
       if (tables[k] == 0 || unapplied.empty()) continue;
-      // What the node will add to the published row once it merges this push (the exported,
-      // rounded delta is also what moved the base).
       const int64_t u = unapplied.Find(slots[moved[k]]);
       if (u < 0) continue;
       float* row_in = unapplied.In(static_cast<size_t>(u));
@@ -714,6 +718,18 @@ struct ParamClient::Impl {
         row_out[j] += out_row[j];
       }
     }
+    return kept_round;
+  }
+
+  Status Push(uint64_t words_trained, bool everything) {
+    EnsureTrackers();
+    const uint64_t round = ++push_round;
+    SelectPushRows(round, everything);
+    RoundDeltas kept_round = ExportRound(round, everything);
+    const std::vector<uint32_t>& slots = push_slots;
+    const std::vector<double>& counts = push_counts;
+    const std::vector<uint32_t>& moved = push_moved;
+    const std::vector<uint8_t>& tables = push_tables;
     RecycleRecords();
     std::vector<std::vector<ParamRecord>>& by_shard = push_records;
     by_shard.resize(options.shards);

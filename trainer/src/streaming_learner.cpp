@@ -262,14 +262,20 @@ struct StreamingLearner::Impl {
                ? 1.0
                : std::exp2(static_cast<double>(decay_words) / opt.count_half_life);
   }
-  // The admitted slots, most frequent first (ties: slot order), once the workers are drained.
-  std::vector<uint32_t> AdmittedByCount() {
+  // The admitted slots in slot order, once the workers are drained (into *slots, its memory
+  // reused).
+  void AdmittedBySlot(std::vector<uint32_t>* slots) {
     Quiesce();
     const double scale = Scale();
-    std::vector<uint32_t> order;
+    slots->clear();
     for (uint32_t s = 0; s < words.size(); ++s) {
-      if (AdmittedSlot(s, scale)) order.push_back(s);
+      if (AdmittedSlot(s, scale)) slots->push_back(s);
     }
+  }
+  // The admitted slots, most frequent first (ties: slot order), once the workers are drained.
+  std::vector<uint32_t> AdmittedByCount() {
+    std::vector<uint32_t> order;
+    AdmittedBySlot(&order);
     std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
       return counts[a] > counts[b] || (counts[a] == counts[b] && a < b);
     });
@@ -1000,15 +1006,10 @@ void StreamingLearner::AdmittedSlots(std::vector<std::string>* words,
 void StreamingLearner::AdmittedSlotsBySlot(std::vector<uint32_t>* slots,
                                            std::vector<double>* counts) const {
   Impl& m = *impl_;
-  m.Quiesce();
+  m.AdmittedBySlot(slots);  // drains
   const double scale = m.Scale();
-  slots->clear();
   counts->clear();
-  for (uint32_t s = 0; s < m.words.size(); ++s) {
-    if (!m.AdmittedSlot(s, scale)) continue;
-    slots->push_back(s);
-    counts->push_back(m.counts[s] / scale);
-  }
+  for (const uint32_t s : *slots) counts->push_back(m.counts[s] / scale);
 }
 
 std::string_view StreamingLearner::WordAt(uint32_t slot) const {
