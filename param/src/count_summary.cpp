@@ -3,54 +3,133 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <unordered_set>
+#include <unordered_map>
+
+#include "streamvec/base/hash_word.h"
 
 namespace streamvec {
 
 CountSummary::CountSummary(size_t capacity) : capacity_(capacity) {
-  SV_CHECK(capacity >= 2);
-  index_.reserve(capacity);
+  SV_CHECK(capacity >= 2 && capacity < WordSlotIndex::kNone);
+  Clear();
 }
 
-void CountSummary::MarkChanged(Index::iterator it) {
-  if (it->second.changed) return;
-  it->second.changed = true;
-  changed_words_.push_back(it->first);
+void CountSummary::Clear() {
+  index_.Init(static_cast<uint32_t>(capacity_));
+  words_.clear();
+  held_.clear();
+  free_.clear();
+  heap_.clear();
+  changed_.clear();
 }
 
-void CountSummary::Insert(const std::string& word, double count, double error) {
-  MarkChanged(index_.emplace(word, Held{count, error}).first);
-  by_count_.emplace(count, word);
-  removed_.erase(word);
+uint32_t CountSummary::Find(std::string_view word) const {
+  return index_.Find(word, HashWord(word), words_);
+}
+
+void CountSummary::MarkChanged(uint32_t slot) {
+  if (held_[slot].changed) return;
+  held_[slot].changed = true;
+  changed_.push_back(slot);
+}
+
+bool CountSummary::HeapLess(uint32_t a, uint32_t b) const {
+  return held_[a].filed < held_[b].filed ||
+         (held_[a].filed == held_[b].filed && words_[a] < words_[b]);
+}
+
+void CountSummary::HeapPlace(size_t pos, uint32_t slot) {
+  heap_[pos] = slot;
+  held_[slot].heap_pos = static_cast<uint32_t>(pos);
+}
+
+void CountSummary::SiftUp(size_t pos) {
+  const uint32_t slot = heap_[pos];
+  while (pos > 0) {
+    const size_t parent = (pos - 1) / 2;
+    if (!HeapLess(slot, heap_[parent])) break;
+    HeapPlace(pos, heap_[parent]);
+    pos = parent;
+  }
+  HeapPlace(pos, slot);
+}
+
+void CountSummary::SiftDown(size_t pos) {
+  const uint32_t slot = heap_[pos];
+  const size_t n = heap_.size();
+  while (true) {
+    size_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && HeapLess(heap_[child + 1], heap_[child])) ++child;
+    if (!HeapLess(heap_[child], slot)) break;
+    HeapPlace(pos, heap_[child]);
+    pos = child;
+  }
+  HeapPlace(pos, slot);
+}
+
+void CountSummary::Insert(std::string_view word, double count, double error) {
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+    words_[slot].assign(word);
+    held_[slot] = Held{};
+  } else {
+    slot = static_cast<uint32_t>(words_.size());
+    words_.emplace_back(word);
+    held_.emplace_back();
+  }
+  Held& h = held_[slot];
+  h.in_use = true;
+  h.count = count;
+  h.error = error;
+  h.filed = count;
+  index_.Insert(HashWord(word), slot);
+  heap_.push_back(slot);
+  SiftUp(heap_.size() - 1);
+  MarkChanged(slot);
+  if (!removed_.empty()) {
+    if (auto it = removed_.find(words_[slot]); it != removed_.end()) removed_.erase(it);
+  }
 }
 
 void CountSummary::Add(std::string_view word, double weight) {
   SV_CHECK(weight > 0.0 && std::isfinite(weight));
   total_ += weight;
-  if (auto it = index_.find(word); it != index_.end()) {
-    it->second.count += weight;  // its by_count_ entry is left behind (re-filed at an eviction)
-    MarkChanged(it);
+  const uint64_t hash = HashWord(word);
+  if (const uint32_t slot = index_.Find(word, hash, words_); slot != WordSlotIndex::kNone) {
+    held_[slot].count += weight;  // its filed count is left behind (re-filed at an eviction)
+    MarkChanged(slot);
     return;
   }
   if (index_.size() >= capacity_) {
     // Space-saving: the smallest counter is evicted and its count becomes the floor (every held
-    // count is >= the floor, so this never lowers it). by_count_'s counts are the words' counts
-    // when last filed, at most their counts now (counts only grow): a first entry whose count
-    // moved since is re-filed under its count and the first entry looked at again; one that did
-    // not move is below or equal to every other word's count now, ties in word order: the victim.
-    auto victim = by_count_.begin();
-    for (auto held = index_.find(victim->second); held->second.count != victim->first;
-         victim = by_count_.begin(), held = index_.find(victim->second)) {
-      auto node = by_count_.extract(victim);
-      node.value().first = held->second.count;
-      by_count_.insert(std::move(node));
+    // count is >= the floor, so this never lowers it). Filed counts are the words' counts when
+    // last filed, at most their counts now (counts only grow): a first slot whose count moved
+    // since is re-filed under its count and the first slot looked at again; one that did not
+    // move is below or equal to every other word's count now, ties in word order: the victim.
+    uint32_t victim = heap_.front();
+    while (held_[victim].count != held_[victim].filed) {
+      held_[victim].filed = held_[victim].count;
+      SiftDown(0);
+      victim = heap_.front();
     }
-    floor_ = std::max(floor_, victim->first);
-    index_.erase(victim->second);
-    removed_.insert(victim->second);
-    by_count_.erase(victim);
+    floor_ = std::max(floor_, held_[victim].filed);
+    index_.Erase(HashWord(words_[victim]), victim);
+    const uint32_t last = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) {
+      HeapPlace(0, last);
+      SiftDown(0);
+    }
+    held_[victim].changed = false;
+    held_[victim].in_use = false;
+    removed_.insert(std::move(words_[victim]));
+    words_[victim].clear();
+    free_.push_back(victim);
   }
-  Insert(std::string(word), floor_ + weight, floor_);
+  Insert(word, floor_ + weight, floor_);
 }
 
 Status CountSummary::AddPushed(std::span<const ParamRecord> records) {
@@ -85,8 +164,10 @@ void CountSummary::Merge(const CountSummary& other_in) {
   std::unordered_map<std::string, Merged> merged;
   merged.reserve(index_.size() + other.index_.size());
   for (const CountSummary* s : {static_cast<const CountSummary*>(this), &other}) {
-    for (const auto& [word, held] : s->index_) {
-      Merged& m = merged[word];
+    for (size_t slot = 0; slot < s->words_.size(); ++slot) {
+      if (!s->held_[slot].in_use) continue;
+      const Held& held = s->held_[slot];
+      Merged& m = merged[s->words_[slot]];
       m.g += held.count - s->floor_;
       m.lower += held.count - held.error;
     }
@@ -103,12 +184,10 @@ void CountSummary::Merge(const CountSummary& other_in) {
     c_k = gs[capacity_ - 1];
   }
   const double floor = floor_ + other.floor_ + c_k;
-  for (const auto& [word, held] : index_) {  // every word held before may leave (Insert: stays)
-    removed_.insert(word);
+  for (size_t slot = 0; slot < words_.size(); ++slot) {  // every word held before may leave
+    if (held_[slot].in_use) removed_.insert(std::move(words_[slot]));  // (Insert: stays)
   }
-  changed_words_.clear();  // every word kept is inserted again, and marked
-  index_.clear();
-  by_count_.clear();
+  Clear();  // every word kept is inserted again, and marked
   for (const auto& [word, m] : merged) {
     const double g = m.g - c_k;
     if (!(g > 0.0)) continue;
@@ -121,25 +200,28 @@ void CountSummary::Merge(const CountSummary& other_in) {
 }
 
 double CountSummary::Estimate(std::string_view word) const {
-  auto it = index_.find(word);
-  return it == index_.end() ? floor_ : it->second.count;
+  const uint32_t slot = Find(word);
+  return slot == WordSlotIndex::kNone ? floor_ : held_[slot].count;
 }
 
 double CountSummary::Guaranteed(std::string_view word) const {
-  auto it = index_.find(word);
-  return it == index_.end() ? 0.0 : it->second.count - it->second.error;
+  const uint32_t slot = Find(word);
+  return slot == WordSlotIndex::kNone ? 0.0 : held_[slot].count - held_[slot].error;
 }
 
 void CountSummary::CountOf(std::string_view word, double* count, double* error) const {
-  auto it = index_.find(word);
-  *count = it == index_.end() ? floor_ : it->second.count;
-  *error = it == index_.end() ? floor_ : it->second.error;
+  const uint32_t slot = Find(word);
+  *count = slot == WordSlotIndex::kNone ? floor_ : held_[slot].count;
+  *error = slot == WordSlotIndex::kNone ? floor_ : held_[slot].error;
 }
 
 std::vector<CountEntry> CountSummary::Entries() const {
   std::vector<CountEntry> out;
   out.reserve(index_.size());
-  for (const auto& [word, h] : index_) out.push_back(CountEntry{word, h.count, h.error});
+  for (size_t slot = 0; slot < words_.size(); ++slot) {
+    if (!held_[slot].in_use) continue;
+    out.push_back(CountEntry{words_[slot], held_[slot].count, held_[slot].error});
+  }
   std::sort(out.begin(), out.end(), [](const CountEntry& a, const CountEntry& b) {
     return a.count > b.count || (a.count == b.count && a.word < b.word);
   });
@@ -147,41 +229,44 @@ std::vector<CountEntry> CountSummary::Entries() const {
 }
 
 std::vector<ParamRecord> CountSummary::TakeChanges(double min_growth) {
-  std::sort(changed_words_.begin(), changed_words_.end());
-  changed_words_.erase(std::unique(changed_words_.begin(), changed_words_.end()),
-                       changed_words_.end());
+  // The flagged slots (a slot evicted since it was listed is unflagged; one listed twice, after
+  // an eviction and a new word, is taken once), in word order.
+  std::vector<uint32_t> slots;
+  slots.reserve(changed_.size());
+  for (const uint32_t slot : changed_) {
+    if (!held_[slot].changed) continue;
+    held_[slot].changed = false;
+    slots.push_back(slot);
+  }
+  changed_.clear();
+  std::sort(slots.begin(), slots.end(),
+            [this](uint32_t a, uint32_t b) { return words_[a] < words_[b]; });
   std::vector<ParamRecord> records;
-  records.reserve(changed_words_.size() + removed_.size());
-  auto changed = changed_words_.begin();
+  records.reserve(slots.size() + removed_.size());
+  auto changed = slots.begin();
   auto removed = removed_.begin();
   // Both lists are ordered: merge them into one word-ordered list.
-  while (changed != changed_words_.end() || removed != removed_.end()) {
+  while (changed != slots.end() || removed != removed_.end()) {
     ParamRecord r;
-    if (removed == removed_.end() || (changed != changed_words_.end() && *changed < *removed)) {
-      const auto it = index_.find(*changed);
-      if (it == index_.end() || !it->second.changed) {  // evicted since it was marked
-        ++changed;
-        continue;
-      }
-      it->second.changed = false;
-      const double last = it->second.reported;
-      if (min_growth > 0.0 && last > 0.0 && it->second.count >= last &&
-          it->second.count < last * (1.0 + min_growth)) {
+    if (removed == removed_.end() || (changed != slots.end() && words_[*changed] < *removed)) {
+      Held& h = held_[*changed];
+      const double last = h.reported;
+      if (min_growth > 0.0 && last > 0.0 && h.count >= last &&
+          h.count < last * (1.0 + min_growth)) {
         ++changed;  // not grown enough since its last report: the next change looks again
         continue;
       }
-      it->second.reported = it->second.count;
-      r.word = std::move(*changed++);
+      h.reported = h.count;
+      r.word = words_[*changed++];
       r.has_count = true;
-      r.count = it->second.count;
-      r.count_error = it->second.error;
+      r.count = h.count;
+      r.count_error = h.error;
     } else {
       r.word = *removed++;
       r.removed = true;
     }
     records.push_back(std::move(r));
   }
-  changed_words_.clear();
   removed_.clear();
   return records;
 }
@@ -236,7 +321,9 @@ StatusOr<CountSummary> CountSummary::FromEntries(size_t capacity,
                                      " is not positive or is below the floor " +
                                      std::to_string(floor));
     }
-    if (s.index_.count(e.word) != 0) return Status::InvalidArgument(name + ": repeated");
+    if (s.Find(e.word) != WordSlotIndex::kNone) {
+      return Status::InvalidArgument(name + ": repeated");
+    }
     s.Insert(e.word, e.count, e.error);
     excess += e.count - floor;
   }

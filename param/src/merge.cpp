@@ -56,6 +56,34 @@ void AdaSumRound(double* vectors, size_t n, int dim) {
   }
 }
 
+namespace {
+
+// row[j] += post(sum over the deltas of delta[j]), the sum in double from 0.0 in the deltas'
+// order: one or two deltas (most rounds) in loops the compiler vectorises.
+template <class Post>
+void AddSummed(std::span<const float* const> deltas, size_t d, float* row, Post post) {
+  if (deltas.size() == 1) {
+    const float* g = deltas[0];
+    for (size_t j = 0; j < d; ++j) row[j] = static_cast<float>(row[j] + post(0.0 + g[j]));
+    return;
+  }
+  if (deltas.size() == 2) {
+    const float* a = deltas[0];
+    const float* b = deltas[1];
+    for (size_t j = 0; j < d; ++j) {
+      row[j] = static_cast<float>(row[j] + post(0.0 + a[j] + b[j]));
+    }
+    return;
+  }
+  for (size_t j = 0; j < d; ++j) {
+    double sum = 0.0;
+    for (const float* g : deltas) sum += g[j];
+    row[j] = static_cast<float>(row[j] + post(sum));
+  }
+}
+
+}  // namespace
+
 void MergeRound(const MergeOptions& options, std::span<const float* const> deltas, int dim,
                 NodeRowRef row) {
   if (deltas.empty()) return;
@@ -73,25 +101,31 @@ void MergeRound(const MergeOptions& options, std::span<const float* const> delta
     }
     return;
   }
-  std::vector<double> sum(d, 0.0);
   if (options.rule == MergeRule::kAdaSum && deltas.size() > 1) {
     std::vector<double> all(deltas.size() * d);
     for (size_t i = 0; i < deltas.size(); ++i) {
       std::copy(deltas[i], deltas[i] + d, all.begin() + i * d);
     }
     AdaSumRound(all.data(), deltas.size(), dim);
-    std::copy(all.begin(), all.begin() + d, sum.begin());
-  } else {
-    for (const float* g : deltas) {
-      for (size_t j = 0; j < d; ++j) sum[j] += g[j];
-    }
-    if (options.rule == MergeRule::kAverage) {
-      for (double& x : sum) x /= static_cast<double>(deltas.size());
-    } else if (options.rule == MergeRule::kScaledSum) {
-      for (double& x : sum) x *= options.scale;
-    }
+    for (size_t j = 0; j < d; ++j) row.row[j] = static_cast<float>(row.row[j] + all[j]);
+    return;
   }
-  for (size_t j = 0; j < d; ++j) row.row[j] = static_cast<float>(row.row[j] + sum[j]);
+  // The sum of the deltas, component by component in double (in consumption order), then
+  // averaged or scaled: no buffer, so that the node's hottest loop allocates nothing per row.
+  switch (options.rule) {
+    case MergeRule::kAverage: {
+      const double n = static_cast<double>(deltas.size());
+      AddSummed(deltas, d, row.row, [n](double x) { return x / n; });
+      break;
+    }
+    case MergeRule::kScaledSum: {
+      const double scale = options.scale;
+      AddSummed(deltas, d, row.row, [scale](double x) { return x * scale; });
+      break;
+    }
+    default:
+      AddSummed(deltas, d, row.row, [](double x) { return x; });
+  }
 }
 
 MergeBatch::MergeBatch(int dim) : dim_(dim) { SV_CHECK(dim >= 1); }

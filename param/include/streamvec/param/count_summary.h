@@ -23,22 +23,23 @@
 // counters), and the merged floor is m_A + m_B + C.
 //
 // Counts are doubles: integer weights are exact up to 2^53, and decayed (scaled) counts work as
-// well. Memory is O(k) words. Not thread-safe: one thread drives an instance.
+// well. Memory is O(k) words; a look-up is one probe of a flat hash table, an update O(1), an
+// eviction O(log k) (a binary heap with lazily re-filed counts). Not thread-safe: one thread
+// drives an instance.
 #ifndef STREAMVEC_PARAM_COUNT_SUMMARY_H_
 #define STREAMVEC_PARAM_COUNT_SUMMARY_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "streamvec/base/status.h"
+#include "streamvec/base/word_slot_index.h"
 #include "streamvec/param/protocol.h"
 
 namespace streamvec {
@@ -76,7 +77,7 @@ class CountSummary {
   // not held).
   double Estimate(std::string_view word) const;
   double Guaranteed(std::string_view word) const;
-  bool Contains(std::string_view word) const { return index_.find(word) != index_.end(); }
+  bool Contains(std::string_view word) const { return Find(word) != WordSlotIndex::kNone; }
   // Estimate and Guaranteed in one look-up: c and its error e = c - (c - e) of a held word, or
   // floor() and floor() for a word not held (what the two give for it).
   void CountOf(std::string_view word, double* count, double* error) const;
@@ -119,33 +120,42 @@ class CountSummary {
                                             double total, double floor);
 
  private:
+  // A held word's figures, in the slot the word holds (words_[slot] is the word; a slot not in
+  // use is listed in free_).
   struct Held {
-    double count;
-    double error;
-    bool changed = false;  // listed in changed_words_ since the last TakeChanges
+    bool in_use = false;
+    double count = 0.0;
+    double error = 0.0;
     double reported = 0.0;  // the count TakeChanges last reported (0: not since it was held)
+    double filed = 0.0;     // its count as of its last filing in the eviction heap (<= count)
+    uint32_t heap_pos = 0;  // its place in heap_
+    bool changed = false;   // listed in changed_ since the last TakeChanges
   };
-  // Looked up by string_view (std::hash of a string and of its view agree): no string is built
-  // to find a word.
-  struct WordHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view w) const { return std::hash<std::string_view>{}(w); }
-  };
-  using Index = std::unordered_map<std::string, Held, WordHash, std::equal_to<>>;
-  void MarkChanged(Index::iterator it);
-  void Insert(const std::string& word, double count, double error);
+  uint32_t Find(std::string_view word) const;
+  void MarkChanged(uint32_t slot);
+  void Insert(std::string_view word, double count, double error);
+  void Clear();
+  // heap_ ordered by (filed, word), the smallest first: the eviction order.
+  bool HeapLess(uint32_t a, uint32_t b) const;
+  void HeapPlace(size_t pos, uint32_t slot);
+  void SiftUp(size_t pos);
+  void SiftDown(size_t pos);
   size_t capacity_;
   double total_ = 0.0;
   double floor_ = 0.0;
-  Index index_;
-  // (count, word) of every held word, the count as of its last filing (Insert, or an eviction
-  // that found it stale; an Add does not re-file it): at most its count now. Add evicts the
-  // first entry whose count is current (see Add).
-  std::set<std::pair<double, std::string>> by_count_;
-  // Since the last TakeChanges: words whose count changed (each once while its flag is set;
-  // possibly also words since evicted, or listed twice after an eviction and a return: taken
-  // only while held and flagged), and words that left.
-  std::vector<std::string> changed_words_;
+  // Word -> slot (a flat open-addressing table, base/word_slot_index.h), and the slots.
+  WordSlotIndex index_;
+  std::vector<std::string> words_;
+  std::vector<Held> held_;
+  std::vector<uint32_t> free_;
+  // A binary min-heap of the held slots by (filed count, word). A word's filed count is its count
+  // when last filed (Insert, or an eviction that found it stale; an Add does not re-file it), at
+  // most its count now: Add evicts the first slot whose filed count is current (see Add).
+  std::vector<uint32_t> heap_;
+  // Since the last TakeChanges: slots whose count changed (each once while its flag is set; a
+  // slot evicted since is unflagged, and listed again if a new word takes it), and words that
+  // left.
+  std::vector<uint32_t> changed_;
   std::set<std::string> removed_;
 };
 
