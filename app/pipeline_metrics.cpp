@@ -115,6 +115,9 @@ void AppendParamMetrics(std::string* out, const ParamClientStats& ps) {
   api::AppendMetric(out, "streamvec_train_param_pull_bytes_total", "counter",
                     "Bytes of the node's publications consumed (<prefix>.params).",
                     static_cast<double>(ps.pull_bytes));
+  api::AppendMetric(out, "streamvec_train_param_pulls_lost_total", "counter",
+                    "Publications the broker dropped before this trainer read them.",
+                    static_cast<double>(ps.pulls_lost));
   api::AppendMetric(out, "streamvec_train_param_rows_applied_total", "counter",
                     "Published rows applied to words this trainer holds.",
                     static_cast<double>(ps.rows_applied));
@@ -250,6 +253,9 @@ void AppendLabelledTrainerMetrics(std::string* out,
   family("streamvec_train_param_pull_bytes_total", "counter",
          "Bytes of the node's publications consumed (<prefix>.params).",
          [](const T& t) { return t.param.pull_bytes; });
+  family("streamvec_train_param_pulls_lost_total", "counter",
+         "Publications the broker dropped before this trainer read them.",
+         [](const T& t) { return t.param.pulls_lost; });
   family("streamvec_train_param_rows_applied_total", "counter",
          "Published rows applied to words this trainer holds.",
          [](const T& t) { return t.param.rows_applied; });

@@ -542,7 +542,8 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
     const ParamClientStats& ps = st.param;
     std::fprintf(stderr,
                  "streamvec train: parameter shards: %llu pushes (%llu rows, %.1f MB; %llu rows "
-                 "deferred by the schedule), %llu publications read (%.1f MB), %llu rows applied "
+                 "deferred by the schedule), %llu publications read (%.1f MB; %llu lost), "
+                 "%llu rows applied "
                  "(%llu with our unmerged deltas), "
                  "%llu stale rows skipped, %llu words started from the node's row, "
                  "%llu group counts raised, "
@@ -552,6 +553,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(ps.rows_pushed), ps.push_bytes / 1e6,
                  static_cast<unsigned long long>(ps.rows_deferred),
                  static_cast<unsigned long long>(ps.pull_messages), ps.pull_bytes / 1e6,
+                 static_cast<unsigned long long>(ps.pulls_lost),
                  static_cast<unsigned long long>(ps.rows_applied),
                  static_cast<unsigned long long>(ps.rows_corrected),
                  static_cast<unsigned long long>(ps.rows_stale),

@@ -18,7 +18,8 @@ candidates: both vectors files are cut to their common words, written in the bas
 and scored by `streamvec eval`), pushed and pulled bytes per trained word (the trainers' summary
 lines), the node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
-and how many were never merged (dropped, not pushed again). Then a scaling model from
+and how many were never merged (dropped, not pushed again), and the node's publications the
+ring dropped before a trainer read them (the trainers' "lost"). Then a scaling model from
 the measured figures (docs/distributed.md, "Scaling"). A run whose trainers read fewer of the
 corpus's words than the baseline of its rep (a trainer stopped at --max-idle while the ingest was
 held back by the group's lag, so the rest of its partitions was never read) is marked INCOMPLETE
@@ -118,7 +119,7 @@ def parse_config(text: str) -> tuple[int, int, str]:
 TRAIN_RE = re.compile(r"streamvec train: kafka .*?(\d+) documents \((\d+) rejected\), (\d+) words "
                       r"\((\d+) trained\)")
 PUSH_RE = re.compile(r"parameter shards: (\d+) pushes \((\d+) rows, ([0-9.]+) MB.*?"
-                     r"(\d+) publications read \(([0-9.]+) MB\)")
+                     r"(\d+) publications read \(([0-9.]+) MB(?:; (\d+) lost)?\)")
 NODE_RE = re.compile(r"param-node shard \d+ of \d+: (\d+) messages \((\d+) rejected\), (\d+) merged"
                      r", (\d+) lost to gaps.*?offset (\d+)")
 REPUSH_RE = re.compile(r"(\d+) push messages sent again")
@@ -254,7 +255,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
             pass
         broker.stop()
         words = trained = push_mb = pull_mb = 0.0
-        repushed = 0
+        repushed = pulls_lost = 0
         for t in trainers:
             text = t.text()
             m = TRAIN_RE.search(text)
@@ -269,6 +270,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
             if p:
                 push_mb += float(p.group(3))
                 pull_mb += float(p.group(5))
+                pulls_lost += int(p.group(6) or 0)
         row.update(words=int(words), trained=int(trained), words_per_s=words / row["wall_s"],
                    trainer_cpu_s=sum(t.cpu for t in trainers), ingest_cpu_s=ingest.cpu,
                    trainer_minflt=sum(t.minflt for t in trainers),
@@ -288,6 +290,7 @@ def one_pass(sv: Path, work: Path, tag: str, n: int, shards: int, merge: str, a,
                        pull_bytes_per_word=pull_mb * 1e6 / trained, push_mb=push_mb,
                        node_messages=messages, node_merged=merged, lost_messages=lost,
                        repushed_messages=repushed, never_merged=max(0, lost - repushed),
+                       pulls_lost=pulls_lost,
                        node_cpu_s=node_cpu, merges_per_core_s=merged / max(node_cpu, 1e-9),
                        push_mb_per_node_core_s=push_mb / max(node_cpu, 1e-9))
             ex = subprocess.run([str(sv), "export"] + sum(
@@ -392,8 +395,9 @@ def main() -> int:
           + "".join(f" --train-arg={x}" for x in a.train_arg)
           + "".join(f" --node-arg={x}" for x in a.node_arg))
     print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
-          "| pull B/word | node CPU s | merges/core-s | dropped / pushed again / never merged |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| pull B/word | node CPU s | merges/core-s | dropped / pushed again / never merged "
+          "| publications lost |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "failed" in r:
             print(f"| {r['config']} | {r['rep']} | FAILED: {r['failed'][:80]} |")
@@ -408,7 +412,8 @@ def main() -> int:
               f"| {fmt(r.get('analogy'), '.3f')} | {fmt(r.get('push_bytes_per_word'), '.1f')} "
               f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
               f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} / "
-              f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} |")
+              f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} "
+              f"| {r.get('pulls_lost', '-')} |")
     common = [r for r in rows if r.get("common") and r.get("shards") and "incomplete" not in r]
     if common:
         print("\nWS-353, MEN and analogy on the words both the run and the baseline of its rep "

@@ -1112,19 +1112,24 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
            {"enable.auto.offset.store", "false"}}) {
     SV_RETURN_IF_ERROR(SetProperty(rconf.get(), name, value));
   }
-  for (const auto& [name, value] :
-       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", o.kafka.brokers},
-                                                        {"group.id", m.group},
-                                                        {"client.id", client},
-                                                        {"enable.auto.commit", "false"},
-                                                        {"enable.auto.offset.store", "false"},
-                                                        {"auto.offset.reset", "earliest"},
-                                                        {"enable.partition.eof", "true"},
-                                                        // The embedded broker answers a fetch
-                                                        // that finds nothing only after this
-                                                        // wait, even when pushes come meanwhile
-                                                        // (500 ms by default).
-                                                        {"fetch.wait.max.ms", "10"}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", o.kafka.brokers},
+           {"group.id", m.group},
+           {"client.id", client},
+           {"enable.auto.commit", "false"},
+           {"enable.auto.offset.store", "false"},
+           {"auto.offset.reset", "earliest"},
+           {"enable.partition.eof", "true"},
+           {"max.partition.fetch.bytes", std::to_string(kParamFetchBytes)},
+           // After a fetch error (a reset: the
+           // ring dropped pushes) fetch again in
+           // 20 ms, not 500.
+           {"fetch.error.backoff.ms", "20"},
+           // The embedded broker answers a fetch
+           // that finds nothing only after this
+           // wait, even when pushes come meanwhile
+           // (500 ms by default).
+           {"fetch.wait.max.ms", "10"}}) {
     SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
   }
   SV_RETURN_IF_ERROR(SetProperty(pconf.get(), "bootstrap.servers", o.kafka.brokers));

@@ -658,6 +658,57 @@ TEST(ParamClientTest, RefusesNoShardsAndADeviceLearner) {
   EXPECT_EQ(ParamClient::Create(po, &learner).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A trainer the embedded broker's ring overtook on <prefix>.params (it had read one
+// publication, then fell behind by more than the ring holds) reads on from the oldest
+// publication the ring still holds, not from its end: the newest rows are not skipped, and the
+// overtaking is counted.
+TEST(ParamClientTest, ATrainerTheRingOvertookReadsOnFromTheOldestPublicationLeft) {
+  auto broker = EmbeddedBroker::Start({.brokers = 1, .partitions = 1});
+  ASSERT_TRUE(broker.ok());
+  StreamingLearner learner(SmallLearnerOptions());
+  ParamClientOptions po = OneShardClient(**broker, "po");
+  // The client's fetcher stops once 1 MiB waits unread in its queue (librdkafka fetches ahead
+  // of the application up to this bound): a trainer busy training while the shard publishes.
+  po.kafka.properties = {{"queued.max.messages.kbytes", "1024"}};
+  StatusOr<std::unique_ptr<ParamClient>> client = ParamClient::Create(po, &learner);
+  ASSERT_TRUE(client.ok());
+  ParamMessageHeader h;
+  h.kind = ParamMessageKind::kRows;
+  h.dim = 8;
+  ParamRecord first;
+  first.word = "dog";
+  first.input = std::vector<float>(8, 1.0f);
+  first.output = std::vector<float>(8, 2.0f);
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "po.params", h, {first}));
+  for (int i = 0; i < 100 && (*client)->stats().pull_messages < 1; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*client)->stats().pull_messages, 1u);
+  // 16 MiB the client does not read (undecodable filler: rejected, skipped), then the rows of
+  // "cat", which this trainer has not met yet: its first occurrence must start from them.
+  std::vector<testing::Record> filler;
+  for (int i = 0; i < 32; ++i) {
+    filler.push_back({.key = "", .value = std::string(size_t{512} << 10, 'x'), .partition = 0});
+  }
+  ASSERT_EQ(testing::ProduceAll((*broker)->bootstrap(), "po.params", filler), 0);
+  ParamRecord cat;
+  cat.word = "cat";
+  cat.input = {1, 2, 3, 4, 5, 6, 7, 8};
+  cat.output = {-1, -2, -3, -4, -5, -6, -7, -8};
+  h.sender_clock = 9;
+  ASSERT_NO_FATAL_FAILURE(Publish(**broker, "po.params", h, {cat}));
+  for (int i = 0; i < 200 && (*client)->stats().node_clock < 9; ++i) {
+    ASSERT_TRUE((*client)->Sync(/*force=*/false).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE((*client)->stats().pulls_lost, 1u);  // the ring had dropped some filler
+  EXPECT_EQ((*client)->stats().rejected + (*client)->stats().pulls_lost, filler.size());
+  EXPECT_EQ((*client)->stats().node_clock, 9u);  // and the last publication was read
+  ASSERT_TRUE(learner.TrainMicroBatch(Text({"the cat sat"})).ok());
+  EXPECT_EQ((*client)->stats().rows_from_node, 1u);
+}
+
 // A client that fails to start (here: a librdkafka property that does not exist) leaves the
 // learner as it was: it trains as a learner that never met a client, bit for bit (no word-seeded
 // initialisation, no row initializer into the freed client, no group counts).

@@ -851,6 +851,29 @@ struct ParamClient::Impl {
 
   // Consumes what the shards published since the last call: acknowledgements, the node rows
   // new words start from, and the newest row of each held word into `unapplied`.
+  // The offset each partition of .params is read up to (-1: none read yet). Offsets there are
+  // contiguous: a message past the next one means the broker dropped those between before
+  // this trainer read them (librdkafka then went on from the oldest it still held).
+  std::vector<int64_t> params_next;
+  Clock::time_point last_lost_log{};
+  void CountLostPublications(int32_t partition, int64_t offset) {
+    if (partition < 0) return;
+    if (params_next.size() <= static_cast<size_t>(partition)) params_next.resize(partition + 1, -1);
+    int64_t& next = params_next[static_cast<size_t>(partition)];
+    if (next >= 0 && offset > next) {
+      stats.pulls_lost += static_cast<uint64_t>(offset - next);
+      if (Clock::now() - last_lost_log > std::chrono::seconds(10)) {
+        spdlog::warn(
+            "trainer: {} partition {}: offsets {}..{} were dropped by the broker before "
+            "this trainer read them (their rows come again when they change, or with "
+            "the shard's next sweep)",
+            params_topic, partition, next, offset - 1);
+        last_lost_log = Clock::now();
+      }
+    }
+    next = std::max(next, offset + 1);
+  }
+
   void Consume() {
     rd_kafka_poll(producer, 0);  // delivery reports: the offsets of this trainer's pushes
     AssignParams();
@@ -860,6 +883,7 @@ struct ParamClient::Impl {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer, 0);
       if (m == nullptr) break;
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        CountLostPublications(m->partition, m->offset);
         stats.pull_messages += 1;
         stats.pull_bytes += m->len;
         const Status decoded = DecodeParamMessageInto(
@@ -1105,7 +1129,16 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
                       {"group.id", options.kafka.topic_prefix + ".param-readers"},
                       {"enable.auto.commit", "false"},
                       {"enable.auto.offset.store", "false"},
-                      {"fetch.wait.max.ms", "10"}});
+                      {"fetch.wait.max.ms", "10"},
+                      // A fetch takes all the embedded broker's ring holds (librdkafka's 1 MiB
+                      // a partition a fetch fell behind a shard publishing 40 MiB/s, which
+                      // the ring then overwrote), and a trainer the ring overtook anyway
+                      // reads on from the oldest publication it still holds, not from its end,
+                      // and soon (after 500 ms, the default backoff, the ring had moved on
+                      // again: a trainer that fell behind once never caught up).
+                      {"max.partition.fetch.bytes", std::to_string(kParamFetchBytes)},
+                      {"auto.offset.reset", "earliest"},
+                      {"fetch.error.backoff.ms", "20"}});
   if (!cconf.ok()) return cconf.status();
   impl->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, *cconf, err, sizeof err);
   if (impl->consumer == nullptr) {

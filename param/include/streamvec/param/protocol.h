@@ -80,6 +80,11 @@ inline constexpr uint32_t kMaxParamDim = 10000;
 // Default bound on an encoded message, in bytes: under Kafka's default message.max.bytes
 // (1 MB + overhead) and a fifth of the embedded broker's ~5 MiB ring per partition.
 inline constexpr size_t kDefaultMaxParamMessageBytes = size_t{1} << 20;
+// max.partition.fetch.bytes of the consumers of <prefix>.updates (a node shard) and
+// <prefix>.params (a trainer): more than the embedded broker's ring holds, so that one fetch
+// takes all of it. librdkafka's default (1 MiB a partition a fetch) read publications slower
+// than a shard published them near-synchronously, and the ring overwrote those not yet read.
+inline constexpr size_t kParamFetchBytes = size_t{8} << 20;
 
 enum class ParamMessageKind : uint8_t {
   kPush = 1,        // trainer -> node, on <prefix>.updates

@@ -99,6 +99,8 @@ struct ParamClientStats {
   uint64_t group_counts_raised = 0;  // held words whose group count a shard's count raised
   uint64_t pull_messages = 0;    // publications consumed from .params
   uint64_t pull_bytes = 0;       // their bytes
+  uint64_t pulls_lost = 0;       // publications the broker dropped before this trainer read them
+                                 // (it reads on from the oldest one left)
   uint64_t rows_applied = 0;     // published rows applied to words this trainer holds
   uint64_t rows_from_node = 0;   // words admitted with the node's published row
   uint64_t rows_corrected = 0;   // applied rows older than our last push of them: our deltas
