@@ -95,11 +95,16 @@ std::string ChunkKey(size_t i) {
   return buf;
 }
 
+// No inf or NaN among v[0, dim): an all-ones exponent marks both. Without an early exit, so
+// that the loop vectorises (every published row is checked).
 bool AllFinite(const float* v, int dim) {
+  uint32_t bad = 0;
   for (int j = 0; j < dim; ++j) {
-    if (!std::isfinite(v[j])) return false;
+    uint32_t bits;
+    std::memcpy(&bits, v + j, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
   }
-  return true;
+  return bad == 0;
 }
 
 // The node's rows: one slot per held word with its input row, output row (dim floats each) and
@@ -274,12 +279,23 @@ struct ParamNode::Impl {
   // Begins a republication sweep over the words held now, once republish_every_s has passed
   // since the last one began and none is in progress.
   void StartSweepIfDue();
-  // Appends the sweep's next rows to `records` while `*budget` (bytes, updated) stays within
-  // publish_max_bytes (at least one record when `records` is empty); skips words whose rows
+  // Appends the sweep's next rows to the turn's records while `*budget` (bytes, updated) stays
+  // within publish_max_bytes (at least one record when there is none); skips words whose rows
   // are pending (their change goes out as such). Ends the sweep at its last word. Returns the
   // rows appended.
-  size_t AppendSweptRows(ParamPrecision precision, size_t* budget,
-                         std::vector<ParamRecord>* records);
+  size_t AppendSweptRows(ParamPrecision precision, size_t* budget);
+  // A publication turn's records: the first publish_used of publish_records, which keep their
+  // memory (word, rows) from turn to turn: a 2 MiB turn holds thousands of rows, which would
+  // otherwise allocate and free two row vectors each.
+  std::vector<ParamRecord> publish_records;
+  size_t publish_used = 0;
+  // The next record of the turn, reset (not yet counted in publish_used).
+  ParamRecord& NextPublishRecord() {
+    if (publish_used == publish_records.size()) publish_records.emplace_back();
+    ParamRecord& r = publish_records[publish_used];
+    r.Reset();
+    return r;
+  }
 
   // Snapshots are written by a thread of their own, so that merging goes on while RocksDB
   // writes and syncs (most of a snapshot's time is spent waiting on the disk): StartSnapshot
@@ -670,7 +686,7 @@ Status ParamNode::Impl::Publish(bool everything) {
   header.sender_clock = clock;
   // The merged watermark: every push below it is in the rows read below.
   header.base_clock = next_offset > 0 ? static_cast<uint64_t>(next_offset) : 0;
-  std::vector<ParamRecord> records;
+  publish_used = 0;
   size_t budget = 0;
   // A sweep in progress keeps a quarter of the turn for itself, so changed rows that fill every
   // turn do not hold it back.
@@ -681,20 +697,21 @@ Status ParamNode::Impl::Publish(bool everything) {
   for (size_t k = 0; k < slots && pending_rows > 0; ++k) {
     const uint32_t slot = static_cast<uint32_t>((publish_cursor + k) % slots);
     if (pending_row[slot] == 0) continue;
-    ParamRecord r;
+    ParamRecord& r = NextPublishRecord();
     if (!RowRecord(slot, &r, pending_row[slot])) {
       ClearPending(slot);
       continue;
     }
     const size_t b = ParamRecordBytes(r, options.dim, header.precision);
-    if (!everything && !records.empty() && budget + b > changed_cap) break;
+    if (!everything && publish_used > 0 && budget + b > changed_cap) break;
     budget += b;
     publish_cursor = slot + 1;
-    records.push_back(std::move(r));
+    ++publish_used;
     ClearPending(slot);
   }
   // Then the sweep, in the rest of the turn.
-  const size_t swept = sweeping ? AppendSweptRows(header.precision, &budget, &records) : 0;
+  const size_t swept = sweeping ? AppendSweptRows(header.precision, &budget) : 0;
+  const std::span<const ParamRecord> records(publish_records.data(), publish_used);
   std::vector<std::string> messages;
   if (!records.empty()) {
     header.kind = ParamMessageKind::kRows;
@@ -765,21 +782,23 @@ void ParamNode::Impl::StartSweepIfDue() {
   last_sweep = Clock::now();
 }
 
-size_t ParamNode::Impl::AppendSweptRows(ParamPrecision precision, size_t* budget,
-                                        std::vector<ParamRecord>* records) {
+size_t ParamNode::Impl::AppendSweptRows(ParamPrecision precision, size_t* budget) {
   size_t swept = 0;
   while (sweep_next < sweep_words.size()) {
     const int64_t slot = rows.Find(sweep_words[sweep_next]);
-    ParamRecord r;
-    if (slot < 0 || (static_cast<size_t>(slot) < pending_row.size() && pending_row[slot] != 0) ||
-        !RowRecord(static_cast<uint32_t>(slot), &r)) {
+    if (slot < 0 || (static_cast<size_t>(slot) < pending_row.size() && pending_row[slot] != 0)) {
+      ++sweep_next;
+      continue;
+    }
+    ParamRecord& r = NextPublishRecord();
+    if (!RowRecord(static_cast<uint32_t>(slot), &r)) {
       ++sweep_next;
       continue;
     }
     const size_t b = ParamRecordBytes(r, options.dim, precision);
-    if (!records->empty() && *budget + b > options.publish_max_bytes) break;
+    if (publish_used > 0 && *budget + b > options.publish_max_bytes) break;
     *budget += b;
-    records->push_back(std::move(r));
+    ++publish_used;
     ++sweep_next;
     ++swept;
   }

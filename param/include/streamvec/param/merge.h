@@ -117,7 +117,8 @@ class MergeBatch {
   size_t rows() const { return rounds_.size(); }
   size_t contributions() const { return contributions_; }
   // Applies every row's round with MergeRound, keys in the order they were first added;
-  // `row_of(key)` gives the row to merge into (called once per key). Then clears the batch.
+  // `row_of(key)` gives the row to merge into (called once per key, for every key before the
+  // first merge: the rows are prefetched ahead of their merges). Then clears the batch.
   void Apply(const MergeOptions& options, const std::function<NodeRowRef(uint64_t key)>& row_of);
   // Empties the batch and keeps its memory for the next one (a node merges batch after batch).
   void Clear();
@@ -143,6 +144,7 @@ class MergeBatch {
   std::unordered_map<uint64_t, size_t> by_key_;  // key -> index into rounds_
   std::vector<float> pool_;                      // contributions, dim floats each
   std::vector<const float*> deltas_;             // Apply's scratch
+  std::vector<NodeRowRef> targets_;              // Apply's scratch: each round's row
   size_t contributions_ = 0;
 };
 
