@@ -38,20 +38,15 @@ bool CountSummary::HeapLess(uint32_t a, uint32_t b) const {
          (held_[a].filed == held_[b].filed && words_[a] < words_[b]);
 }
 
-void CountSummary::HeapPlace(size_t pos, uint32_t slot) {
-  heap_[pos] = slot;
-  held_[slot].heap_pos = static_cast<uint32_t>(pos);
-}
-
 void CountSummary::SiftUp(size_t pos) {
   const uint32_t slot = heap_[pos];
   while (pos > 0) {
     const size_t parent = (pos - 1) / 2;
     if (!HeapLess(slot, heap_[parent])) break;
-    HeapPlace(pos, heap_[parent]);
+    heap_[pos] = heap_[parent];
     pos = parent;
   }
-  HeapPlace(pos, slot);
+  heap_[pos] = slot;
 }
 
 void CountSummary::SiftDown(size_t pos) {
@@ -62,10 +57,10 @@ void CountSummary::SiftDown(size_t pos) {
     if (child >= n) break;
     if (child + 1 < n && HeapLess(heap_[child + 1], heap_[child])) ++child;
     if (!HeapLess(heap_[child], slot)) break;
-    HeapPlace(pos, heap_[child]);
+    heap_[pos] = heap_[child];
     pos = child;
   }
-  HeapPlace(pos, slot);
+  heap_[pos] = slot;
 }
 
 void CountSummary::Insert(std::string_view word, double count, double error) {
@@ -120,7 +115,7 @@ void CountSummary::Add(std::string_view word, double weight) {
     const uint32_t last = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) {
-      HeapPlace(0, last);
+      heap_[0] = last;
       SiftDown(0);
     }
     held_[victim].changed = false;

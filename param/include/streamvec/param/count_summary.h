@@ -128,7 +128,6 @@ class CountSummary {
     double error = 0.0;
     double reported = 0.0;  // the count TakeChanges last reported (0: not since it was held)
     double filed = 0.0;     // its count as of its last filing in the eviction heap (<= count)
-    uint32_t heap_pos = 0;  // its place in heap_
     bool changed = false;   // listed in changed_ since the last TakeChanges
   };
   uint32_t Find(std::string_view word) const;
@@ -137,7 +136,6 @@ class CountSummary {
   void Clear();
   // heap_ ordered by (filed, word), the smallest first: the eviction order.
   bool HeapLess(uint32_t a, uint32_t b) const;
-  void HeapPlace(size_t pos, uint32_t slot);
   void SiftUp(size_t pos);
   void SiftDown(size_t pos);
   size_t capacity_;
