@@ -16,7 +16,8 @@ hold (the shards' union holds other words than one trainer, and its 30,000 most 
 not the baseline's, so the plain analogy scores answer different questions among different
 candidates: both vectors files are cut to their common words, written in the baseline's order,
 and scored by `streamvec eval`), pushed and pulled bytes per trained word (the trainers' summary
-lines), the node's push messages merged per CPU-second and its CPU seconds (wait4), push messages dropped by
+lines), the trainers' CPU seconds together and the node's (wait4; steadier than the walls on a
+noisy machine), the node's push messages merged per CPU-second, push messages dropped by
 the broker's ring before a shard read them (the shards' gaps), how many the trainers pushed again,
 and how many were never merged (dropped, not pushed again), and the node's publications the
 ring dropped before a trainer read them (the trainers' "lost"). Then a scaling model from
@@ -395,9 +396,9 @@ def main() -> int:
           + "".join(f" --train-arg={x}" for x in a.train_arg)
           + "".join(f" --node-arg={x}" for x in a.node_arg))
     print("| config | rep | wall s | words/s | x baseline | WS-353 | MEN | analogy | push B/word "
-          "| pull B/word | node CPU s | merges/core-s | dropped / pushed again / never merged "
-          "| publications lost |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| pull B/word | trainers CPU s | node CPU s | merges/core-s "
+          "| dropped / pushed again / never merged | publications lost |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "failed" in r:
             print(f"| {r['config']} | {r['rep']} | FAILED: {r['failed'][:80]} |")
@@ -410,7 +411,8 @@ def main() -> int:
         print(f"| {r['config']} | {r['rep']} | {r['wall_s']:.1f} | {r['words_per_s'] / 1e6:.2f}M "
               f"| {fmt(ratio, '.3f')} | {fmt(r.get('ws353'), '.3f')} | {fmt(r.get('men'), '.3f')} "
               f"| {fmt(r.get('analogy'), '.3f')} | {fmt(r.get('push_bytes_per_word'), '.1f')} "
-              f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
+              f"| {fmt(r.get('pull_bytes_per_word'), '.1f')} "
+              f"| {fmt(r.get('trainer_cpu_s'), '.1f')} | {fmt(r.get('node_cpu_s'), '.1f')} "
               f"| {fmt(r.get('merges_per_core_s'), '.1f')} | {r.get('lost_messages', '-')} / "
               f"{r.get('repushed_messages', '-')} / {r.get('never_merged', '-')} "
               f"| {r.get('pulls_lost', '-')} |")
