@@ -1140,14 +1140,10 @@ StatusOr<std::unique_ptr<ParamNode>> ParamNode::Create(const ParamNodeOptions& o
            {"auto.offset.reset", "earliest"},
            {"enable.partition.eof", "true"},
            {"max.partition.fetch.bytes", std::to_string(kParamFetchBytes)},
-           // After a fetch error (a reset: the
-           // ring dropped pushes) fetch again in
-           // 20 ms, not 500.
+           // After a fetch error (a reset: the ring dropped pushes) fetch again in 20 ms, not 500.
            {"fetch.error.backoff.ms", "20"},
-           // The embedded broker answers a fetch
-           // that finds nothing only after this
-           // wait, even when pushes come meanwhile
-           // (500 ms by default).
+           // The embedded broker answers a fetch that finds nothing only after this wait, even
+           // when pushes come meanwhile (500 ms by default).
            {"fetch.wait.max.ms", "10"}}) {
     SV_RETURN_IF_ERROR(SetProperty(cconf.get(), name, value));
   }

@@ -849,8 +849,6 @@ struct ParamClient::Impl {
     rd_kafka_topic_partition_list_destroy(list);
   }
 
-  // Consumes what the shards published since the last call: acknowledgements, the node rows
-  // new words start from, and the newest row of each held word into `unapplied`.
   // The offset each partition of .params is read up to (-1: none read yet). Offsets there are
   // contiguous: a message past the next one means the broker dropped those between before
   // this trainer read them (librdkafka then went on from the oldest it still held).
@@ -874,6 +872,8 @@ struct ParamClient::Impl {
     next = std::max(next, offset + 1);
   }
 
+  // Consumes what the shards published since the last call: acknowledgements, the node rows
+  // new words start from, and the newest row of each held word into `unapplied`.
   void Consume() {
     rd_kafka_poll(producer, 0);  // delivery reports: the offsets of this trainer's pushes
     AssignParams();
