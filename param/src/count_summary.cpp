@@ -63,7 +63,7 @@ void CountSummary::SiftDown(size_t pos) {
   heap_[pos] = slot;
 }
 
-void CountSummary::Insert(std::string_view word, double count, double error) {
+void CountSummary::Insert(std::string_view word, uint64_t hash, double count, double error) {
   uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -80,13 +80,11 @@ void CountSummary::Insert(std::string_view word, double count, double error) {
   h.count = count;
   h.error = error;
   h.filed = count;
-  index_.Insert(HashWord(word), slot);
+  index_.Insert(hash, slot);
   heap_.push_back(slot);
   SiftUp(heap_.size() - 1);
   MarkChanged(slot);
-  if (!removed_.empty()) {
-    if (auto it = removed_.find(words_[slot]); it != removed_.end()) removed_.erase(it);
-  }
+  removed_.erase(words_[slot]);
 }
 
 void CountSummary::Add(std::string_view word, double weight) {
@@ -124,7 +122,7 @@ void CountSummary::Add(std::string_view word, double weight) {
     words_[victim].clear();
     free_.push_back(victim);
   }
-  Insert(word, floor_ + weight, floor_);
+  Insert(word, hash, floor_ + weight, floor_);
 }
 
 Status CountSummary::AddPushed(std::span<const ParamRecord> records) {
@@ -188,7 +186,7 @@ void CountSummary::Merge(const CountSummary& other_in) {
     if (!(g > 0.0)) continue;
     const double count = g + floor;
     const double lower = std::max(m.lower, g);
-    Insert(word, count, std::clamp(count - lower, 0.0, floor));
+    Insert(word, HashWord(word), count, std::clamp(count - lower, 0.0, floor));
   }
   total_ += other.total_;
   floor_ = floor;
@@ -319,7 +317,7 @@ StatusOr<CountSummary> CountSummary::FromEntries(size_t capacity,
     if (s.Find(e.word) != WordSlotIndex::kNone) {
       return Status::InvalidArgument(name + ": repeated");
     }
-    s.Insert(e.word, e.count, e.error);
+    s.Insert(e.word, HashWord(e.word), e.count, e.error);
     excess += e.count - floor;
   }
   // P = n - sum(c - m) - k m >= 0, up to rounding of non-integer weights.

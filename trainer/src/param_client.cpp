@@ -1130,12 +1130,11 @@ StatusOr<std::unique_ptr<ParamClient>> ParamClient::Create(const ParamClientOpti
                       {"enable.auto.commit", "false"},
                       {"enable.auto.offset.store", "false"},
                       {"fetch.wait.max.ms", "10"},
-                      // A fetch takes all the embedded broker's ring holds (librdkafka's 1 MiB
-                      // a partition a fetch fell behind a shard publishing 40 MiB/s, which
-                      // the ring then overwrote), and a trainer the ring overtook anyway
-                      // reads on from the oldest publication it still holds, not from its end,
-                      // and soon (after 500 ms, the default backoff, the ring had moved on
-                      // again: a trainer that fell behind once never caught up).
+                      // One fetch takes all the embedded broker's ring holds (librdkafka's
+                      // 1 MiB a fetch is slower than a near-synchronous shard publishes, up to
+                      // 40 MiB/s); a trainer the ring overtook anyway reads on from the oldest
+                      // publication it still holds, not from the end, and within 20 ms (after
+                      // the default 500 ms the ring has moved past it again).
                       {"max.partition.fetch.bytes", std::to_string(kParamFetchBytes)},
                       {"auto.offset.reset", "earliest"},
                       {"fetch.error.backoff.ms", "20"}});

@@ -132,7 +132,8 @@ class CountSummary {
   };
   uint32_t Find(std::string_view word) const;
   void MarkChanged(uint32_t slot);
-  void Insert(std::string_view word, double count, double error);
+  // Holds `word` (not held; `hash` its HashWord) with count and error, marked changed.
+  void Insert(std::string_view word, uint64_t hash, double count, double error);
   void Clear();
   // heap_ ordered by (filed, word), the smallest first: the eviction order.
   bool HeapLess(uint32_t a, uint32_t b) const;
