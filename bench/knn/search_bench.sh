@@ -26,7 +26,7 @@ grep -q '^STREAMVEC_ENABLE_CUDA:BOOL=ON' "$b/CMakeCache.txt" 2>/dev/null &&
   cudart=$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$b/CMakeCache.txt")
 g++ -O2 -std=c++20 -Iapi/src -Iapi/include -Ibase/include -Istore/include -Ikernels/include \
   -Icharmodel/include -Itokenizer/include bench/knn/search_bench.cpp \
-  "$b/api/libstreamvec_api.a" "$b/store/libstreamvec_store.a" \
+  "$b/api/libstreamvec_api.a" "$b/eval/libstreamvec_eval.a" "$b/store/libstreamvec_store.a" \
   "$b/charmodel/libstreamvec_charmodel.a" "$b/kernels/libstreamvec_kernels.a" \
   "$b/tokenizer/libstreamvec_tokenizer.a" "$b/base/libstreamvec_base.a" \
   -lrocksdb -lspdlog -lfmt -lxxhash $(pkg-config --libs libutf8proc) $blas $cudart -lpthread \
