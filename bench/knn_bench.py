@@ -19,9 +19,8 @@ Steps:
      turn (a Lua script, results/knn-rotation.lua), so that the load is not one word's cached
      neighbourhood: requests/s, p50, p99, non-2xx replies, and wrk's own CPU seconds. wrk runs
      on the server's 2 cores: by default with one thread (--wrk-threads 1), which drives the 8
-     connections at well over the bar's rate; a second thread takes more CPU from the server
-     than it adds load (both threads and the server's two HTTP threads then share 2 cores, and a
-     reply waits for its wrk thread). Each query set twice: saturated (the
+     connections at well over the bar's rate; a second thread costs more CPU, taken from the
+     server (docs/serving.md has both). Each query set twice: saturated (the
      connections send as fast as replies come: the highest req/s, and the p99 of a server with
      a queue) and paced (a 1 ms pause after every K-th request of a wrk thread, the lightest K
      whose run reaches --target-rps: the p99 at that load).
@@ -189,8 +188,8 @@ def main():
     p.add_argument("--word", default="king")
     p.add_argument("--connections", type=int, default=8)
     p.add_argument("--wrk-threads", type=int, default=1,
-                   help="wrk's threads (1: one drives the 8 connections at 10k+ req/s, and a "
-                        "second only takes CPU from the server on these 2 cores)")
+                   help="wrk's threads (1: one drives the 8 connections at over 13k req/s; a "
+                        "second takes CPU from the server on these 2 cores)")
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--target-rps", type=int, default=BAR_RPS,
