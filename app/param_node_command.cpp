@@ -31,6 +31,7 @@ struct ParamNodeFlags {
   int64_t vocab_capacity = 100000;
   int64_t dim = 0;
   float eta = MergeOptions{}.eta;
+  std::string merge_scale = "auto";
   std::string snapshot_every = "5s";
   double publish_every = ParamNodeOptions{}.publish_every_s;
   int64_t publish_max_bytes = static_cast<int64_t>(ParamNodeOptions{}.publish_max_bytes);
@@ -93,6 +94,9 @@ int RunParamNode(const ParamNodeFlags& f) {
   o.merge.rule = *rule;
   if (!(f.eta > 0)) return Usage("--eta must be positive");
   o.merge.eta = f.eta;
+  StatusOr<double> scale = ParseMergeScale(f.merge_scale);
+  if (!scale.ok()) return Usage(scale.status().message());
+  o.merge_scale = *scale;
   if (f.vocab_capacity < 2) return Usage("--vocab-capacity must be at least 2");
   o.vocab_capacity = static_cast<size_t>(f.vocab_capacity);
   if (f.dim < 0 || f.dim > kMaxParamDim) {
@@ -196,6 +200,10 @@ void RegisterParamNodeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--merge", flags->merge,
                   "Merge rule: downpour, average, sum, adasum or scaled (docs/distributed.md)")
+      ->capture_default_str();
+  cmd->add_option("--merge-scale", flags->merge_scale,
+                  "Scaled: the factor of the sum, in (0, 1]; auto: 1/sqrt(T), T the trainers "
+                  "that pushed to the shard in the last 30 s")
       ->capture_default_str();
   cmd->add_option("--eta", flags->eta, "Downpour: node-side Adagrad base rate")
       ->capture_default_str();

@@ -227,6 +227,13 @@ void AppendParamNodeMetrics(std::string* out, const std::vector<ParamNodeStats>&
          [](const S& s) { return s.lag; });
   family("streamvec_param_node_snapshot_version", "gauge", "Version of the last snapshot.",
          [](const S& s) { return s.snapshot_version; });
+  family("streamvec_param_node_active_trainers", "gauge",
+         "Trainers that pushed to the shard in the last 30 s.",
+         [](const S& s) { return s.active_trainers; });
+  family("streamvec_param_node_merge_scale", "gauge",
+         "Factor of the scaled merge's sum at its last merge (--merge-scale; 0 before the first "
+         "or under another rule).",
+         [](const S& s) { return s.merge_scale; });
 }
 
 void AppendLabelledTrainerMetrics(std::string* out,

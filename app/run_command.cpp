@@ -81,6 +81,7 @@ struct RunFlags {
   int trainers = 1;      // --trainers: Kafka trainers (more than one needs param_shards)
   int param_shards = 0;  // --param-shards: parameter-node shards in the process (0: none)
   std::string merge = std::string(MergeRuleName(MergeOptions{}.rule));  // --merge (the shards')
+  std::string merge_scale = "auto";                           // --merge-scale (the shards')
   double publish_every = ParamNodeOptions{}.publish_every_s;  // --publish-every (the shards')
   ParamClientFlags param;  // --push-every ... --delta-precision (the trainers', with shards)
   bool param_flags_given = false;  // any of the above given (they need --param-shards)
@@ -198,13 +199,16 @@ int RunPipeline(RunFlags f) {
   const bool distributed = f.param_shards > 0;
   if (f.param_flags_given && !distributed) {
     return Usage(
-        "--merge, --publish-every, --push-every, --push-hot-rows, --push-max-period, "
+        "--merge, --merge-scale, --publish-every, --push-every, --push-hot-rows, "
+        "--push-max-period, "
         "--pull-every, --max-staleness, --delta-precision and --group-counts need "
         "--param-shards");
   }
   if (!(f.publish_every >= 0)) return Usage("--publish-every must not be negative");
   StatusOr<MergeRule> merge_rule = ParseMergeRule(f.merge);
   if (!merge_rule.ok()) return Usage(merge_rule.status().message());
+  StatusOr<double> merge_scale = ParseMergeScale(f.merge_scale);
+  if (!merge_scale.ok()) return Usage(merge_scale.status().message());
   // The trainers' flags are checked before any state is made.
   if (KafkaTrainerOptions probe; distributed) {
     if (Status s = ApplyParamClientFlags(f.param, &probe); !s.ok()) return Usage(s.message());
@@ -309,6 +313,7 @@ int RunPipeline(RunFlags f) {
     no.dim = static_cast<uint32_t>(f.learner.dim);
     no.snapshot_every_s = f.snapshot_every_s;
     no.merge.rule = *merge_rule;
+    no.merge_scale = *merge_scale;
     no.publish_every_s = f.publish_every;
     StatusOr<std::unique_ptr<ParamNode>> node =
         OnBackgroundThread(background, [&] { return ParamNode::Create(no); });
@@ -739,6 +744,10 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                   "With --param-shards: the shards' merge rule, downpour, average, sum, adasum or "
                   "scaled (docs/distributed.md)")
       ->capture_default_str();
+  cmd->add_option("--merge-scale", flags->merge_scale,
+                  "With --param-shards and the scaled merge: the factor of the sum, in (0, 1]; "
+                  "auto: 1/sqrt(T), T the trainers that pushed to a shard in the last 30 s")
+      ->capture_default_str();
   cmd->add_option("--publish-every", flags->publish_every,
                   "With --param-shards: seconds between the shards' publications on "
                   "<prefix>.params (coalescing; shorter: fresher rows for the trainers, more "
@@ -772,9 +781,9 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
   cmd->callback([flags, exit_code, cmd]() {
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
     ApplyCharLstmDefaults(*cmd, flags->model, &flags->char_distill_options);
-    for (const char* flag :
-         {"--merge", "--publish-every", "--push-every", "--push-hot-rows", "--push-max-period",
-          "--pull-every", "--max-staleness", "--delta-precision", "--group-counts"}) {
+    for (const char* flag : {"--merge", "--merge-scale", "--publish-every", "--push-every",
+                             "--push-hot-rows", "--push-max-period", "--pull-every",
+                             "--max-staleness", "--delta-precision", "--group-counts"}) {
       if (cmd->count(flag) > 0) flags->param_flags_given = true;
     }
     *exit_code = RunPipeline(*flags);

@@ -568,6 +568,7 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   TakeRemovedWords();
 
   uint64_t dropped = 0, rounds = 0, contributions = 0;
+  double merged_scale = 0;  // kScaledSum's factor, when it merged
   if (!merged_pushes.empty()) {
     const int dim = rows.dim;
     if (!fresh_batch || fresh_batch->dim() != dim) {
@@ -626,7 +627,11 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
     first.rule = MergeRule::kAverage;  // a new row: the mean of the senders' initial rows
     fresh.Apply(first, row_of);
     MergeOptions rule = options.merge;
-    rule.scale = 1.0 / std::sqrt(static_cast<double>(std::max<size_t>(1, trainer_seen.size())));
+    rule.scale =
+        options.merge_scale > 0
+            ? options.merge_scale
+            : 1.0 / std::sqrt(static_cast<double>(std::max<size_t>(1, trainer_seen.size())));
+    if (rule.rule == MergeRule::kScaledSum) merged_scale = rule.scale;
     merged.Apply(rule, row_of);
   }
   // The memory of a few messages is kept (a batch of max_batch_messages would keep hundreds of
@@ -646,6 +651,8 @@ void ParamNode::Impl::ProcessBatch(std::vector<std::unique_ptr<RdKafka::Message>
   stats.clock = clock;
   stats.rows = rows.held();
   stats.dim = options.dim;
+  stats.active_trainers = static_cast<uint32_t>(trainer_seen.size());
+  if (merged_scale > 0) stats.merge_scale = merged_scale;
   stats.next_offset = next_offset;
   stats.merge_seconds += SecondsSince(t0);
 }

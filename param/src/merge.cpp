@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 
 namespace streamvec {
 
@@ -26,6 +27,18 @@ StatusOr<MergeRule> ParseMergeRule(std::string_view name) {
   return Status::InvalidArgument(
       "--merge must be one of downpour, average, sum, adasum, scaled, not '" + std::string(name) +
       "'");
+}
+
+StatusOr<double> ParseMergeScale(std::string_view text) {
+  if (text == "auto") return 0.0;
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = s.empty() ? 0.0 : std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !(v > 0.0) || v > 1.0) {
+    return Status::InvalidArgument("--merge-scale must be auto or a number in (0, 1], not '" + s +
+                                   "'");
+  }
+  return v;
 }
 
 void AdaSumPair(const double* a, const double* b, int dim, double* out) {

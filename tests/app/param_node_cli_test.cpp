@@ -113,6 +113,7 @@ TEST(ParamNodeCliFlagsTest, BadFlagsExitTwoNamingTheFlag) {
            {"--shard 2 --shards 2" + base, "--shard"},
            {"--shard 0 --shards 0" + base, "--shards"},
            {"--shard 0 --shards 1" + base + " --merge median", "--merge"},
+           {"--shard 0 --shards 1" + base + " --merge-scale 1.5", "--merge-scale"},
            {"--shard 0 --shards 1" + base + " --publish-precision fp8", "--publish-precision"},
            {"--shard 0 --shards 1" + base + " --vocab-capacity 1", "--vocab-capacity"},
            {"--shard 0 --shards 1" + base + " --snapshot-every soon", "--snapshot-every"},

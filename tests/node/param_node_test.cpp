@@ -338,6 +338,40 @@ TEST_F(ParamNodeTest, InitialRowsOfAWordTheShardHoldsAreMergedAsAStep) {
   ASSERT_TRUE(StopNode().ok());
 }
 
+// --merge-scale: four trainers push to the shard, then one pushes a delta of a row; the scaled
+// merge adds it times the given factor, or with 0 (auto) times 1/sqrt(4). The stats report the
+// factor merged with and the trainers seen (the gauges streamvec_param_node_merge_scale and
+// _active_trainers).
+class ParamNodeMergeScaleTest : public ParamNodeTest,
+                                public ::testing::WithParamInterface<double> {};
+
+TEST_P(ParamNodeMergeScaleTest, TheScaledMergeUsesTheGivenFactorOrOneOverSqrtT) {
+  ParamNodeOptions o = Options();
+  o.merge_scale = GetParam();
+  o.publish_precision = ParamPrecision::kFp32;
+  StartNode(o, [&] {
+    Send({PushMessage(1, 0, {Push("cat", 1, {1.0f, 2.0f})}),
+          PushMessage(2, 0, {Push("owl", 1, {1.0f, 1.0f})}),
+          PushMessage(3, 0, {Push("elk", 1, {1.0f, 1.0f})}),
+          PushMessage(4, 0, {Push("yak", 1, {1.0f, 1.0f})})});
+  });
+  ASSERT_TRUE(ReadParams(4).rows.count("cat"));
+  Send({PushMessage(1, 1, {Push("cat", 1, {0.5f, -1.0f})})});
+  Published p = ReadParams(5);
+  ASSERT_TRUE(p.rows.count("cat"));
+  const double scale = GetParam() > 0 ? GetParam() : 0.5;
+  ExpectRow(p.rows["cat"].input, {1.0 + scale * 0.5, 2.0 - scale * 1.0});
+  const ParamNodeStats s = node_->stats();
+  EXPECT_EQ(s.active_trainers, 4u);
+  EXPECT_DOUBLE_EQ(s.merge_scale, scale);
+  ASSERT_TRUE(StopNode().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Scales, ParamNodeMergeScaleTest, ::testing::Values(0.0, 0.3),
+                         [](const auto& info) {
+                           return std::string(info.param > 0 ? "Fixed" : "Auto");
+                         });
+
 TEST_F(ParamNodeTest, BadMessagesAreRejectedWithTheReasonAndTheStreamGoesOn) {
   ParamNodeOptions o = Options();
   o.dim = kDim;

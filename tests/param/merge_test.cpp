@@ -48,6 +48,18 @@ TEST(MergeRuleTest, NamesRoundTripAndBadNamesAreRefused) {
             "--merge must be one of downpour, average, sum, adasum, scaled, not 'mean'");
 }
 
+TEST(MergeRuleTest, MergeScaleIsAutoOrAFactorUpToOne) {
+  EXPECT_EQ(*ParseMergeScale("auto"), 0.0);
+  EXPECT_EQ(*ParseMergeScale("0.35"), 0.35);
+  EXPECT_EQ(*ParseMergeScale("1"), 1.0);
+  for (const char* bad : {"", "0", "-0.5", "1.5", "half", "0.5x", "nan"}) {
+    StatusOr<double> s = ParseMergeScale(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().message(),
+              "--merge-scale must be auto or a number in (0, 1], not '" + std::string(bad) + "'");
+  }
+}
+
 TEST(MergeRuleTest, SumAddsEveryDelta) {
   Row row{{1.0f, 2.0f}};
   Merge(MergeRule::kSum, row, {{0.5f, -1.0f}, {0.25f, 0.5f}});

@@ -108,6 +108,9 @@ struct ParamNodeOptions {
   uint32_t shards = 1;       // shards in all (the trainers' --param-shards), >= 1
   std::string state_dir;     // StateStore directory; an existing node state is resumed
   MergeOptions merge;        // --merge and the Downpour Adagrad rate
+  // kScaledSum's factor (--merge-scale): > 0 a fixed factor; 0 (auto, the default) 1/sqrt(T),
+  // T the trainers that pushed to the shard in the last 30 s (MergeRule::kScaledSum).
+  double merge_scale = 0;
   size_t vocab_capacity = 100000;  // words this shard holds at most (>= 2)
   uint32_t dim = 0;          // expected dim; 0: the snapshot's, else the first valid push's
   double snapshot_every_s = 5;     // seconds between snapshots while something changed (> 0)
@@ -168,6 +171,8 @@ struct ParamNodeStats {
   uint64_t rows = 0;          // words held (each with input and output rows)
   uint64_t evictions = 0;     // words that left the vocabulary (this process)
   uint32_t dim = 0;           // 0 until known
+  uint32_t active_trainers = 0;  // senders that pushed to the shard in the last 30 s
+  double merge_scale = 0;  // kScaledSum's factor at its last merge (0: none yet, or another rule)
   int64_t next_offset = -1;   // next `.updates` offset to merge (-1: none yet)
   int64_t lag = -1;           // messages behind the partition's high watermark; -1: unknown
   double seconds = 0;         // wall seconds in Run

@@ -69,6 +69,10 @@ std::string_view MergeRuleName(MergeRule rule);
 // The inverse of MergeRuleName; InvalidArgument "--merge must be one of downpour, average, sum,
 // adasum, scaled, not 'x'" otherwise.
 StatusOr<MergeRule> ParseMergeRule(std::string_view name);
+// --merge-scale: "auto" gives 0 (the node then scales by 1/sqrt(T), MergeRule::kScaledSum), a
+// number in (0, 1] gives itself; InvalidArgument "--merge-scale must be auto or a number in
+// (0, 1], not 'x'" otherwise.
+StatusOr<double> ParseMergeScale(std::string_view text);
 
 struct MergeOptions {
   // The rule --merge picks. kScaledSum by default: issue 20's benchmark (docs/distributed.md,
