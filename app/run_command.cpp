@@ -200,9 +200,8 @@ int RunPipeline(RunFlags f) {
   if (f.param_flags_given && !distributed) {
     return Usage(
         "--merge, --merge-scale, --publish-every, --push-every, --push-hot-rows, "
-        "--push-max-period, "
-        "--pull-every, --max-staleness, --delta-precision and --group-counts need "
-        "--param-shards");
+        "--push-max-period, --pull-every, --max-staleness, --delta-precision and "
+        "--group-counts need --param-shards");
   }
   if (!(f.publish_every >= 0)) return Usage("--publish-every must not be negative");
   StatusOr<MergeRule> merge_rule = ParseMergeRule(f.merge);

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
       }
       double half_loss[2] = {0, 0};
       auto run = [&](int h) {
-        // The batch's mean squared distance: each half's share of it, and its gradient.
+        // CharModel::DistillStep's loss with unit weights (the batch's mean squared distance),
+        // each half's share: DistillStep itself runs on one thread.
         auto l2 = [&](const float* out, size_t m, float* d_out) {
           double s = 0;
           for (size_t i = 0; i < m * dim; ++i) {
