@@ -27,6 +27,17 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
       ->capture_default_str();
   cmd->add_option("--char-lr", o->model.learning_rate, "Character model: Adam step size")
       ->capture_default_str();
+  cmd->add_option("--char-ngram-buckets", o->model.ngram_buckets,
+                  "--char-distill: rows of a bag of hashed character n-grams (3 to 6 code "
+                  "points, as fastText's) whose mean is added to the LSTM's vector, distilled "
+                  "with it (Bag of Subwords); 0: none. Snapshots grow by 4 x buckets x --dim "
+                  "bytes")
+      ->needs("--char-distill")
+      ->capture_default_str();
+  cmd->add_option("--char-ngram-lr", o->model.ngram_rate,
+                  "--char-distill: Adagrad step size of the n-gram bag's rows")
+      ->needs("--char-ngram-buckets")
+      ->capture_default_str();
   cmd->add_option("--char-mode", *mode,
                   "--model char-lstm: a word's input vector is its table row plus the character "
                   "model's vector (sum, as fastText sums n-grams) or the character model's alone "

@@ -12,8 +12,9 @@
 namespace streamvec::app {
 
 // --char-distill, --char-dim, --char-hidden, --char-bidirectional / --no-char-bidirectional,
-// --max-word-chars, --char-distill-every, --char-distill-batch, --char-lr, and for --model
-// char-lstm --char-mode (into *mode: "sum" or "replace") and --char-batch-words.
+// --max-word-chars, --char-distill-every, --char-distill-batch, --char-lr, with --char-distill
+// --char-ngram-buckets and --char-ngram-lr, and for --model char-lstm --char-mode (into *mode:
+// "sum" or "replace") and --char-batch-words.
 void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* options, std::string* mode,
                        uint64_t* batch_words);
 
@@ -36,7 +37,7 @@ Status CharLstmFromFlags(const std::string& model, bool distill, const std::stri
 inline constexpr const char* kCharModelFlags[] = {
     "--char-distill",   "--char-dim",           "--char-hidden",        "--char-bidirectional",
     "--max-word-chars", "--char-distill-every", "--char-distill-batch", "--char-lr",
-    "--char-mode",      "--char-batch-words"};
+    "--char-mode",      "--char-batch-words",   "--char-ngram-buckets", "--char-ngram-lr"};
 
 }  // namespace streamvec::app
 

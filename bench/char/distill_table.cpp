@@ -10,8 +10,13 @@
 // table's vector for one of the TOP most frequent words (T), the model's for any other (M).
 // Logs each epoch's mean loss (1.0 is a zero vector's) and the seconds so far to stderr.
 //
+// With NGRAM_BUCKETS > 0 the model has an n-gram bag of that many rows (--char-ngram-buckets,
+// Adagrad rate NGRAM_RATE) and each batch is one CharModel::DistillStep on one thread (the bag's
+// rows are trained only there).
+//
 // Usage: distill_table VECTORS.txt WORDS.txt OUT.txt TOP HIDDEN EPOCHS BATCH ADAM_RATE
-// (the driver: bench/char/distill_table.py). Exit 2 on bad arguments or an unreadable file.
+// [NGRAM_BUCKETS NGRAM_RATE] (the driver: bench/char/distill_table.py). Exit 2 on bad arguments
+// or an unreadable file.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,10 +46,10 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 9) {
+  if (argc != 9 && argc != 11) {
     return Fail(
         "usage: distill_table VECTORS.txt WORDS.txt OUT.txt TOP HIDDEN EPOCHS BATCH "
-        "ADAM_RATE");
+        "ADAM_RATE [NGRAM_BUCKETS NGRAM_RATE]");
   }
   const int top = std::atoi(argv[4]), hidden = std::atoi(argv[5]), epochs = std::atoi(argv[6]),
             batch = std::atoi(argv[7]);
@@ -71,6 +76,11 @@ int main(int argc, char** argv) {
   o.dim = static_cast<int>(dim);
   o.hidden = hidden;
   o.learning_rate = rate;
+  if (argc == 11) {
+    o.ngram_buckets = std::atoi(argv[9]);
+    o.ngram_rate = static_cast<float>(std::atof(argv[10]));
+  }
+  if (auto s = streamvec::ValidateCharModelOptions(o); !s.ok()) return Fail(s.message());
   CharModel model(o);
   std::vector<size_t> types;
   for (size_t i = 0; i < n; ++i) {
@@ -85,6 +95,18 @@ int main(int argc, char** argv) {
     double loss = 0;
     size_t steps = 0;
     for (size_t b = 0; b + batch <= types.size(); b += batch, ++steps) {
+      if (o.ngram_buckets > 0) {
+        std::vector<std::string_view> batch_words;
+        std::vector<float> targets;
+        for (int k = 0; k < batch; ++k) {
+          const size_t t = types[b + k];
+          batch_words.push_back(words[t]);
+          targets.insert(targets.end(), unit.begin() + t * dim, unit.begin() + (t + 1) * dim);
+        }
+        auto l = model.DistillStep(batch_words, targets.data(), std::vector<float>(batch, 1.f));
+        loss += l.ok() ? *l : NAN;
+        continue;
+      }
       std::vector<std::string_view> half_words[2];
       std::vector<float> half_targets[2], gradient[2];
       for (int k = 0; k < batch; ++k) {

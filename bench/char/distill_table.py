@@ -66,6 +66,9 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=20, help="passes over the table's types")
     ap.add_argument("--batch", type=int, default=256, help="word types an Adam step")
     ap.add_argument("--rate", type=float, default=0.003, help="Adam step size")
+    ap.add_argument("--ngram-buckets", type=int, default=0,
+                    help="rows of the n-gram bag (--char-ngram-buckets; 0: none)")
+    ap.add_argument("--ngram-lr", type=float, default=0.1, help="the bag's Adagrad step size")
     ap.add_argument("--similarity", type=Path, action="append", default=None,
                     help="word-pair files (default: WS-353 and MEN under ../shared/data)")
     a = ap.parse_args()
@@ -87,7 +90,8 @@ def main() -> int:
     vectors_file = a.out / "vectors.txt"
     t0 = time.time()
     subprocess.run([str(tool), str(table), str(a.out / "words.txt"), str(vectors_file),
-                    str(a.top), str(a.hidden), str(a.epochs), str(a.batch), str(a.rate)],
+                    str(a.top), str(a.hidden), str(a.epochs), str(a.batch), str(a.rate),
+                    *([str(a.ngram_buckets), str(a.ngram_lr)] if a.ngram_buckets else [])],
                    check=True)
     seconds = time.time() - t0
     vectors = {}
@@ -96,7 +100,9 @@ def main() -> int:
         vectors[f[0]] = (np.array([float(x) for x in f[1:-1]]), f[-1] == "T")
     result = oov_bench.score(a.sv, a.out, "distilled", vectors, sets)
     print(f"# distill_table: {state}, top {a.top}, hidden {a.hidden} x 2, {a.epochs} epochs, "
-          f"batch {a.batch}, Adam {a.rate}: {seconds:.0f} s")
+          f"batch {a.batch}, Adam {a.rate}"
+          + (f", n-gram bag {a.ngram_buckets} rows, Adagrad {a.ngram_lr}" if a.ngram_buckets
+             else "") + f": {seconds:.0f} s")
     print("| set | table pairs | OOV pairs | all pairs |")
     print("|---|---|---|---|")
     for name, parts in result.items():

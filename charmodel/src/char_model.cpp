@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <unordered_map>
 
 #include "device_encoder.h"
 #include "streamvec/charmodel/lstm_cell.h"
@@ -19,7 +20,11 @@ using MapC = Eigen::Map<const Mat>;
 using MapM = Eigen::Map<Mat>;
 
 constexpr char kMagic[8] = {'S', 'V', 'C', 'H', 'A', 'R', 'L', 'M'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 1;     // no n-gram bag
+constexpr uint32_t kFormatVersionBag = 2;  // with one (CharModel::Serialize)
+constexpr int kMaxNgramBuckets = 1 << 24;
+constexpr size_t kMaxNgramFloats = size_t{1} << 28;  // 1 GiB of rows
+constexpr float kNgramEpsilon = 1e-8f;
 constexpr int kMaxSize = 4096;  // bound on char_dim, hidden, dim read from bytes or flags
 
 using Layout = internal::CharLayout;
@@ -98,17 +103,30 @@ Status ValidateCharModelOptions(const CharModelOptions& o) {
   if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) || !(o.adam_epsilon > 0)) {
     return Status::InvalidArgument("Adam: beta1 and beta2 must be in [0, 1), epsilon > 0");
   }
+  if (o.ngram_buckets < 0 || o.ngram_buckets > kMaxNgramBuckets) {
+    return Status::InvalidArgument("--char-ngram-buckets must be in [0, 16777216]");
+  }
+  if (size_t(o.ngram_buckets) * size_t(o.dim) > kMaxNgramFloats) {
+    return Status::InvalidArgument("--char-ngram-buckets times --dim must be at most 2^28 (" +
+                                   std::to_string(o.ngram_buckets) + " x " + std::to_string(o.dim) +
+                                   ")");
+  }
+  if (!(o.ngram_rate > 0 && o.ngram_rate <= 10)) {
+    return Status::InvalidArgument("--char-ngram-lr must be in (0, 10]");
+  }
   return Status::Ok();
 }
 
-StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int max_word_chars) {
+namespace {
+
+// The first max_word_chars code points of `word` into *cps; the whole word is validated (a bad
+// byte past the cut is an error too). Errors as CharIds.
+Status DecodeWord(std::string_view word, int max_word_chars, std::vector<int32_t>* cps) {
   if (word.empty()) return Status::InvalidArgument("the word is empty");
-  std::vector<int32_t> ids;
-  ids.reserve(std::min<size_t>(word.size(), size_t(max_word_chars)) + 2);
-  ids.push_back(0);  // begin mark
+  cps->clear();
+  cps->reserve(std::min<size_t>(word.size(), size_t(max_word_chars)));
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(word.data());
   size_t at = 0;
-  int chars = 0;
   while (at < word.size()) {
     utf8proc_int32_t cp = 0;
     const utf8proc_ssize_t n = utf8proc_iterate(p + at, word.size() - at, &cp);
@@ -122,13 +140,47 @@ StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int m
                                      std::to_string(at));
     }
     at += static_cast<size_t>(n);
-    // Past the cut the rest is still validated: a bad byte anywhere is an error.
-    if (chars < max_word_chars) {
-      ids.push_back(2 + static_cast<int32_t>(static_cast<uint32_t>(cp) % uint32_t(buckets - 2)));
-      ++chars;
-    }
+    if (cps->size() < size_t(max_word_chars)) cps->push_back(cp);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int max_word_chars) {
+  std::vector<int32_t> cps;
+  SV_RETURN_IF_ERROR(DecodeWord(word, max_word_chars, &cps));
+  std::vector<int32_t> ids;
+  ids.reserve(cps.size() + 2);
+  ids.push_back(0);  // begin mark
+  for (int32_t cp : cps) {
+    ids.push_back(2 + static_cast<int32_t>(static_cast<uint32_t>(cp) % uint32_t(buckets - 2)));
   }
   ids.push_back(1);  // end mark
+  return ids;
+}
+
+StatusOr<std::vector<int32_t>> CharNgramIds(std::string_view word, int ngram_buckets,
+                                            int max_word_chars) {
+  if (ngram_buckets < 1) return Status::InvalidArgument("CharNgramIds: no n-gram buckets");
+  std::vector<int32_t> symbols;
+  SV_RETURN_IF_ERROR(DecodeWord(word, max_word_chars, &symbols));
+  symbols.insert(symbols.begin(), 0x110000);  // begin mark: past the last code point
+  symbols.push_back(0x110001);                // end mark
+  std::vector<int32_t> ids;
+  for (size_t n = 3; n <= 6 && n <= symbols.size(); ++n) {
+    for (size_t at = 0; at + n <= symbols.size(); ++at) {
+      uint32_t h = 2166136261u;  // FNV-1a, 32 bits
+      for (size_t k = at; k < at + n; ++k) {
+        const uint32_t v = static_cast<uint32_t>(symbols[k]);
+        for (int b = 0; b < 4; ++b) {
+          h ^= (v >> (8 * b)) & 0xffu;
+          h *= 16777619u;
+        }
+      }
+      ids.push_back(static_cast<int32_t>(h % uint32_t(ngram_buckets)));
+    }
+  }
   return ids;
 }
 
@@ -137,6 +189,9 @@ struct CharModel::Impl {
   Layout layout;
   std::vector<float> params, m, v;
   uint64_t steps = 0;
+  // The n-gram bag (options.ngram_buckets x dim, zero at the start) and its row-wise Adagrad
+  // accumulators; empty without one.
+  std::vector<float> bag, bag_g2;
 
   // The device encoder (UseCudaDevice) and the version of params it was last handed: bumped by
   // every change (AdamStep, mutable_parameters, assignment).
@@ -148,6 +203,58 @@ struct CharModel::Impl {
     params.assign(layout.total, 0.f);
     m.assign(layout.total, 0.f);
     v.assign(layout.total, 0.f);
+    bag.assign(size_t(o.ngram_buckets) * size_t(o.dim), 0.f);
+    bag_g2.assign(size_t(o.ngram_buckets), 0.f);
+  }
+
+  // Each word's n-gram rows (words already checked by Ids); empty without a bag.
+  std::vector<std::vector<int32_t>> NgramIds(const std::vector<std::string_view>& words) const {
+    std::vector<std::vector<int32_t>> ids;
+    if (options.ngram_buckets == 0) return ids;
+    ids.resize(words.size());
+    for (size_t i = 0; i < words.size(); ++i) {
+      auto r = CharNgramIds(words[i], options.ngram_buckets, options.max_word_chars);
+      SV_CHECK(r.ok());
+      ids[i] = std::move(r).value();
+    }
+    return ids;
+  }
+
+  // Adds each word's mean n-gram row to its output row (out: n x dim).
+  void AddBag(const std::vector<std::vector<int32_t>>& ngrams, float* out) const {
+    const size_t dim = size_t(layout.dim);
+    for (size_t i = 0; i < ngrams.size(); ++i) {
+      const float inv = 1.f / static_cast<float>(ngrams[i].size());
+      float* y = out + i * dim;
+      for (int32_t r : ngrams[i]) {
+        const float* row = bag.data() + size_t(r) * dim;
+        for (size_t j = 0; j < dim; ++j) y[j] += inv * row[j];
+      }
+    }
+  }
+
+  // One row-wise Adagrad step of the bag (CharModel::DistillStep): d_word (n x dim) is
+  // dL/dv(word_i); each row read gets the sum over its words of d_word_i / n_i.
+  void BagStep(const std::vector<std::vector<int32_t>>& ngrams, const float* d_word) {
+    const size_t dim = size_t(layout.dim);
+    std::unordered_map<int32_t, std::vector<float>> grad;
+    for (size_t i = 0; i < ngrams.size(); ++i) {
+      const float inv = 1.f / static_cast<float>(ngrams[i].size());
+      for (int32_t r : ngrams[i]) {
+        std::vector<float>& g = grad[r];
+        g.resize(dim, 0.f);
+        for (size_t j = 0; j < dim; ++j) g[j] += inv * d_word[i * dim + j];
+      }
+    }
+    for (auto& [r, g] : grad) {
+      double mean2 = 0;
+      for (float x : g) mean2 += double(x) * x;
+      float& g2 = bag_g2[size_t(r)];
+      g2 += static_cast<float>(mean2 / double(dim));
+      const float step = options.ngram_rate / std::sqrt(g2 + kNgramEpsilon);
+      float* row = bag.data() + size_t(r) * dim;
+      for (size_t j = 0; j < dim; ++j) row[j] -= step * g[j];
+    }
   }
 
   MapC E() const { return MapC(params.data() + layout.emb, layout.buckets, layout.char_dim); }
@@ -385,6 +492,7 @@ float* CharModel::mutable_parameters() {
   return impl_->params.data();
 }
 uint64_t CharModel::adam_steps() const { return impl_->steps; }
+const std::vector<float>& CharModel::ngram_rows() const { return impl_->bag; }
 
 Status CharModel::UseCudaDevice(int ordinal) {
   if (ordinal < 0) {
@@ -430,11 +538,12 @@ Status CharModel::Encode(const std::vector<std::string_view>& words,
                                                  impl_->version, w, sorted.data(), nullptr));
       Unsort(w.order, sorted.data(), dim, out->data() + begin * dim);
     }
-    return Status::Ok();
+  } else {
+    Chars chars;
+    impl_->Compact(&ids, &chars);
+    for (Group& g : Impl::Groups(ids)) impl_->Forward(&g, chars, /*keep=*/false, out->data());
   }
-  Chars chars;
-  impl_->Compact(&ids, &chars);
-  for (Group& g : Impl::Groups(ids)) impl_->Forward(&g, chars, /*keep=*/false, out->data());
+  impl_->AddBag(impl_->NgramIds(words), out->data());
   return Status::Ok();
 }
 
@@ -463,11 +572,12 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
                                                impl_->version, w, sorted.data(), &pass->device));
     Unsort(w.order, sorted.data(), size_t(impl_->layout.dim), out->data());
     pass->order = std::move(w.order);
-    return std::shared_ptr<const Pass>(std::move(pass));
+  } else {
+    impl_->Compact(&pass->ids, &pass->chars);
+    pass->groups = Impl::Groups(pass->ids);
+    for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
   }
-  impl_->Compact(&pass->ids, &pass->chars);
-  pass->groups = Impl::Groups(pass->ids);
-  for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
+  impl_->AddBag(impl_->NgramIds(words), out->data());
   return std::shared_ptr<const Pass>(std::move(pass));
 }
 
@@ -537,14 +647,18 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
   }
   if (!(total > 0)) return Status::InvalidArgument("DistillStep: the weights are all 0");
   const int dim = impl_->layout.dim;
+  const bool bag = impl_->options.ngram_buckets > 0;
+  std::vector<float> d_word;  // with a bag: dL/dv(word_i) of the unnormalised loss
   auto loss = [&](const float* out, size_t n, float* d_out) {
     double l = 0;
+    if (bag) d_word.resize(n * size_t(dim));
     for (size_t i = 0; i < n; ++i) {
       const double w = weights[i] / total;
       for (int j = 0; j < dim; ++j) {
         const double diff = double(out[i * dim + j]) - targets[i * dim + j];
         l += w * diff * diff;
         d_out[i * dim + j] = static_cast<float>(2 * w * diff);
+        if (bag) d_word[i * dim + j] = static_cast<float>(2 * weights[i] * diff);
       }
     }
     return l;
@@ -553,6 +667,7 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
   StatusOr<double> l = ComputeGradient(words, loss, &gradient);
   if (!l.ok()) return l.status();
   AdamStep(gradient);
+  if (bag) impl_->BagStep(impl_->NgramIds(words), d_word.data());
   return *l;
 }
 
@@ -592,8 +707,9 @@ class Reader {
 std::string CharModel::Serialize(bool with_optimizer) const {
   const Impl& m = *impl_;
   const CharModelOptions& o = m.options;
+  const bool bag = o.ngram_buckets > 0;
   std::string s(kMagic, sizeof kMagic);
-  Put<uint32_t>(&s, kFormatVersion);
+  Put<uint32_t>(&s, bag ? kFormatVersionBag : kFormatVersion);
   Put<int32_t>(&s, o.dim);
   Put<int32_t>(&s, o.char_dim);
   Put<int32_t>(&s, o.hidden);
@@ -607,11 +723,20 @@ std::string CharModel::Serialize(bool with_optimizer) const {
   Put<uint64_t>(&s, o.seed);
   Put<uint64_t>(&s, m.layout.total);
   Put<uint8_t>(&s, with_optimizer ? 1 : 0);
-  s.append(reinterpret_cast<const char*>(m.params.data()), m.params.size() * sizeof(float));
+  if (bag) {
+    Put<int32_t>(&s, o.ngram_buckets);
+    Put<float>(&s, o.ngram_rate);
+  }
+  auto floats = [&s](const std::vector<float>& v) {
+    s.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  floats(m.params);
+  if (bag) floats(m.bag);
   if (with_optimizer) {
     Put<uint64_t>(&s, m.steps);
-    s.append(reinterpret_cast<const char*>(m.m.data()), m.m.size() * sizeof(float));
-    s.append(reinterpret_cast<const char*>(m.v.data()), m.v.size() * sizeof(float));
+    floats(m.m);
+    floats(m.v);
+    if (bag) floats(m.bag_g2);
   }
   return s;
 }
@@ -628,14 +753,18 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
   uint64_t total = 0;
   uint8_t with_optimizer = 0;
   if (!r.Get(&version)) return bad("truncated header");
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != kFormatVersionBag) {
     return bad("format version " + std::to_string(version) + ", this build reads " +
-               std::to_string(kFormatVersion));
+               std::to_string(kFormatVersion) + " and " + std::to_string(kFormatVersionBag));
   }
   if (!r.Get(&dim) || !r.Get(&char_dim) || !r.Get(&hidden) || !r.Get(&bidi) || !r.Get(&buckets) ||
       !r.Get(&max_chars) || !r.Get(&o.learning_rate) || !r.Get(&o.beta1) || !r.Get(&o.beta2) ||
       !r.Get(&o.adam_epsilon) || !r.Get(&o.seed) || !r.Get(&total) || !r.Get(&with_optimizer)) {
     return bad("truncated header");
+  }
+  if (version == kFormatVersionBag) {
+    if (!r.Get(&o.ngram_buckets) || !r.Get(&o.ngram_rate)) return bad("truncated header");
+    if (o.ngram_buckets < 1) return bad("format 2 without n-gram buckets");
   }
   o.dim = dim;
   o.char_dim = char_dim;
@@ -647,11 +776,20 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
     return bad("options out of range: " + s.message());
   }
   if (total != MakeLayout(o).total) return bad("parameter count does not match the options");
+  // Before allocating: a header that names more rows than the bytes hold is refused as is.
+  if (r.left() / sizeof(float) < total + size_t(o.ngram_buckets) * size_t(o.dim)) {
+    return bad("truncated parameters");
+  }
   auto model = std::make_unique<CharModel>(o);
   Impl& m = *model->impl_;
   if (!r.GetFloats(&m.params, total)) return bad("truncated parameters");
+  const size_t bag_floats = m.bag.size();
+  if (bag_floats > 0 && !r.GetFloats(&m.bag, bag_floats)) return bad("truncated n-gram rows");
   if (with_optimizer == 1) {
     if (!r.Get(&m.steps) || !r.GetFloats(&m.m, total) || !r.GetFloats(&m.v, total)) {
+      return bad("truncated optimizer state");
+    }
+    if (!m.bag_g2.empty() && !r.GetFloats(&m.bag_g2, m.bag_g2.size())) {
       return bad("truncated optimizer state");
     }
   } else if (with_optimizer != 0) {
@@ -660,6 +798,9 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
   if (r.left() != 0) return bad(std::to_string(r.left()) + " trailing bytes");
   for (float p : m.params) {
     if (!std::isfinite(p)) return bad("a parameter is not finite");
+  }
+  for (float p : m.bag) {
+    if (!std::isfinite(p)) return bad("an n-gram row is not finite");
   }
   return model;
 }

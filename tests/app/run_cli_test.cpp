@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "streamvec/charmodel/char_model.h"
 #include "streamvec/store/snapshot_reader.h"
 
 namespace streamvec {
@@ -271,6 +272,32 @@ void RunCliTest::ExpectCharModelServedAndResumed(const std::vector<std::string>&
 TEST_F(RunCliTest, CharDistillServesWordsOutsideTheVocabularyAndResumes) {
   ExpectCharModelServedAndResumed({"--char-distill", "--char-distill-every", "5000"},
                                   "charmodel/distill");
+}
+
+// --char-distill --char-ngram-buckets: the model's n-gram bag is trained, snapshotted, served
+// and resumed with it.
+TEST_F(RunCliTest, CharDistillWithAnNgramBagServesWordsOutsideTheVocabularyAndResumes) {
+  ExpectCharModelServedAndResumed(
+      {"--char-distill", "--char-distill-every", "5000", "--char-ngram-buckets", "5000"},
+      "charmodel/distill");
+  auto reader = SnapshotReader::OpenNewest(State());
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto bytes = (*reader)->Get(kCharModelEntry);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto model = CharModel::Deserialize(*bytes);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->options().ngram_buckets, 5000);
+  ASSERT_EQ((*model)->ngram_rows().size(), 5000u * 16);
+  size_t trained = 0;  // rows the distillation moved from their zero start
+  for (size_t r = 0; r < 5000; ++r) {
+    for (size_t j = 0; j < 16; ++j) {
+      if ((*model)->ngram_rows()[r * 16 + j] != 0.f) {
+        ++trained;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(trained, 100u);
 }
 
 // --model char-lstm: the character model as SGNS's input side in the Kafka trainer (sum mode by
@@ -695,7 +722,12 @@ TEST_F(RunCliTest, BadFlagsExitTwoNamingTheFlag) {
             "--push-hot-rows"},
            {"--model char-lstm --param-shards 1 --http 127.0.0.1:0 --no-crawl" + state,
             "--param-shards"},
-           {"--char-mode replace --http 127.0.0.1:0 --no-crawl" + state, "--model char-lstm"}}) {
+           {"--char-mode replace --http 127.0.0.1:0 --no-crawl" + state, "--model char-lstm"},
+           {"--char-ngram-buckets 100 --http 127.0.0.1:0 --no-crawl" + state, "--char-distill"},
+           {"--char-distill --char-ngram-buckets -1 --http 127.0.0.1:0 --no-crawl" + state,
+            "--char-ngram-buckets"},
+           {"--char-distill --char-ngram-lr 0.5 --http 127.0.0.1:0 --no-crawl" + state,
+            "--char-ngram-buckets"}}) {
     const CliRun run = Shell("SV run " + args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find(flag), std::string::npos) << run.output;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -295,6 +296,162 @@ TEST(CharModelTest, DeserializeRefusesDamagedBytes) {
   }
 }
 
+// The n-gram bag (CharModelOptions::ngram_buckets): fastText's 3- to 6-grams between marks.
+TEST(CharNgramIdsTest, EveryRunOfThreeToSixSymbolsBetweenTheMarks) {
+  const int kBuckets = 1 << 20;
+  auto count = [&](std::string_view w, int max_chars = 32) {
+    auto ids = CharNgramIds(w, kBuckets, max_chars);
+    EXPECT_TRUE(ids.ok()) << ids.status().ToString();
+    for (int32_t id : *ids) EXPECT_TRUE(id >= 0 && id < kBuckets) << id;
+    return ids.ok() ? ids->size() : 0;
+  };
+  EXPECT_EQ(count("a"), 1u);                                    // <a>
+  EXPECT_EQ(count("ab"), 2u + 1u);                              // <ab ab> | <ab>
+  EXPECT_EQ(count("abcdefgh"), 8u + 7 + 6 + 5);                 // 10 symbols
+  EXPECT_EQ(count("aé中"), 3u + 2 + 1);                         // code points, not bytes
+  EXPECT_EQ(count(std::string(100, 'x')), 32u + 31 + 30 + 29);  // cut to 32 code points
+  EXPECT_EQ(count(std::string(100, 'x'), 4), 4u + 3 + 2 + 1);
+  // The begin mark is a symbol: "ab"'s first 3-gram "<ab" is not "qab"'s second, "qab".
+  EXPECT_NE(CharNgramIds("ab", kBuckets, 32).value()[0],
+            CharNgramIds("qab", kBuckets, 32).value()[1]);
+  // Errors as CharIds.
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("ab\xff"), std::string_view("a\x01z")}) {
+    auto ids = CharNgramIds(bad, kBuckets, 32);
+    ASSERT_FALSE(ids.ok()) << bad;
+    EXPECT_EQ(ids.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(CharNgramIdsTest, TheSameNgramHasTheSameRowInEveryWord) {
+  const int kBuckets = 1 << 20;
+  // "xyz" is the middle 3-gram of "qxyzq" (symbols < q x y z q >: 3-grams <qx qxy xyz yzq zq>)
+  // and "wxyzw".
+  auto a = CharNgramIds("qxyzq", kBuckets, 32), b = CharNgramIds("wxyzw", kBuckets, 32);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)[2], (*b)[2]);
+  EXPECT_NE((*a)[0], (*b)[0]);
+}
+
+CharModelOptions WithBag(CharModelOptions o, int buckets) {
+  o.ngram_buckets = buckets;
+  return o;
+}
+
+TEST(CharModelNgramBagTest, AnUntrainedBagLeavesTheLstmsVectors) {
+  CharModel plain(Small()), bag(WithBag(Small(), 1000));
+  ASSERT_EQ(bag.ngram_rows().size(), 1000u * 3);
+  const std::vector<std::string> words = RandomWords(30, 12);
+  std::vector<float> v1, v2;
+  ASSERT_TRUE(plain.Encode(Views(words), &v1).ok());
+  ASSERT_TRUE(bag.Encode(Views(words), &v2).ok());
+  EXPECT_EQ(v1, v2);
+  EXPECT_TRUE(plain.ngram_rows().empty());
+}
+
+// One DistillStep on one word: its n-gram rows take a row-wise Adagrad step down
+// dL/dv / (n-grams), L = ||v - t||^2, so the word's vector moves by the rows' mean.
+TEST(CharModelNgramBagTest, DistillStepTakesARowWiseAdagradStepOfTheWordsRows) {
+  CharModelOptions o = WithBag(Small(), 1 << 20);
+  o.learning_rate = 1e-9f;  // Adam moves the LSTM by ~1e-9 a parameter: negligible here
+  o.ngram_rate = 0.05f;
+  CharModel model(o);
+  const std::string word = "abcd";  // 6 symbols: 4 + 3 + 2 + 1 = 10 n-grams
+  auto ids = CharNgramIds(word, o.ngram_buckets, o.max_word_chars);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->size(), 10u);
+  std::vector<int32_t> distinct = *ids;
+  std::sort(distinct.begin(), distinct.end());
+  ASSERT_EQ(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<float> before, after;
+  ASSERT_TRUE(model.Encode({word}, &before).ok());
+  const std::vector<float> target = {0.5f, -1.f, 2.f};
+  ASSERT_TRUE(model.DistillStep({word}, target.data(), {1.f}).ok());
+  ASSERT_TRUE(model.Encode({word}, &after).ok());
+  double g[3], mean2 = 0;
+  for (int j = 0; j < 3; ++j) {
+    g[j] = 2.0 * (before[j] - target[j]) / 10;
+    mean2 += g[j] * g[j] / 3;
+  }
+  const double step = 0.05 / std::sqrt(mean2 + 1e-8);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR(after[j] - before[j], -step * g[j], 1e-5) << j;
+    EXPECT_NEAR(model.ngram_rows()[size_t((*ids)[0]) * 3 + j], -step * g[j], 1e-6) << j;
+  }
+}
+
+// The point of the bag: a row per n-gram remembers arbitrary vectors of many words, which the
+// LSTM's few parameters cannot (Zhao et al. 2018).
+TEST(CharModelNgramBagTest, TheBagRemembersRandomTargetsTheLstmCannot) {
+  CharModelOptions o;
+  o.dim = 16;
+  o.char_dim = 8;
+  o.hidden = 8;
+  o.seed = 5;
+  const std::vector<std::string> words = RandomWords(400, 31);
+  std::mt19937_64 rng(8);
+  std::normal_distribution<float> n01;
+  std::vector<float> targets(words.size() * o.dim);
+  for (float& x : targets) x = n01(rng) / 4;  // about unit length, as --char-distill's targets
+  auto final_loss = [&](const CharModelOptions& options) {
+    CharModel model(options);
+    std::uniform_int_distribution<size_t> pick(0, words.size() - 1);
+    std::mt19937_64 draw(9);
+    for (int step = 0; step < 400; ++step) {
+      std::vector<std::string_view> batch;
+      std::vector<float> batch_targets;
+      for (int i = 0; i < 64; ++i) {
+        const size_t w = pick(draw);
+        batch.push_back(words[w]);
+        batch_targets.insert(batch_targets.end(), targets.begin() + w * o.dim,
+                             targets.begin() + (w + 1) * o.dim);
+      }
+      EXPECT_TRUE(model.DistillStep(batch, batch_targets.data(), std::vector<float>(64, 1.f)).ok());
+    }
+    std::vector<float> v;
+    EXPECT_TRUE(model.Encode(Views(words), &v).ok());
+    double loss = 0;
+    for (size_t i = 0; i < v.size(); ++i) loss += (v[i] - targets[i]) * (v[i] - targets[i]);
+    return loss / double(words.size());
+  };
+  const double lstm = final_loss(o), bag = final_loss(WithBag(o, 1 << 16));
+  EXPECT_LT(bag, 0.3 * lstm) << "bag " << bag << ", LSTM alone " << lstm;
+}
+
+TEST(CharModelNgramBagTest, SerializeRoundTripKeepsTheBagAndItsAdagradState) {
+  CharModelOptions o = WithBag(Small(), 500);
+  o.dim = 8;
+  o.ngram_rate = 0.2f;
+  CharModel model(o);
+  const std::vector<std::string> words = RandomWords(10, 8);
+  std::vector<float> targets(words.size() * o.dim, 0.5f);
+  const std::vector<float> weights(words.size(), 1.f);
+  ASSERT_TRUE(model.DistillStep(Views(words), targets.data(), weights).ok());
+  auto copy = CharModel::Deserialize(model.Serialize(/*with_optimizer=*/true));
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ((*copy)->options().ngram_buckets, 500);
+  EXPECT_EQ((*copy)->options().ngram_rate, 0.2f);
+  EXPECT_EQ((*copy)->ngram_rows(), model.ngram_rows());
+  ASSERT_TRUE(model.DistillStep(Views(words), targets.data(), weights).ok());
+  ASSERT_TRUE((*copy)->DistillStep(Views(words), targets.data(), weights).ok());
+  EXPECT_EQ((*copy)->ngram_rows(), model.ngram_rows());  // the accumulators came along
+  EXPECT_EQ(model.Serialize(true), (*copy)->Serialize(true));
+
+  auto serving = CharModel::Deserialize(model.Serialize(/*with_optimizer=*/false));
+  ASSERT_TRUE(serving.ok());
+  std::vector<float> v1, v2;
+  ASSERT_TRUE(model.Encode(Views(words), &v1).ok());
+  ASSERT_TRUE((*serving)->Encode(Views(words), &v2).ok());
+  EXPECT_EQ(v1, v2);
+  // Damaged: truncated rows, trailing bytes.
+  const std::string bytes = model.Serialize(false);
+  for (const std::string& bad : {bytes.substr(0, bytes.size() - 4), bytes + "x"}) {
+    auto m = CharModel::Deserialize(bad);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), StatusCode::kCorruption) << m.status().message();
+  }
+}
+
 TEST(CharModelTest, ValidateNamesTheFlag) {
   CharModelOptions o;
   o.char_dim = 0;
@@ -302,6 +459,15 @@ TEST(CharModelTest, ValidateNamesTheFlag) {
   o = {};
   o.max_word_chars = 0;
   EXPECT_NE(ValidateCharModelOptions(o).message().find("--max-word-chars"), std::string::npos);
+  o = {};
+  o.ngram_buckets = -1;
+  EXPECT_NE(ValidateCharModelOptions(o).message().find("--char-ngram-buckets"), std::string::npos);
+  o.ngram_buckets = 1 << 24;  // x dim 100: more than 2^28 floats
+  EXPECT_NE(ValidateCharModelOptions(o).message().find("--char-ngram-buckets"), std::string::npos);
+  o = {};
+  o.ngram_buckets = 10;
+  o.ngram_rate = 0;
+  EXPECT_NE(ValidateCharModelOptions(o).message().find("--char-ngram-lr"), std::string::npos);
 }
 
 }  // namespace

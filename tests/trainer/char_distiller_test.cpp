@@ -105,18 +105,18 @@ TEST(CharDistillerTest, CheckpointHoldsTheStateAndPublicationOnlyTheServingModel
   EXPECT_EQ(CharDistiller::Load(From(damaged)).status().code(), StatusCode::kCorruption);
 }
 
-TEST(CharDistillerTest, ResumedRunIsBitIdenticalToOneRun) {
+void ExpectResumedRunBitIdenticalToOneRun(const CharDistillOptions& options) {
   const std::vector<std::string> stems = Stems(20, 6);
   const std::vector<std::string> a = PlantedSentences(stems, 600, 7),
                                  b = PlantedSentences(stems, 600, 8);
   StreamingLearner one_learner(PlantedLearnerOptions());
-  CharDistiller one_distiller(Distill());
+  CharDistiller one_distiller(options);
   ASSERT_TRUE(Train(one_learner, one_distiller, a).ok());
   (void)Save(one_learner, one_distiller, /*checkpoint=*/true);  // as the trainer does
   ASSERT_TRUE(Train(one_learner, one_distiller, b).ok());
 
   StreamingLearner first(PlantedLearnerOptions());
-  CharDistiller first_distiller(Distill());
+  CharDistiller first_distiller(options);
   ASSERT_TRUE(Train(first, first_distiller, a).ok());
   const State state = Save(first, first_distiller, /*checkpoint=*/true);
   auto learner = StreamingLearner::LoadState(From(state), DetectBestIsa());
@@ -127,6 +127,17 @@ TEST(CharDistillerTest, ResumedRunIsBitIdenticalToOneRun) {
   EXPECT_GT(one_distiller.stats().steps, 4u);
   EXPECT_EQ((*distiller)->stats().steps, one_distiller.stats().steps);
   EXPECT_TRUE((*distiller)->model().Serialize(true) == one_distiller.model().Serialize(true));
+}
+
+TEST(CharDistillerTest, ResumedRunIsBitIdenticalToOneRun) {
+  ExpectResumedRunBitIdenticalToOneRun(Distill());
+}
+
+// With an n-gram bag (--char-ngram-buckets): its rows and Adagrad state resume too.
+TEST(CharDistillerTest, ResumedRunWithAnNgramBagIsBitIdenticalToOneRun) {
+  CharDistillOptions o = Distill();
+  o.model.ngram_buckets = 3000;
+  ExpectResumedRunBitIdenticalToOneRun(o);
 }
 
 TEST(CharDistillerTest, ValidateNamesTheFlag) {

@@ -113,6 +113,7 @@ std::string CharDistiller::MetadataJson() const {
               {"char_hidden", m.hidden},
               {"char_bidirectional", m.bidirectional},
               {"max_word_chars", m.max_word_chars},
+              {"char_ngram_buckets", m.ngram_buckets},
               {"batch_types", options_.batch_types},
               {"every_words", options_.every_words}}
       .dump();

@@ -54,6 +54,15 @@ struct CharModelOptions {
   float beta2 = 0.999f;         // Adam second moment decay
   float adam_epsilon = 1e-8f;   // Adam epsilon
   uint64_t seed = 1;            // initialisation RNG seed
+  // The bag of character n-grams (--char-ngram-buckets; 0: none): rows of dim floats, one per
+  // hashed n-gram of 3 to 6 code points of the word between its marks (fastText's n-grams,
+  // Bojanowski et al. 2017, section 3.2); the mean of a word's rows is added to the LSTM's
+  // output. Bag of Subwords (Zhao et al. 2018, "Generalizing Word Embeddings using Bag of
+  // Subwords", EMNLP, section 2) distils such a bag from existing vectors: it gives the model a
+  // row per n-gram to remember rare words by, where the LSTM has some 10^5 parameters in all.
+  // Rows start at zero and are trained by DistillStep only, with row-wise Adagrad.
+  int ngram_buckets = 0;
+  float ngram_rate = 0.1f;  // the bag's Adagrad base rate (--char-ngram-lr)
 };
 
 // Checks ranges; InvalidArgument names the flag (--char-dim, --char-hidden, --max-word-chars...).
@@ -64,6 +73,14 @@ Status ValidateCharModelOptions(const CharModelOptions& options);
 // empty word, invalid UTF-8 (naming the byte offset), a control character (Unicode category Cc,
 // naming the code point).
 StatusOr<std::vector<int32_t>> CharIds(std::string_view word, int buckets, int max_word_chars);
+
+// Rows of the n-gram bag for `word` (CharModelOptions::ngram_buckets): every run of 3 to 6
+// symbols of [begin mark, the first max_word_chars code points, end mark], hashed (FNV-1a over
+// the symbols' 32-bit values, the marks outside Unicode) modulo ngram_buckets, in order of length
+// then position; repeats kept (a word's mean counts an n-gram as often as it occurs). At least
+// one row for any word. Errors as CharIds.
+StatusOr<std::vector<int32_t>> CharNgramIds(std::string_view word, int ngram_buckets,
+                                            int max_word_chars);
 
 class CharModel {
  public:
@@ -87,7 +104,8 @@ class CharModel {
 
   // Forward over `words`, `loss` on the outputs, backward: ADDS dL/dparameters into *gradient
   // (num_parameters() floats; resized and zeroed when it has another size) and returns L.
-  // Errors as Encode (nothing added then).
+  // Errors as Encode (nothing added then). The n-gram bag's rows are not among the parameters:
+  // its outputs include their mean, but only DistillStep trains them.
   StatusOr<double> ComputeGradient(const std::vector<std::string_view>& words,
                                    const LossFunction& loss, std::vector<float>* gradient) const;
 
@@ -121,6 +139,10 @@ class CharModel {
   // MIMICK: one Adam step on L = sum_i weight_i ||v(word_i) - target_i||^2 / sum_i weight_i
   // (targets: words.size() x dim, row-major; weights: one per word, >= 0, not all 0). Returns L
   // before the step. Errors as Encode, InvalidArgument for mismatched sizes (nothing changes).
+  // With an n-gram bag, also one row-wise Adagrad step of the bag's rows the words read, down
+  // the gradient of sum_i weight_i ||v(word_i) - target_i||^2 (Adagrad makes the scale moot):
+  // g = sum over the words reading row r of 2 weight_i (v_i - t_i) / n_i (n_i: the word's
+  // n-grams), G_r += mean_j g_j^2, row_r -= ngram_rate g / sqrt(G_r + 1e-8).
   StatusOr<double> DistillStep(const std::vector<std::string_view>& words, const float* targets,
                                const std::vector<float>& weights);
 
@@ -130,10 +152,15 @@ class CharModel {
   const float* parameters() const;
   float* mutable_parameters();  // changes must be made before the next Encode / Forward
   uint64_t adam_steps() const;  // AdamStep calls so far
+  // The n-gram bag: ngram_buckets x dim floats, row-major (empty without one).
+  const std::vector<float>& ngram_rows() const;
 
   // The model as bytes (host byte order): a versioned header with the options, the parameters
   // and, with `with_optimizer`, Adam's moments and step count (what resuming training needs;
-  // serving needs only the parameters).
+  // serving needs only the parameters). Format 1 without an n-gram bag (what builds before the
+  // bag wrote); format 2 with one: its options after format 1's header, its rows after the
+  // parameters and its Adagrad accumulators after Adam's state. 4 x ngram_buckets x dim bytes
+  // more (40 MB for 100,000 rows of 100 floats).
   std::string Serialize(bool with_optimizer) const;
   // Errors: Corruption naming what is wrong (magic, version, options out of range, size).
   static StatusOr<std::unique_ptr<CharModel>> Deserialize(std::string_view bytes);

@@ -82,7 +82,8 @@ class CharDistiller {
   const CharDistillOptions& options() const { return options_; }
   CharDistillStats stats() const { return stats_; }
   // {"steps", "types", "loss", "char_dim", "char_hidden", "char_bidirectional",
-  //  "max_word_chars", "batch_types", "every_words"} for snapshot metadata.
+  //  "max_word_chars", "char_ngram_buckets", "batch_types", "every_words"} for snapshot
+  //  metadata.
   std::string MetadataJson() const;
 
   // The serving entry (kCharModelEntry: parameters only) always; with `checkpoint` also
