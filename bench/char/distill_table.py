@@ -68,7 +68,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0.003, help="Adam step size")
     ap.add_argument("--ngram-buckets", type=int, default=0,
                     help="rows of the n-gram bag (--char-ngram-buckets; 0: none)")
-    ap.add_argument("--ngram-lr", type=float, default=0.1, help="the bag's Adagrad step size")
+    ap.add_argument("--ngram-lr", type=float, default=0.3, help="the bag's Adagrad step size")
     ap.add_argument("--similarity", type=Path, action="append", default=None,
                     help="word-pair files (default: WS-353 and MEN under ../shared/data)")
     a = ap.parse_args()

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <map>
 #include <random>
-#include <unordered_map>
 
 #include "device_encoder.h"
 #include "streamvec/charmodel/lstm_cell.h"
@@ -233,27 +232,25 @@ struct CharModel::Impl {
     }
   }
 
-  // One row-wise Adagrad step of the bag (CharModel::DistillStep): d_word (n x dim) is
-  // dL/dv(word_i); each row read gets the sum over its words of d_word_i / n_i.
+  // The bag's row-wise Adagrad steps (CharModel::DistillStep): d_word (n x dim) is dL/dv(word_i);
+  // each n-gram of each word in turn takes a step down g = d_word_i / n_i (an n-gram read by
+  // several words of the batch takes several steps, as fastText's SGD updates a word's n-grams
+  // one example at a time), G_r += mean_j g_j^2, row_r -= ngram_rate g / sqrt(G_r + epsilon).
   void BagStep(const std::vector<std::vector<int32_t>>& ngrams, const float* d_word) {
     const size_t dim = size_t(layout.dim);
-    std::unordered_map<int32_t, std::vector<float>> grad;
     for (size_t i = 0; i < ngrams.size(); ++i) {
       const float inv = 1.f / static_cast<float>(ngrams[i].size());
-      for (int32_t r : ngrams[i]) {
-        std::vector<float>& g = grad[r];
-        g.resize(dim, 0.f);
-        for (size_t j = 0; j < dim; ++j) g[j] += inv * d_word[i * dim + j];
-      }
-    }
-    for (auto& [r, g] : grad) {
+      const float* d = d_word + i * dim;
       double mean2 = 0;
-      for (float x : g) mean2 += double(x) * x;
-      float& g2 = bag_g2[size_t(r)];
-      g2 += static_cast<float>(mean2 / double(dim));
-      const float step = options.ngram_rate / std::sqrt(g2 + kNgramEpsilon);
-      float* row = bag.data() + size_t(r) * dim;
-      for (size_t j = 0; j < dim; ++j) row[j] -= step * g[j];
+      for (size_t j = 0; j < dim; ++j) mean2 += double(d[j]) * d[j];
+      const float g2 = static_cast<float>(mean2 / double(dim)) * inv * inv;
+      for (int32_t r : ngrams[i]) {
+        float& acc = bag_g2[size_t(r)];
+        acc += g2;
+        const float step = options.ngram_rate * inv / std::sqrt(acc + kNgramEpsilon);
+        float* row = bag.data() + size_t(r) * dim;
+        for (size_t j = 0; j < dim; ++j) row[j] -= step * d[j];
+      }
     }
   }
 

@@ -62,7 +62,7 @@ struct CharModelOptions {
   // row per n-gram to remember rare words by, where the LSTM has some 10^5 parameters in all.
   // Rows start at zero and are trained by DistillStep only, with row-wise Adagrad.
   int ngram_buckets = 0;
-  float ngram_rate = 0.1f;  // the bag's Adagrad base rate (--char-ngram-lr)
+  float ngram_rate = 0.3f;  // the bag's Adagrad base rate (--char-ngram-lr)
 };
 
 // Checks ranges; InvalidArgument names the flag (--char-dim, --char-hidden, --max-word-chars...).
@@ -139,10 +139,11 @@ class CharModel {
   // MIMICK: one Adam step on L = sum_i weight_i ||v(word_i) - target_i||^2 / sum_i weight_i
   // (targets: words.size() x dim, row-major; weights: one per word, >= 0, not all 0). Returns L
   // before the step. Errors as Encode, InvalidArgument for mismatched sizes (nothing changes).
-  // With an n-gram bag, also one row-wise Adagrad step of the bag's rows the words read, down
-  // the gradient of sum_i weight_i ||v(word_i) - target_i||^2 (Adagrad makes the scale moot):
-  // g = sum over the words reading row r of 2 weight_i (v_i - t_i) / n_i (n_i: the word's
-  // n-grams), G_r += mean_j g_j^2, row_r -= ngram_rate g / sqrt(G_r + 1e-8).
+  // With an n-gram bag, also row-wise Adagrad steps of the bag's rows the words read, down the
+  // gradient of sum_i weight_i ||v(word_i) - target_i||^2 (Adagrad makes the scale moot): for
+  // each word in turn and each of its n_i n-grams (row r), g = 2 weight_i (v_i - t_i) / n_i
+  // with v_i as the forward pass computed it, G_r += mean_j g_j^2,
+  // row_r -= ngram_rate g / sqrt(G_r + 1e-8). A row read k times in the batch takes k steps.
   StatusOr<double> DistillStep(const std::vector<std::string_view>& words, const float* targets,
                                const std::vector<float>& weights);
 
