@@ -196,6 +196,24 @@ double Cosine(const float* a, const float* b, int dim) {
 // MIMICK on a planted task: stem+"ing" -> vector A, stem+"ed" -> vector B, the same stems in
 // both groups, so only the suffix decides. Unseen stems with each suffix land nearer their
 // group's vector.
+// One DistillStep on `batch` words drawn (with repeats) from `words`, each with its row of
+// `targets` (words.size() x dim), weight 1. Returns the step's loss.
+StatusOr<double> DistillRandomBatch(CharModel& model, const std::vector<std::string>& words,
+                                    const std::vector<float>& targets, int batch,
+                                    std::mt19937_64& rng) {
+  const size_t dim = size_t(model.options().dim);
+  std::uniform_int_distribution<size_t> pick(0, words.size() - 1);
+  std::vector<std::string_view> views;
+  std::vector<float> batch_targets;
+  for (int i = 0; i < batch; ++i) {
+    const size_t w = pick(rng);
+    views.push_back(words[w]);
+    batch_targets.insert(batch_targets.end(), targets.begin() + std::ptrdiff_t(w * dim),
+                         targets.begin() + std::ptrdiff_t((w + 1) * dim));
+  }
+  return model.DistillStep(views, batch_targets.data(), std::vector<float>(size_t(batch), 1.f));
+}
+
 TEST(CharModelTest, DistillationLearnsThatASuffixDecidesTheGroup) {
   CharModelOptions o;
   o.dim = 16;
@@ -228,18 +246,9 @@ TEST(CharModelTest, DistillationLearnsThatASuffixDecidesTheGroup) {
     words.push_back(s + "ed");
     targets.insert(targets.end(), b.begin(), b.end());
   }
-  std::uniform_int_distribution<size_t> pick(0, words.size() - 1);
   double first_loss = 0, last_loss = 0;
   for (int step = 0; step < 300; ++step) {
-    std::vector<std::string_view> batch;
-    std::vector<float> batch_targets;
-    for (int i = 0; i < 64; ++i) {
-      const size_t w = pick(rng);
-      batch.push_back(words[w]);
-      batch_targets.insert(batch_targets.end(), targets.begin() + w * o.dim,
-                           targets.begin() + (w + 1) * o.dim);
-    }
-    auto l = model.DistillStep(batch, batch_targets.data(), std::vector<float>(64, 1.f));
+    auto l = DistillRandomBatch(model, words, targets, 64, rng);
     ASSERT_TRUE(l.ok());
     if (step == 0) first_loss = *l;
     last_loss = *l;
@@ -395,18 +404,9 @@ TEST(CharModelNgramBagTest, TheBagRemembersRandomTargetsTheLstmCannot) {
   for (float& x : targets) x = n01(rng) / 4;  // about unit length, as --char-distill's targets
   auto final_loss = [&](const CharModelOptions& options) {
     CharModel model(options);
-    std::uniform_int_distribution<size_t> pick(0, words.size() - 1);
     std::mt19937_64 draw(9);
     for (int step = 0; step < 400; ++step) {
-      std::vector<std::string_view> batch;
-      std::vector<float> batch_targets;
-      for (int i = 0; i < 64; ++i) {
-        const size_t w = pick(draw);
-        batch.push_back(words[w]);
-        batch_targets.insert(batch_targets.end(), targets.begin() + w * o.dim,
-                             targets.begin() + (w + 1) * o.dim);
-      }
-      EXPECT_TRUE(model.DistillStep(batch, batch_targets.data(), std::vector<float>(64, 1.f)).ok());
+      EXPECT_TRUE(DistillRandomBatch(model, words, targets, 64, draw).ok());
     }
     std::vector<float> v;
     EXPECT_TRUE(model.Encode(Views(words), &v).ok());
