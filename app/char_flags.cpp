@@ -30,8 +30,10 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
   cmd->add_option("--char-ngram-buckets", o->model.ngram_buckets,
                   "--char-distill: rows of a bag of hashed character n-grams (3 to 6 code "
                   "points, as fastText's) whose mean is added to the LSTM's vector, distilled "
-                  "with it (Bag of Subwords); 0: none. Snapshots grow by 4 x buckets x --dim "
-                  "bytes")
+                  "with it (Bag of Subwords); 0: none. With a bag the defaults become "
+                  "--char-distill-every 50000 --char-distill-batch 1024 --char-hidden 8 "
+                  "--char-dim 8 --no-char-bidirectional (flags given win). Snapshots grow by 4 x "
+                  "buckets x --dim bytes")
       ->needs("--char-distill")
       ->capture_default_str();
   cmd->add_option("--char-ngram-lr", o->model.ngram_rate,
@@ -50,10 +52,20 @@ void AddCharModelFlags(CLI::App* cmd, bool* distill, CharDistillOptions* o, std:
       ->capture_default_str();
 }
 
-void ApplyCharLstmDefaults(const CLI::App& cmd, const std::string& model,
-                           CharDistillOptions* options) {
+void ApplyCharModelDefaults(const CLI::App& cmd, const std::string& model,
+                            CharDistillOptions* options) {
   if (model == "char-lstm" && cmd.count("--char-bidirectional") == 0) {
     options->model.bidirectional = false;
+  }
+  if (options->model.ngram_buckets > 0) {
+    auto unless_given = [&cmd](const char* flag, auto* value, auto bag_default) {
+      if (cmd.count(flag) == 0) *value = bag_default;
+    };
+    unless_given("--char-distill-every", &options->every_words, uint64_t{50000});
+    unless_given("--char-distill-batch", &options->batch_types, 1024);
+    unless_given("--char-hidden", &options->model.hidden, 8);
+    unless_given("--char-dim", &options->model.char_dim, 8);
+    unless_given("--char-bidirectional", &options->model.bidirectional, false);
   }
 }
 

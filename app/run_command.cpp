@@ -779,7 +779,7 @@ void RegisterRunCommand(CLI::App& root, int* exit_code) {
                     &flags->char_batch_words);
   cmd->callback([flags, exit_code, cmd]() {
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
-    ApplyCharLstmDefaults(*cmd, flags->model, &flags->char_distill_options);
+    ApplyCharModelDefaults(*cmd, flags->model, &flags->char_distill_options);
     for (const char* flag : {"--merge", "--merge-scale", "--publish-every", "--push-every",
                              "--push-hot-rows", "--push-max-period", "--pull-every",
                              "--max-staleness", "--delta-precision", "--group-counts"}) {

@@ -570,7 +570,7 @@ void RegisterTrainCommand(CLI::App& root, int* exit_code) {
   cmd->callback([flags, exit_code, cmd] {
     flags->snapshot_every_given = cmd->count("--snapshot-every") > 0;
     flags->char_mode_given = cmd->count("--char-mode") > 0 || cmd->count("--char-batch-words") > 0;
-    ApplyCharLstmDefaults(*cmd, flags->model, &flags->char_distill_options);
+    ApplyCharModelDefaults(*cmd, flags->model, &flags->char_distill_options);
     for (const char* flag :
          {"--dim", "--window", "--negative", "--sample", "--min-count", "--seed", "--alpha",
           "--vocab-capacity", "--count-half-life", "--optimizer", "--eta", "--epsilon",

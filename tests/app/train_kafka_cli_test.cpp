@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli_util.h"
+#include "streamvec/charmodel/char_model.h"
 #include "streamvec/kafka/broker.h"
 #include "streamvec/kafka/document.h"
 #include "streamvec/store/embedding_entries.h"
@@ -161,6 +163,67 @@ TEST_F(TrainKafkaCliTest, StdinStreamSnapshotsHoldTheServingEmbeddingAndMetadata
     EXPECT_THAT(*meta, HasSubstr("\"words_seen\":8"));
     EXPECT_THAT(*meta, HasSubstr("\"dim\":4"));
   }
+}
+
+// --char-ngram-buckets brings its own distillation defaults (app/char_flags.h,
+// ApplyCharModelDefaults); flags given win; without a bag the defaults are MIMICK's as before.
+TEST_F(TrainKafkaCliTest, AnNgramBagBringsItsDistillationDefaultsAndGivenFlagsWin) {
+  { std::ofstream(Path("bag.txt")) << "one two three four\none two three five\n"; }
+  struct Shape {
+    int hidden, char_dim;
+    bool bidirectional;
+    int ngram_buckets;
+    uint64_t every_words;
+    int batch_types;
+  };
+  auto trained = [&](const std::string& name, const std::string& flags) -> Shape {
+    const CliRun run =
+        Shell("SV train --input " + Path("bag.txt") + " --stream --state " + Path(name) +
+              " --dim 4 --min-count 1 --threads 1 --char-distill " + flags);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    auto store = StateStore::Open(Path(name), StateStore::Mode::kReadOnly);
+    if (!store.ok()) {
+      ADD_FAILURE() << store.status().ToString();
+      return {};
+    }
+    auto bytes = (*store)->Get(kCharModelEntry);
+    auto distill = (*store)->Get("charmodel/distill");
+    if (!bytes.ok() || !distill.ok()) {
+      ADD_FAILURE() << "no character model in " << name;
+      return {};
+    }
+    auto model = CharModel::Deserialize(*bytes);
+    if (!model.ok()) {
+      ADD_FAILURE() << model.status().ToString();
+      return {};
+    }
+    const CharModelOptions& o = (*model)->options();
+    const nlohmann::json j = nlohmann::json::parse(*distill);
+    return {o.hidden,
+            o.char_dim,
+            o.bidirectional,
+            o.ngram_buckets,
+            j.at("every_words").get<uint64_t>(),
+            j.at("batch_types").get<int>()};
+  };
+  Shape s = trained("bag", "--char-ngram-buckets 1000");
+  EXPECT_EQ(s.ngram_buckets, 1000);
+  EXPECT_EQ(s.hidden, 8);
+  EXPECT_EQ(s.char_dim, 8);
+  EXPECT_FALSE(s.bidirectional);
+  EXPECT_EQ(s.every_words, 50000u);
+  EXPECT_EQ(s.batch_types, 1024);
+  s = trained("given", "--char-ngram-buckets 1000 --char-hidden 16 --char-distill-every 7000");
+  EXPECT_EQ(s.hidden, 16);
+  EXPECT_EQ(s.every_words, 7000u);
+  EXPECT_EQ(s.batch_types, 1024);
+  s = trained("mimick", "");
+  EXPECT_EQ(s.ngram_buckets, 0);
+  EXPECT_EQ(s.hidden, 50);
+  EXPECT_EQ(s.char_dim, 20);
+  EXPECT_TRUE(s.bidirectional);
+  EXPECT_EQ(s.every_words, 1000000u);
+  EXPECT_EQ(s.batch_types, 256);
 }
 
 }  // namespace
