@@ -553,6 +553,8 @@ struct CharModel::Pass {
   std::shared_ptr<internal::DeviceEncoder> encoder;
   std::shared_ptr<internal::DevicePass> device;
   std::vector<int32_t> order;
+  // Each word's n-gram bag rows (empty without a bag): DistillStep's bag step reads them.
+  std::vector<std::vector<int32_t>> ngrams;
 };
 
 StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
@@ -574,7 +576,8 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
     pass->groups = Impl::Groups(pass->ids);
     for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
   }
-  impl_->AddBag(impl_->NgramIds(words), out->data());
+  pass->ngrams = impl_->NgramIds(words);
+  impl_->AddBag(pass->ngrams, out->data());
   return std::shared_ptr<const Pass>(std::move(pass));
 }
 
@@ -660,12 +663,16 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
     }
     return l;
   };
-  std::vector<float> gradient;
-  StatusOr<double> l = ComputeGradient(words, loss, &gradient);
-  if (!l.ok()) return l.status();
+  // ComputeGradient's three parts, keeping the pass: its n-gram rows are the bag step's.
+  std::vector<float> out;
+  StatusOr<std::shared_ptr<const Pass>> pass = Forward(words, &out);
+  if (!pass.ok()) return pass.status();
+  std::vector<float> d_out(out.size(), 0.f), gradient;
+  const double l = loss(out.data(), words.size(), d_out.data());
+  SV_RETURN_IF_ERROR(Backward(**pass, d_out.data(), &gradient));
   AdamStep(gradient);
-  if (bag) impl_->BagStep(impl_->NgramIds(words), d_word.data());
-  return *l;
+  if (bag) impl_->BagStep((*pass)->ngrams, d_word.data());
+  return l;
 }
 
 namespace {
