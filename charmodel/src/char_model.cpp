@@ -219,38 +219,50 @@ struct CharModel::Impl {
     return ids;
   }
 
-  // Adds each word's mean n-gram row to its output row (out: n x dim).
-  void AddBag(const std::vector<std::vector<int32_t>>& ngrams, float* out) const {
+  // Adds the mean of a word's n-gram rows to its vector y (dim floats).
+  void AddBagRow(const std::vector<int32_t>& ngrams, float* y) const {
     const size_t dim = size_t(layout.dim);
-    for (size_t i = 0; i < ngrams.size(); ++i) {
-      const float inv = 1.f / static_cast<float>(ngrams[i].size());
-      float* y = out + i * dim;
-      for (int32_t r : ngrams[i]) {
-        const float* row = bag.data() + size_t(r) * dim;
-        for (size_t j = 0; j < dim; ++j) y[j] += inv * row[j];
-      }
+    const float inv = 1.f / static_cast<float>(ngrams.size());
+    for (int32_t r : ngrams) {
+      const float* row = bag.data() + size_t(r) * dim;
+      for (size_t j = 0; j < dim; ++j) y[j] += inv * row[j];
     }
   }
 
-  // The bag's row-wise Adagrad steps (CharModel::DistillStep): d_word (n x dim) is dL/dv(word_i);
-  // each n-gram of each word in turn takes a step down g = d_word_i / n_i (an n-gram read by
-  // several words of the batch takes several steps, as fastText's SGD updates a word's n-grams
-  // one example at a time), G_r += mean_j g_j^2, row_r -= ngram_rate g / sqrt(G_r + epsilon).
-  void BagStep(const std::vector<std::vector<int32_t>>& ngrams, const float* d_word) {
+  // Adds each word's mean n-gram row to its output row (out: n x dim).
+  void AddBag(const std::vector<std::vector<int32_t>>& ngrams, float* out) const {
+    for (size_t i = 0; i < ngrams.size(); ++i) AddBagRow(ngrams[i], out + i * size_t(layout.dim));
+  }
+
+  // Asks for a word's n-gram rows ahead of their use: the bag is tens of MB, read at random
+  // (a row a cache miss), and a step's time goes to waiting for rows otherwise.
+  void PrefetchBagRows(const std::vector<int32_t>& ngrams) const {
+    const size_t bytes = size_t(layout.dim) * sizeof(float);
+    for (int32_t r : ngrams) {
+      const char* row = reinterpret_cast<const char*>(bag.data() + size_t(r) * size_t(layout.dim));
+      for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);
+      __builtin_prefetch(row + bytes - 1);
+      // GCC deletes a loop of prefetches alone (C++'s forward-progress rule, -ffinite-loops:
+      // prefetches are no side effect); an empty volatile asm keeps it.
+      asm volatile("" : : "r"(row));
+    }
+  }
+
+  // The bag's row-wise Adagrad step for one word (CharModel::DistillStep): d (dim floats) is
+  // dL/dv(word); each of its n n-grams takes a step down g = d / n, G_r += mean_j g_j^2,
+  // row_r -= ngram_rate g / sqrt(G_r + epsilon).
+  void BagStepRow(const std::vector<int32_t>& ngrams, const float* d) {
     const size_t dim = size_t(layout.dim);
-    for (size_t i = 0; i < ngrams.size(); ++i) {
-      const float inv = 1.f / static_cast<float>(ngrams[i].size());
-      const float* d = d_word + i * dim;
-      double mean2 = 0;
-      for (size_t j = 0; j < dim; ++j) mean2 += double(d[j]) * d[j];
-      const float g2 = static_cast<float>(mean2 / double(dim)) * inv * inv;
-      for (int32_t r : ngrams[i]) {
-        float& acc = bag_g2[size_t(r)];
-        acc += g2;
-        const float step = options.ngram_rate * inv / std::sqrt(acc + kNgramEpsilon);
-        float* row = bag.data() + size_t(r) * dim;
-        for (size_t j = 0; j < dim; ++j) row[j] -= step * d[j];
-      }
+    const float inv = 1.f / static_cast<float>(ngrams.size());
+    double mean2 = 0;
+    for (size_t j = 0; j < dim; ++j) mean2 += double(d[j]) * d[j];
+    const float g2 = static_cast<float>(mean2 / double(dim)) * inv * inv;
+    for (int32_t r : ngrams) {
+      float& acc = bag_g2[size_t(r)];
+      acc += g2;
+      const float step = options.ngram_rate * inv / std::sqrt(acc + kNgramEpsilon);
+      float* row = bag.data() + size_t(r) * dim;
+      for (size_t j = 0; j < dim; ++j) row[j] -= step * d[j];
     }
   }
 
@@ -557,9 +569,8 @@ struct CharModel::Pass {
   std::vector<std::vector<int32_t>> ngrams;
 };
 
-StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
-    const std::vector<std::string_view>& words, std::vector<float>* out) const {
-  auto pass = std::make_shared<Pass>();
+Status CharModel::ForwardLstm(const std::vector<std::string_view>& words, Pass* pass,
+                              std::vector<float>* out) const {
   SV_RETURN_IF_ERROR(impl_->Ids(words, &pass->ids));
   out->assign(words.size() * impl_->layout.dim, 0.f);
   if (impl_->device) {
@@ -577,6 +588,13 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
     for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
   }
   pass->ngrams = impl_->NgramIds(words);
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
+    const std::vector<std::string_view>& words, std::vector<float>* out) const {
+  auto pass = std::make_shared<Pass>();
+  SV_RETURN_IF_ERROR(ForwardLstm(words, pass.get(), out));
   impl_->AddBag(pass->ngrams, out->data());
   return std::shared_ptr<const Pass>(std::move(pass));
 }
@@ -646,32 +664,38 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
     total += w;
   }
   if (!(total > 0)) return Status::InvalidArgument("DistillStep: the weights are all 0");
-  const int dim = impl_->layout.dim;
-  const bool bag = impl_->options.ngram_buckets > 0;
-  std::vector<float> d_word;  // with a bag: dL/dv(word_i) of the unnormalised loss
-  auto loss = [&](const float* out, size_t n, float* d_out) {
-    double l = 0;
-    if (bag) d_word.resize(n * size_t(dim));
-    for (size_t i = 0; i < n; ++i) {
-      const double w = weights[i] / total;
-      for (int j = 0; j < dim; ++j) {
-        const double diff = double(out[i * dim + j]) - targets[i * dim + j];
-        l += w * diff * diff;
-        d_out[i * dim + j] = static_cast<float>(2 * w * diff);
-        if (bag) d_word[i * dim + j] = static_cast<float>(2 * weights[i] * diff);
-      }
-    }
-    return l;
-  };
-  // ComputeGradient's three parts, keeping the pass: its n-gram rows are the bag step's.
+  // ComputeGradient's parts, with the bag's forward and step one word at a time between the
+  // LSTM's forward and backward.
+  const size_t dim = size_t(impl_->layout.dim);
+  Pass pass;
   std::vector<float> out;
-  StatusOr<std::shared_ptr<const Pass>> pass = Forward(words, &out);
-  if (!pass.ok()) return pass.status();
-  std::vector<float> d_out(out.size(), 0.f), gradient;
-  const double l = loss(out.data(), words.size(), d_out.data());
-  SV_RETURN_IF_ERROR(Backward(**pass, d_out.data(), &gradient));
+  SV_RETURN_IF_ERROR(ForwardLstm(words, &pass, &out));
+  const std::vector<std::vector<int32_t>>& ngrams = pass.ngrams;
+  const bool bag = !ngrams.empty();
+  std::vector<float> d_out(out.size()), d_word(dim);
+  double l = 0;
+  if (bag) impl_->PrefetchBagRows(ngrams[0]);
+  for (size_t i = 0; i < words.size(); ++i) {
+    float* v = out.data() + i * dim;
+    if (bag) {
+      if (i + 1 < words.size()) impl_->PrefetchBagRows(ngrams[i + 1]);
+      impl_->AddBagRow(ngrams[i], v);
+    }
+    const double w = weights[i] / total;
+    const float* t = targets + i * dim;
+    double l_i = 0;
+    for (size_t j = 0; j < dim; ++j) {
+      const double diff = double(v[j]) - t[j];
+      l_i += diff * diff;
+      d_out[i * dim + j] = static_cast<float>(2 * w * diff);
+      d_word[j] = static_cast<float>(2 * weights[i] * diff);
+    }
+    l += w * l_i;
+    if (bag) impl_->BagStepRow(ngrams[i], d_word.data());
+  }
+  std::vector<float> gradient;
+  SV_RETURN_IF_ERROR(Backward(pass, d_out.data(), &gradient));
   AdamStep(gradient);
-  if (bag) impl_->BagStep((*pass)->ngrams, d_word.data());
   return l;
 }
 

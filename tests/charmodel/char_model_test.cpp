@@ -399,6 +399,35 @@ TEST(CharModelNgramBagTest, DistillStepTakesARowWiseAdagradStepOfTheWordsRows) {
   }
 }
 
+// The bag steps one word at a time: a word read twice in a batch takes its second step from the
+// vector its first step left (a batch step would take both from the vector before the batch).
+TEST(CharModelNgramBagTest, DistillStepStepsTheBagOneWordAtATime) {
+  CharModelOptions o = WithBag(Small(), 1 << 20);
+  o.learning_rate = 1e-9f;  // Adam moves the LSTM by ~1e-9 a parameter: negligible here
+  o.ngram_rate = 0.05f;
+  CharModel model(o);
+  const std::string word = "abcd";  // 10 distinct n-grams, as above
+  std::vector<float> before, after;
+  ASSERT_TRUE(model.Encode({word}, &before).ok());
+  const std::vector<float> target = {0.5f, -1.f, 2.f};
+  const std::vector<float> targets = {0.5f, -1.f, 2.f, 0.5f, -1.f, 2.f};
+  ASSERT_TRUE(model.DistillStep({word, word}, targets.data(), {1.f, 1.f}).ok());
+  ASSERT_TRUE(model.Encode({word}, &after).ok());
+  // Each step moves every one of the word's rows, so the vector, by the same delta.
+  std::vector<double> v(before.begin(), before.end());
+  double accumulator = 0;
+  for (int occurrence = 0; occurrence < 2; ++occurrence) {
+    double g[3], mean2 = 0;
+    for (int j = 0; j < 3; ++j) {
+      g[j] = 2.0 * (v[j] - target[j]) / 10;
+      mean2 += g[j] * g[j] / 3;
+    }
+    accumulator += mean2;
+    for (int j = 0; j < 3; ++j) v[j] -= 0.05 * g[j] / std::sqrt(accumulator + 1e-8);
+  }
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(after[j], v[j], 1e-5) << j;
+}
+
 // The point of the bag: a row per n-gram remembers arbitrary vectors of many words, which the
 // LSTM's few parameters cannot (Zhao et al. 2018).
 TEST(CharModelNgramBagTest, TheBagRemembersRandomTargetsTheLstmCannot) {

@@ -140,10 +140,13 @@ class CharModel {
   // (targets: words.size() x dim, row-major; weights: one per word, >= 0, not all 0). Returns L
   // before the step. Errors as Encode, InvalidArgument for mismatched sizes (nothing changes).
   // With an n-gram bag, also row-wise Adagrad steps of the bag's rows the words read, down the
-  // gradient of sum_i weight_i ||v(word_i) - target_i||^2 (Adagrad makes the scale moot): for
-  // each word in turn and each of its n_i n-grams (row r), g = 2 weight_i (v_i - t_i) / n_i
-  // with v_i as the forward pass computed it, G_r += mean_j g_j^2,
-  // row_r -= ngram_rate g / sqrt(G_r + 1e-8). A row read k times in the batch takes k steps.
+  // gradient of sum_i weight_i ||v(word_i) - target_i||^2 (Adagrad makes the scale moot), one
+  // word at a time as fastText's SGD (Bojanowski et al. 2017, section 4.2): for word i in
+  // order, v_i = the LSTM's output + the mean of its n_i rows as the words before it left them;
+  // each row r of its n-grams steps down g = 2 weight_i (v_i - t_i) / n_i: G_r += mean_j g_j^2,
+  // row_r -= ngram_rate g / sqrt(G_r + 1e-8). A row read k times in the batch takes k steps. L
+  // and the LSTM's gradient use these v_i. (One word's rows are read once, from memory, for
+  // both its forward and its step: the bag's cost is memory latency.)
   StatusOr<double> DistillStep(const std::vector<std::string_view>& words, const float* targets,
                                const std::vector<float>& weights);
 
@@ -167,6 +170,11 @@ class CharModel {
   static StatusOr<std::unique_ptr<CharModel>> Deserialize(std::string_view bytes);
 
  private:
+  // Forward without the bag's mean: the LSTM's outputs into out, the pass (with each word's
+  // n-gram rows) into *pass. Errors as Encode.
+  Status ForwardLstm(const std::vector<std::string_view>& words, Pass* pass,
+                     std::vector<float>* out) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
