@@ -76,6 +76,20 @@ std::string HumanNumber(double x) {
   return buf;
 }
 
+// The character model's summary line (docs/char-model.md, "Operating it").
+void PrintDistillSummary(const CharDistillStats& ds) {
+  std::fprintf(stderr,
+               "streamvec train: character model: %llu distillation steps (%llu word types), "
+               "last loss %.4f, %.2f s",
+               static_cast<unsigned long long>(ds.steps), static_cast<unsigned long long>(ds.types),
+               ds.loss, ds.seconds);
+  if (ds.skipped > 0) {
+    std::fprintf(stderr, ", %llu skipped (far behind)",
+                 static_cast<unsigned long long>(ds.skipped));
+  }
+  std::fprintf(stderr, "\n");
+}
+
 int TrainFail(const Status& status, int code) {
   std::fprintf(stderr, "streamvec train: error: %s\n", status.message().c_str());
   return code;
@@ -387,12 +401,10 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                      : "the CPU");
   }
   if (distiller) {
-    const CharDistillStats ds = distiller->stats();
-    std::fprintf(stderr,
-                 "streamvec train: character model: %llu distillation steps (%llu word types), "
-                 "last loss %.4f, %.2f s\n",
-                 static_cast<unsigned long long>(ds.steps),
-                 static_cast<unsigned long long>(ds.types), ds.loss, ds.seconds);
+    if (Status s = distiller->Wait(); !s.ok()) {
+      spdlog::warn("character model distillation: {}", s.message());
+    }
+    PrintDistillSummary(distiller->stats());
   }
   if (!read_error.ok()) return TrainFail(read_error, 1);
   return 0;
@@ -562,14 +574,7 @@ int RunKafkaTrain(const KafkaTrainFlags& f) {
                  static_cast<unsigned long long>(ps.repushed_messages), ps.throttled_seconds,
                  ps.staleness_wait_seconds);
   }
-  if (st.char_distill) {
-    std::fprintf(stderr,
-                 "streamvec train: character model: %llu distillation steps (%llu word types), "
-                 "last loss %.4f, %.2f s\n",
-                 static_cast<unsigned long long>(st.char_distill_stats.steps),
-                 static_cast<unsigned long long>(st.char_distill_stats.types),
-                 st.char_distill_stats.loss, st.char_distill_stats.seconds);
-  }
+  if (st.char_distill) PrintDistillSummary(st.char_distill_stats);
   if (!run.ok()) return TrainFail(run, 1);
   return 0;
 }

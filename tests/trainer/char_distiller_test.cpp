@@ -43,7 +43,7 @@ Status Train(StreamingLearner& learner, CharDistiller& distiller,
     SV_RETURN_IF_ERROR(learner.TrainMicroBatch(batch));
     SV_RETURN_IF_ERROR(distiller.MaybeStep(learner));
   }
-  return Status::Ok();
+  return distiller.Wait();  // stats() counts finished steps
 }
 
 State Save(const StreamingLearner& learner, const CharDistiller& distiller, bool checkpoint) {
@@ -138,6 +138,25 @@ TEST(CharDistillerTest, ResumedRunWithAnNgramBagIsBitIdenticalToOneRun) {
   CharDistillOptions o = Distill();
   o.model.ngram_buckets = 3000;
   ExpectResumedRunBitIdenticalToOneRun(o);
+}
+
+// A background step (the default) computes on the distiller's thread what an inline one computes
+// on the caller's: the batch is gathered at the same moment, so the models match bit for bit.
+TEST(CharDistillerTest, BackgroundStepsGiveTheModelOfInlineSteps) {
+  CharDistillOptions inline_options = Distill();
+  inline_options.model.ngram_buckets = 3000;
+  inline_options.background = false;
+  CharDistillOptions background_options = inline_options;
+  background_options.background = true;
+  const std::vector<std::string> lines = PlantedSentences(Stems(20, 6), 1200, 9);
+  StreamingLearner a(PlantedLearnerOptions()), b(PlantedLearnerOptions());
+  CharDistiller inline_distiller(inline_options), background(background_options);
+  ASSERT_TRUE(Train(a, inline_distiller, lines).ok());
+  ASSERT_TRUE(Train(b, background, lines).ok());
+  EXPECT_GT(background.stats().steps, 10u);
+  EXPECT_EQ(background.stats().steps, inline_distiller.stats().steps);
+  EXPECT_EQ(background.stats().types, inline_distiller.stats().types);
+  EXPECT_TRUE(background.model().Serialize(true) == inline_distiller.model().Serialize(true));
 }
 
 TEST(CharDistillerTest, ValidateNamesTheFlag) {

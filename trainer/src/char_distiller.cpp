@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace streamvec {
 
@@ -34,7 +36,45 @@ CharDistiller::CharDistiller(const CharDistillOptions& options)
   next_words_ = options.every_words;  // the first step once that many words were seen
 }
 
-CharDistiller::~CharDistiller() = default;
+CharDistiller::~CharDistiller() {
+  Finish();
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+}
+
+void CharDistiller::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_
+    std::function<Status()> job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    const Status s = job();
+    lock.lock();
+    if (!s.ok() && failed_.ok()) failed_ = s;
+    --in_flight_;
+    cv_.notify_all();
+  }
+}
+
+void CharDistiller::Finish() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+Status CharDistiller::TakeError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Status s = failed_;
+  failed_ = Status::Ok();
+  return s;
+}
 
 void CharDistiller::Refresh(const StreamingLearner& learner) {
   std::vector<uint32_t> slots;
@@ -46,12 +86,13 @@ void CharDistiller::Refresh(const StreamingLearner& learner) {
   }
   have_words_ = !words_.empty();
   if (have_words_) draw_ = std::discrete_distribution<size_t>(weights.begin(), weights.end());
-  refreshed_at_step_ = stats_.steps;
+  refreshed_at_step_ = launched_steps_;
 }
 
 Status CharDistiller::Step(const StreamingLearner& learner) {
+  SV_RETURN_IF_ERROR(TakeError());  // a background step's
   const auto t0 = std::chrono::steady_clock::now();
-  if (!have_words_ || stats_.steps - refreshed_at_step_ >= uint64_t(options_.refresh_steps)) {
+  if (!have_words_ || launched_steps_ - refreshed_at_step_ >= uint64_t(options_.refresh_steps)) {
     Refresh(learner);
   }
   if (!have_words_) return Status::Ok();
@@ -63,10 +104,11 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
     if (draws[w]++ == 0) order.push_back(w);
   }
   const int dim = options_.model.dim;
-  std::vector<std::string_view> batch;
-  std::vector<float> targets, weights;
-  batch.reserve(order.size());
-  targets.reserve(order.size() * dim);
+  // The batch is copied out of the learner (its rows keep moving, its words may be evicted),
+  // so the step can run beside the learner.
+  auto batch = std::make_shared<Batch>();
+  batch->words.reserve(order.size());
+  batch->targets.reserve(order.size() * dim);
   for (size_t w : order) {
     const std::string& word = words_[w];
     const float* row = learner.InputRow(word);
@@ -76,35 +118,77 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
     for (int j = 0; j < dim; ++j) norm += double(row[j]) * row[j];
     norm = std::sqrt(norm);
     if (!(norm > 0) || !std::isfinite(norm)) continue;
-    batch.push_back(word);
-    for (int j = 0; j < dim; ++j) targets.push_back(static_cast<float>(row[j] / norm));
-    weights.push_back(draws[w]);
+    batch->words.push_back(word);
+    for (int j = 0; j < dim; ++j) batch->targets.push_back(static_cast<float>(row[j] / norm));
+    batch->weights.push_back(draws[w]);
   }
-  if (batch.empty()) {
+  if (batch->words.empty()) {
     have_words_ = false;  // all gone: re-read next time
     return Status::Ok();
   }
-  StatusOr<double> loss = model_.DistillStep(batch, targets.data(), weights);
-  if (!loss.ok()) return loss.status();
-  ++stats_.steps;
-  stats_.types += batch.size();
-  stats_.loss = *loss;
-  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++launched_steps_;
+  const double gather_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto run = [this, batch, gather_s]() -> Status {
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::vector<std::string_view> views(batch->words.begin(), batch->words.end());
+    StatusOr<double> loss = model_.DistillStep(views, batch->targets.data(), batch->weights);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.seconds += gather_s + s;
+    if (!loss.ok()) return loss.status();
+    ++stats_.steps;
+    stats_.types += batch->words.size();
+    stats_.loss = *loss;
+    return Status::Ok();
+  };
+  if (!options_.background) return run();
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  {
+    // At most max_steps_per_call steps queued or running: the learner runs that far ahead.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return in_flight_ < options_.max_steps_per_call; });
+    queue_.push_back(std::move(run));
+    ++in_flight_;
+  }
+  cv_.notify_all();
   return Status::Ok();
 }
 
 Status CharDistiller::MaybeStep(const StreamingLearner& learner) {
   const uint64_t seen = learner.stats().words_seen;
-  for (int i = 0; i < options_.max_steps_per_call && seen >= next_words_; ++i) {
+  int taken = 0;
+  for (; taken < options_.max_steps_per_call && seen >= next_words_; ++taken) {
     SV_RETURN_IF_ERROR(Step(learner));
     next_words_ += options_.every_words;
   }
   // Far behind (a huge micro-batch): the missed steps are dropped, not owed.
-  if (seen >= next_words_) next_words_ = seen + options_.every_words;
+  if (taken == options_.max_steps_per_call && seen >= next_words_) {
+    const uint64_t missed = (seen - next_words_) / options_.every_words + 1;
+    next_words_ = seen + options_.every_words;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.skipped += missed;
+  }
   return Status::Ok();
 }
 
+Status CharDistiller::Wait() {
+  Finish();
+  return TakeError();
+}
+
+CharDistillStats CharDistiller::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+const CharModel& CharDistiller::model() const {
+  Finish();
+  return model_;
+}
+
 std::string CharDistiller::MetadataJson() const {
+  Finish();
   const CharModelOptions& m = options_.model;
   return json{{"steps", stats_.steps},
               {"types", stats_.types},
@@ -120,6 +204,7 @@ std::string CharDistiller::MetadataJson() const {
 }
 
 Status CharDistiller::Save(const StateSink& sink, bool checkpoint) const {
+  Finish();  // a failed step is reported by the next Step; the model is saved as it stands
   SV_RETURN_IF_ERROR(sink(kCharModelEntry, model_.Serialize(/*with_optimizer=*/false)));
   if (!checkpoint) return Status::Ok();
   have_words_ = false;
@@ -181,6 +266,7 @@ StatusOr<std::unique_ptr<CharDistiller>> CharDistiller::Load(const StateSource& 
     rng >> d->rng_;
     if (rng.fail()) return Status::Corruption(std::string(kCharDistillEntry) + ": bad rng state");
     // The admitted words are re-read at the first step (as after a refresh).
+    d->launched_steps_ = d->stats_.steps;
     d->refreshed_at_step_ = d->stats_.steps;
     return d;
   } catch (const std::exception& e) {

@@ -1456,6 +1456,14 @@ Status KafkaTrainer::Run(const std::atomic<bool>& stop) {
     std::lock_guard<std::mutex> lock(m.mu);
     m.stats.param = m.param->stats();
   }
+  if (m.distiller) {
+    // The distillation steps still queued beside the learner finish and are counted.
+    if (Status ds = m.distiller->Wait(); !ds.ok()) {
+      spdlog::warn("trainer: character model distillation: {}", ds.message());
+    }
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stats.char_distill_stats = m.distiller->stats();
+  }
   if (m.options.final_snapshot && fatal.ok()) {
     const bool shared_moved = m.options.shared_positions &&
                               m.options.shared_positions->positions() != m.recorded_positions;

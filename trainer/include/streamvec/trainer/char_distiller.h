@@ -13,20 +13,35 @@
 // The admitted words and their counts are re-read every `refresh_steps` steps; a word evicted
 // since is skipped.
 //
+// Steps run beside the learner (options.background, the default): Step gathers a batch on the
+// calling thread (the targets copied out of the learner's rows, so the step sees one moment of
+// the table) and queues its encoding and back-propagation for a thread of the distiller's own.
+// At most max_steps_per_call steps are queued or running: further behind, Step waits for room,
+// so the learner runs at most that far ahead. Wait, model(), MetadataJson(), Save and the
+// destructor wait for the queue to empty. The result does not depend on the timing: the same
+// calls give the same model with or without background.
+//
 // Cost: one step encodes and back-propagates at most batch_types words (about 30 ms with the
 // defaults: 256 types, 20/50 bidirectional); every 1M words that is under a tenth of the
 // learner's time at 2.5-4M words/s on 2 threads (bench/char_distill.sh measures it). With
-// threads > 1 each step waits for the learner's queued training (reading rows drains it).
+// threads > 1 gathering a batch waits for the learner's queued training (reading rows drains
+// it).
 //
 // Determinism: its own RNG (seeded from the model's seed); with a learner at threads = 1, Save /
-// Load continue a run exactly. Not thread-safe: the thread that drives the learner drives it.
+// Load continue a run exactly. Not thread-safe but for stats(): the thread that drives the
+// learner drives it.
 #ifndef STREAMVEC_TRAINER_CHAR_DISTILLER_H_
 #define STREAMVEC_TRAINER_CHAR_DISTILLER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "streamvec/base/status.h"
@@ -52,7 +67,9 @@ struct CharDistillOptions {
   uint64_t every_words = 1000000;  // words seen between steps (--char-distill-every)
   double count_exponent = 0.5;     // draw probability ~ count^count_exponent
   int refresh_steps = 20;          // steps between re-reads of the admitted words
-  int max_steps_per_call = 4;      // MaybeStep catches up at most this many steps at once
+  int max_steps_per_call = 4;      // MaybeStep catches up at most this many steps at once;
+                                   // also the most steps queued in the background
+  bool background = true;          // steps run on a thread of their own (above)
 };
 
 // InvalidArgument naming the flag.
@@ -62,7 +79,8 @@ struct CharDistillStats {
   uint64_t steps = 0;  // Adam steps taken over the state's lifetime
   uint64_t types = 0;  // distinct word types trained on, summed over steps
   double loss = 0;     // mean squared distance per word of the last step
-  double seconds = 0;  // wall seconds spent in steps by this process
+  double seconds = 0;  // seconds spent in steps by this process (gathering + computing)
+  uint64_t skipped = 0;  // steps due but dropped by this process (MaybeStep: far behind)
 };
 
 class CharDistiller {
@@ -73,14 +91,21 @@ class CharDistiller {
 
   // Takes the steps due since the last call (at most max_steps_per_call), judged by the
   // learner's words_seen. Call between micro-batches. Errors only for broken inputs (none
-  // expected: words that CharIds refuses are skipped).
+  // expected: words that CharIds refuses are skipped); a background step's error is returned
+  // by a later call.
   Status MaybeStep(const StreamingLearner& learner);
-  // One step now (for tests and MaybeStep). OK and no step when nothing is admitted yet.
+  // One step now (for tests and MaybeStep; queued in the background, see above). OK and no
+  // step when nothing is admitted yet.
   Status Step(const StreamingLearner& learner);
 
-  const CharModel& model() const { return model_; }
+  // Waits for the queued steps: the first error of one (then cleared), else OK.
+  Status Wait();
+
+  // The model after the steps taken so far (waits for the queued ones).
+  const CharModel& model() const;
   const CharDistillOptions& options() const { return options_; }
-  CharDistillStats stats() const { return stats_; }
+  // The steps finished so far (does not wait; any thread may call it).
+  CharDistillStats stats() const;
   // {"steps", "types", "loss", "char_dim", "char_hidden", "char_bidirectional",
   //  "max_word_chars", "char_ngram_buckets", "batch_types", "every_words"} for snapshot
   //  metadata.
@@ -95,12 +120,23 @@ class CharDistiller {
   static StatusOr<std::unique_ptr<CharDistiller>> Load(const StateSource& source);
 
  private:
+  // One step's words, unit-length targets (words.size() x dim) and weights.
+  struct Batch {
+    std::vector<std::string> words;
+    std::vector<float> targets, weights;
+  };
+
   void Refresh(const StreamingLearner& learner);
+  // Waits for the steps handed over; an error is kept for the next Step or Wait.
+  void Finish() const;
+  Status TakeError();  // a background step's error (then cleared), else OK
 
   CharDistillOptions options_;
   CharModel model_;
   std::mt19937_64 rng_;
   uint64_t next_words_ = 0;  // words_seen at which the next step is due
+  uint64_t launched_steps_ = 0;  // steps started (stats_.steps counts those finished)
+  mutable std::mutex stats_mu_;
   CharDistillStats stats_;
   // The admitted words as last read, and the draw distribution over them.
   std::vector<std::string> words_;
@@ -109,6 +145,16 @@ class CharDistiller {
   // Cleared by a checkpoint's Save, so that the next step re-reads the admitted words both in
   // the running process and in one resumed from that checkpoint (identical runs at threads 1).
   mutable bool have_words_ = false;
+
+  // The thread that runs background steps (started by the first), and its queue.
+  void Run();
+  std::thread thread_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::deque<std::function<Status()>> queue_;  // steps handed over, not yet started
+  int in_flight_ = 0;                          // steps handed over and not finished
+  bool stop_ = false;
+  Status failed_;  // the first error of a background step since the last TakeError
 };
 
 }  // namespace streamvec
