@@ -502,6 +502,29 @@ TEST(StreamingLearnerTest, WorkerThreadsAreDrainedBeforeSaving) {
   EXPECT_EQ((*loaded)->options().threads, 1);  // a runtime choice, not saved
 }
 
+// InputRowNoWait finds the same row as InputRow, for the same words, without waiting for the
+// workers: the row's values may lag the queued training, its place does not.
+TEST(StreamingLearnerTest, InputRowNoWaitFindsInputRowsRow) {
+  StreamingOptions o = Small();
+  o.threads = 2;
+  o.min_count = 3;
+  StreamingLearner learner(o);
+  ASSERT_TRUE(Train(learner, PlantedLines(500, 4)).ok());
+  std::vector<std::string> words;
+  std::vector<uint32_t> slots;
+  std::vector<double> counts;
+  learner.AdmittedSlots(&words, &slots, &counts);
+  ASSERT_GT(words.size(), 5u);
+  for (const std::string& w : words) {
+    const float* row = learner.InputRowNoWait(w);
+    ASSERT_NE(row, nullptr) << w;
+    EXPECT_EQ(row, learner.InputRow(w)) << w;
+  }
+  ASSERT_TRUE(learner.TrainMicroBatch({"rare1 rare1 rare2"}).ok());
+  EXPECT_EQ(learner.InputRowNoWait("rare1"), nullptr);  // held, not admitted
+  EXPECT_EQ(learner.InputRowNoWait("never-seen"), nullptr);
+}
+
 TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
   StreamingLearner learner(Small());
   ASSERT_TRUE(Train(learner, PlantedLines(50, 1)).ok());

@@ -111,7 +111,7 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
   batch->targets.reserve(order.size() * dim);
   for (size_t w : order) {
     const std::string& word = words_[w];
-    const float* row = learner.InputRow(word);
+    const float* row = learner.InputRowNoWait(word);
     if (row == nullptr) continue;  // evicted (or no longer admitted) since the last refresh
     if (!CharIds(word, options_.model.buckets, options_.model.max_word_chars).ok()) continue;
     double norm = 0;

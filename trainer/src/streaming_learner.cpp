@@ -1096,6 +1096,13 @@ const float* StreamingLearner::InputRow(std::string_view word) const {
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
 }
 
+const float* StreamingLearner::InputRowNoWait(std::string_view word) const {
+  if (impl_->device) return InputRow(word);
+  const uint32_t s = impl_->Find(word);
+  if (s == WordSlotIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
+  return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
+}
+
 double StreamingLearner::NoiseProbability(std::string_view word) const {
   const uint32_t s = impl_->Find(word);
   if (s == WordSlotIndex::kNone || impl_->noise.empty()) return 0.0;

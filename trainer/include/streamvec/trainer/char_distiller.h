@@ -24,8 +24,8 @@
 // Cost: one step encodes and back-propagates at most batch_types words (about 30 ms with the
 // defaults: 256 types, 20/50 bidirectional); every 1M words that is under a tenth of the
 // learner's time at 2.5-4M words/s on 2 threads (bench/char_distill.sh measures it). With
-// threads > 1 gathering a batch waits for the learner's queued training (reading rows drains
-// it).
+// threads > 1 the targets are the rows as the learner's workers have them (InputRowNoWait:
+// the queued training is not waited for).
 //
 // Determinism: its own RNG (seeded from the model's seed); with a learner at threads = 1, Save /
 // Load continue a run exactly. Not thread-safe but for stats(): the thread that drives the

@@ -233,6 +233,12 @@ class StreamingLearner {
   // Input row of an admitted word, nullptr otherwise: PaddedStride(dim) floats, the first dim
   // the vector (the padding may hold the row's Adagrad accumulator).
   const float* InputRow(std::string_view word) const;
+  // InputRow without waiting for the queued training (threads > 1): the row as the workers have
+  // it now, read while they may write it (Hogwild's races, Recht et al. 2011; only the calling
+  // thread re-initialises rows, so the row stays the word's while it reads). Where the rows
+  // live on a device, the same as InputRow. For readers that want a recent row, not one that
+  // covers every word seen (CharDistiller's targets).
+  const float* InputRowNoWait(std::string_view word) const;
   // Probability that the noise table draws `word` (for tests): entries / table size.
   double NoiseProbability(std::string_view word) const;
   // Bytes held for rows, optimizer state, noise table and vocabulary (bounded by the capacity).
