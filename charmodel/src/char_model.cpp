@@ -9,6 +9,7 @@
 #include <random>
 
 #include "device_encoder.h"
+#include "ngram_bag.h"
 #include "streamvec/charmodel/lstm_cell.h"
 
 namespace streamvec {
@@ -23,7 +24,6 @@ constexpr uint32_t kFormatVersion = 1;     // no n-gram bag
 constexpr uint32_t kFormatVersionBag = 2;  // with one (CharModel::Serialize)
 constexpr int kMaxNgramBuckets = 1 << 24;
 constexpr size_t kMaxNgramFloats = size_t{1} << 28;  // 1 GiB of rows
-constexpr float kNgramEpsilon = 1e-8f;
 constexpr int kMaxSize = 4096;  // bound on char_dim, hidden, dim read from bytes or flags
 
 using Layout = internal::CharLayout;
@@ -188,9 +188,8 @@ struct CharModel::Impl {
   Layout layout;
   std::vector<float> params, m, v;
   uint64_t steps = 0;
-  // The n-gram bag (options.ngram_buckets x dim, zero at the start) and its row-wise Adagrad
-  // accumulators; empty without one.
-  std::vector<float> bag, bag_g2;
+  // The n-gram bag (ngram_bag.h); empty without one.
+  internal::NgramBag bag;
 
   // The device encoder (UseCudaDevice) and the version of params it was last handed: bumped by
   // every change (AdamStep, mutable_parameters, assignment).
@@ -198,72 +197,13 @@ struct CharModel::Impl {
   int device_ordinal = -1;
   uint64_t version = 1;
 
-  explicit Impl(const CharModelOptions& o) : options(o), layout(MakeLayout(o)) {
+  explicit Impl(const CharModelOptions& o)
+      : options(o),
+        layout(MakeLayout(o)),
+        bag(o.ngram_buckets, o.dim, o.ngram_rate, o.max_word_chars) {
     params.assign(layout.total, 0.f);
     m.assign(layout.total, 0.f);
     v.assign(layout.total, 0.f);
-    bag.assign(size_t(o.ngram_buckets) * size_t(o.dim), 0.f);
-    bag_g2.assign(size_t(o.ngram_buckets), 0.f);
-  }
-
-  // Each word's n-gram rows (words already checked by Ids); empty without a bag.
-  std::vector<std::vector<int32_t>> NgramIds(const std::vector<std::string_view>& words) const {
-    std::vector<std::vector<int32_t>> ids;
-    if (options.ngram_buckets == 0) return ids;
-    ids.resize(words.size());
-    for (size_t i = 0; i < words.size(); ++i) {
-      auto r = CharNgramIds(words[i], options.ngram_buckets, options.max_word_chars);
-      SV_CHECK(r.ok());
-      ids[i] = std::move(r).value();
-    }
-    return ids;
-  }
-
-  // Adds the mean of a word's n-gram rows to its vector y (dim floats).
-  void AddBagRow(const std::vector<int32_t>& ngrams, float* y) const {
-    const size_t dim = size_t(layout.dim);
-    const float inv = 1.f / static_cast<float>(ngrams.size());
-    for (int32_t r : ngrams) {
-      const float* row = bag.data() + size_t(r) * dim;
-      for (size_t j = 0; j < dim; ++j) y[j] += inv * row[j];
-    }
-  }
-
-  // Adds each word's mean n-gram row to its output row (out: n x dim).
-  void AddBag(const std::vector<std::vector<int32_t>>& ngrams, float* out) const {
-    for (size_t i = 0; i < ngrams.size(); ++i) AddBagRow(ngrams[i], out + i * size_t(layout.dim));
-  }
-
-  // Asks for a word's n-gram rows ahead of their use: the bag is tens of MB, read at random
-  // (a row a cache miss), and a step's time goes to waiting for rows otherwise.
-  void PrefetchBagRows(const std::vector<int32_t>& ngrams) const {
-    const size_t bytes = size_t(layout.dim) * sizeof(float);
-    for (int32_t r : ngrams) {
-      const char* row = reinterpret_cast<const char*>(bag.data() + size_t(r) * size_t(layout.dim));
-      for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at);
-      __builtin_prefetch(row + bytes - 1);
-      // GCC deletes a loop of prefetches alone (C++'s forward-progress rule, -ffinite-loops:
-      // prefetches are no side effect); an empty volatile asm keeps it.
-      asm volatile("" : : "r"(row));
-    }
-  }
-
-  // The bag's row-wise Adagrad step for one word (CharModel::DistillStep): d (dim floats) is
-  // dL/dv(word); each of its n n-grams takes a step down g = d / n, G_r += mean_j g_j^2,
-  // row_r -= ngram_rate g / sqrt(G_r + epsilon).
-  void BagStepRow(const std::vector<int32_t>& ngrams, const float* d) {
-    const size_t dim = size_t(layout.dim);
-    const float inv = 1.f / static_cast<float>(ngrams.size());
-    double mean2 = 0;
-    for (size_t j = 0; j < dim; ++j) mean2 += double(d[j]) * d[j];
-    const float g2 = static_cast<float>(mean2 / double(dim)) * inv * inv;
-    for (int32_t r : ngrams) {
-      float& acc = bag_g2[size_t(r)];
-      acc += g2;
-      const float step = options.ngram_rate * inv / std::sqrt(acc + kNgramEpsilon);
-      float* row = bag.data() + size_t(r) * dim;
-      for (size_t j = 0; j < dim; ++j) row[j] -= step * d[j];
-    }
   }
 
   MapC E() const { return MapC(params.data() + layout.emb, layout.buckets, layout.char_dim); }
@@ -501,7 +441,7 @@ float* CharModel::mutable_parameters() {
   return impl_->params.data();
 }
 uint64_t CharModel::adam_steps() const { return impl_->steps; }
-const std::vector<float>& CharModel::ngram_rows() const { return impl_->bag; }
+const std::vector<float>& CharModel::ngram_rows() const { return impl_->bag.rows(); }
 
 Status CharModel::UseCudaDevice(int ordinal) {
   if (ordinal < 0) {
@@ -552,7 +492,7 @@ Status CharModel::Encode(const std::vector<std::string_view>& words,
     impl_->Compact(&ids, &chars);
     for (Group& g : Impl::Groups(ids)) impl_->Forward(&g, chars, /*keep=*/false, out->data());
   }
-  impl_->AddBag(impl_->NgramIds(words), out->data());
+  impl_->bag.AddMeans(impl_->bag.Ids(words), out->data());
   return Status::Ok();
 }
 
@@ -587,7 +527,7 @@ Status CharModel::ForwardLstm(const std::vector<std::string_view>& words, Pass* 
     pass->groups = Impl::Groups(pass->ids);
     for (Group& g : pass->groups) impl_->Forward(&g, pass->chars, /*keep=*/true, out->data());
   }
-  pass->ngrams = impl_->NgramIds(words);
+  pass->ngrams = impl_->bag.Ids(words);
   return Status::Ok();
 }
 
@@ -595,7 +535,7 @@ StatusOr<std::shared_ptr<const CharModel::Pass>> CharModel::Forward(
     const std::vector<std::string_view>& words, std::vector<float>* out) const {
   auto pass = std::make_shared<Pass>();
   SV_RETURN_IF_ERROR(ForwardLstm(words, pass.get(), out));
-  impl_->AddBag(pass->ngrams, out->data());
+  impl_->bag.AddMeans(pass->ngrams, out->data());
   return std::shared_ptr<const Pass>(std::move(pass));
 }
 
@@ -674,12 +614,12 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
   const bool bag = !ngrams.empty();
   std::vector<float> d_out(out.size()), d_word(dim);
   double l = 0;
-  if (bag) impl_->PrefetchBagRows(ngrams[0]);
+  if (bag) impl_->bag.Prefetch(ngrams[0]);
   for (size_t i = 0; i < words.size(); ++i) {
     float* v = out.data() + i * dim;
     if (bag) {
-      if (i + 1 < words.size()) impl_->PrefetchBagRows(ngrams[i + 1]);
-      impl_->AddBagRow(ngrams[i], v);
+      if (i + 1 < words.size()) impl_->bag.Prefetch(ngrams[i + 1]);
+      impl_->bag.AddMean(ngrams[i], v);
     }
     const double w = weights[i] / total;
     const float* t = targets + i * dim;
@@ -691,7 +631,7 @@ StatusOr<double> CharModel::DistillStep(const std::vector<std::string_view>& wor
       d_word[j] = static_cast<float>(2 * weights[i] * diff);
     }
     l += w * l_i;
-    if (bag) impl_->BagStepRow(ngrams[i], d_word.data());
+    if (bag) impl_->bag.Step(ngrams[i], d_word.data());
   }
   std::vector<float> gradient;
   SV_RETURN_IF_ERROR(Backward(pass, d_out.data(), &gradient));
@@ -759,12 +699,12 @@ std::string CharModel::Serialize(bool with_optimizer) const {
     s.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
   };
   floats(m.params);
-  if (bag) floats(m.bag);
+  if (bag) floats(m.bag.rows());
   if (with_optimizer) {
     Put<uint64_t>(&s, m.steps);
     floats(m.m);
     floats(m.v);
-    if (bag) floats(m.bag_g2);
+    if (bag) floats(m.bag.accumulators());
   }
   return s;
 }
@@ -811,13 +751,16 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
   auto model = std::make_unique<CharModel>(o);
   Impl& m = *model->impl_;
   if (!r.GetFloats(&m.params, total)) return bad("truncated parameters");
-  const size_t bag_floats = m.bag.size();
-  if (bag_floats > 0 && !r.GetFloats(&m.bag, bag_floats)) return bad("truncated n-gram rows");
+  std::vector<float>& bag_rows = m.bag.rows();
+  if (!bag_rows.empty() && !r.GetFloats(&bag_rows, bag_rows.size())) {
+    return bad("truncated n-gram rows");
+  }
   if (with_optimizer == 1) {
     if (!r.Get(&m.steps) || !r.GetFloats(&m.m, total) || !r.GetFloats(&m.v, total)) {
       return bad("truncated optimizer state");
     }
-    if (!m.bag_g2.empty() && !r.GetFloats(&m.bag_g2, m.bag_g2.size())) {
+    std::vector<float>& accumulators = m.bag.accumulators();
+    if (!accumulators.empty() && !r.GetFloats(&accumulators, accumulators.size())) {
       return bad("truncated optimizer state");
     }
   } else if (with_optimizer != 0) {
@@ -827,7 +770,7 @@ StatusOr<std::unique_ptr<CharModel>> CharModel::Deserialize(std::string_view byt
   for (float p : m.params) {
     if (!std::isfinite(p)) return bad("a parameter is not finite");
   }
-  for (float p : m.bag) {
+  for (float p : bag_rows) {
     if (!std::isfinite(p)) return bad("an n-gram row is not finite");
   }
   return model;
