@@ -53,7 +53,7 @@ const LstmFloatRows& Chosen() {
 
 // For rows narrower than 16 floats: AVX-512's loops take 16 units a turn, and a row of 8 (the
 // n-gram bag's small LSTM, --char-hidden 8) would run entirely in the scalar remainder; AVX2's
-// take 8. About 3x faster there (bench/char_distill.sh's bag run); wider rows keep AVX-512.
+// take 8. Wider rows keep AVX-512.
 const LstmFloatRows& ChosenNarrow() {
   static const LstmFloatRows rows = [] {
     const Isa isa = LstmFloatRowsIsa() == Isa::kAvx512 ? Isa::kAvx2 : LstmFloatRowsIsa();
@@ -63,7 +63,9 @@ const LstmFloatRows& ChosenNarrow() {
   return rows;
 }
 
-const LstmFloatRows& For(Eigen::Index hidden) { return hidden < 16 ? ChosenNarrow() : Chosen(); }
+const LstmFloatRows& RowsFor(Eigen::Index hidden) {
+  return hidden < 16 ? ChosenNarrow() : Chosen();
+}
 
 }  // namespace
 
@@ -71,7 +73,7 @@ template <>
 void LstmForwardRows<float>(float* gates, Eigen::Index ld_gates, const float* b,
                             const float* c_prev, Eigen::Index ld_c_prev, float* c, float* tanh_c,
                             float* h, Eigen::Index rows, Eigen::Index hidden) {
-  For(hidden).forward(gates, ld_gates, b, c_prev, ld_c_prev, c, tanh_c, h, rows, hidden);
+  RowsFor(hidden).forward(gates, ld_gates, b, c_prev, ld_c_prev, c, tanh_c, h, rows, hidden);
 }
 
 template <>
@@ -79,8 +81,8 @@ void LstmBackwardRows<float>(const float* gates, Eigen::Index ld_gates, const fl
                              const float* c_prev, Eigen::Index ld_c_prev, const float* dh,
                              Eigen::Index ld_dh, const float* dc, Eigen::Index ld_dc, float* d_a,
                              float* dc_prev, float* db, Eigen::Index rows, Eigen::Index hidden) {
-  For(hidden).backward(gates, ld_gates, tanh_c, c_prev, ld_c_prev, dh, ld_dh, dc, ld_dc, d_a,
-                       dc_prev, db, rows, hidden);
+  RowsFor(hidden).backward(gates, ld_gates, tanh_c, c_prev, ld_c_prev, dh, ld_dh, dc, ld_dc, d_a,
+                           dc_prev, db, rows, hidden);
 }
 
 }  // namespace streamvec

@@ -1091,13 +1091,11 @@ bool StreamingLearner::Admitted(std::string_view word) const {
 
 const float* StreamingLearner::InputRow(std::string_view word) const {
   impl_->Quiesce();
-  const uint32_t s = impl_->Find(word);
-  if (s == WordSlotIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
-  return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;
+  return InputRowNoWait(word);
 }
 
 const float* StreamingLearner::InputRowNoWait(std::string_view word) const {
-  if (impl_->device) return InputRow(word);
+  if (impl_->device) impl_->Quiesce();  // the host's rows are stale until then
   const uint32_t s = impl_->Find(word);
   if (s == WordSlotIndex::kNone || !impl_->AdmittedSlot(s, impl_->Scale())) return nullptr;
   return impl_->input.data() + static_cast<size_t>(s) * impl_->stride;

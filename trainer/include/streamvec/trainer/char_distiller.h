@@ -14,8 +14,8 @@
 // since is skipped.
 //
 // Steps run beside the learner (options.background, the default): Step gathers a batch on the
-// calling thread (the targets copied out of the learner's rows, so the step sees one moment of
-// the table) and queues its encoding and back-propagation for a thread of the distiller's own.
+// calling thread (the targets copied out of the learner's rows, so the step never reads the
+// learner) and queues its encoding and back-propagation for a thread of the distiller's own.
 // At most max_steps_per_call steps are queued or running: further behind, Step waits for room,
 // so the learner runs at most that far ahead. Wait, model(), MetadataJson(), Save and the
 // destructor wait for the queue to empty. The result does not depend on the timing: the same
