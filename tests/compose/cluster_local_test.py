@@ -122,6 +122,72 @@ def get(url):
         return 0, ""
 
 
+def descendants(pid):
+    """The pids of every process below `pid`, read from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def short_frame(frame):
+    """gdb's `#3  0x... in f (args) at file.cpp:113` as `#3 f file.cpp:113`."""
+    m = re.match(r"(#\d+)\s+(?:0x[0-9a-f]+ in )?(.*?)(?: \(|$)", frame)
+    where = re.search(r" (?:at|from) (\S+)$", frame)
+    if not m:
+        return frame[:160]
+    return f"{m.group(1)} {m.group(2)[:100]}" + (f" {where.group(1)}" if where else "")
+
+
+def describe_stuck(root, binary, source, waited):
+    """Lines naming each streamvec process still running below `root`: first those in `waited`
+    (the pids cluster-local waits for), with gdb's backtraces of their main thread and of their
+    threads in streamvec's code, then the others (all the threads of all of them in `full`),
+    when gdb is there."""
+    head, full = [], []
+    for pid in sorted(descendants(root), key=lambda p: p not in waited):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not argv or os.path.basename(argv[0]) != os.path.basename(binary):
+            continue
+        state = "did not stop after SIGTERM" if pid in waited else "not yet told to stop"
+        head.append(f"{state}: pid {pid}: {' '.join(argv[1:])[:200]}")
+        if not shutil.which("gdb"):
+            head.append("  (no gdb for its threads' stacks)")
+            continue
+        try:
+            dump = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+                                   "set pagination off", "-ex", "thread apply all bt 25"],
+                                  capture_output=True, text=True, timeout=90).stdout
+        except subprocess.TimeoutExpired:
+            head.append("  (gdb did not answer in 90 s)")
+            continue
+        full.append(f"--- gdb: pid {pid}\n{dump}")
+        if pid not in waited:
+            continue
+        for thread in re.split(r"\n(?=Thread \d+ )", dump):
+            ours = "streamvec::" in thread or f" at {source}/" in thread
+            if thread.startswith("Thread 1 ") or (thread.startswith("Thread ") and ours):
+                lines = thread.splitlines()
+                head.append("  " + lines[0])
+                head.extend("    " + short_frame(f) for f in lines[1:] if f.startswith("#"))
+    return head, full
+
+
 def self_test():
     got = promql_metric_names(
         'histogram_quantile(0.99, sum by (le) (rate(a_bucket{route="/x"}[$__rate_interval])))'
@@ -159,7 +225,7 @@ def main():
     log = open(os.path.join(work, "cluster-local.log"), "w+")
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    failures = []
+    failures, stuck, stacks = [], [], []
     try:
         urls_file = os.path.join(work, "cluster", "urls.txt")
         deadline = time.monotonic() + 60
@@ -236,6 +302,15 @@ def main():
         try:
             rc = proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
+            failures.append("cluster-local did not stop in 120 s after SIGTERM")
+            log.seek(0)
+            waited = {int(m) for m in re.findall(r"has not stopped .*\(pid (\d+)", log.read())}
+            stuck, stacks = describe_stuck(proc.pid, binary, source, waited)
+            for pid in descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             proc.kill()
             rc = proc.wait()
     log.seek(0)
@@ -245,10 +320,15 @@ def main():
     elif "cluster-local: stopped" not in output:
         failures.append("cluster-local did not report a clean stop")
     if failures:
+        # What failed first: a long output is cut in the middle by CI's summary.
+        for f in failures:
+            print("FAIL", f)
+        print("\n".join(stuck))
         print(output)
         for f in sorted(glob.glob(os.path.join(work, "cluster/logs/*.log"))):
             print(f"--- {f} (last lines)")
             print("".join(open(f, errors="replace").readlines()[-15:]))
+        print("\n".join(stacks))
         for f in failures:
             print("FAIL", f)
         return 1
