@@ -525,6 +525,30 @@ TEST(StreamingLearnerTest, InputRowNoWaitFindsInputRowsRow) {
   EXPECT_EQ(learner.InputRowNoWait("never-seen"), nullptr);
 }
 
+// AdmittedSlotsNoWait reads the vocabulary as it stands, training queued or not: the slots and
+// counts of AdmittedSlotsBySlot, and after a micro-batch that admits a word, that word too.
+TEST(StreamingLearnerTest, AdmittedSlotsNoWaitReadsTheVocabularyWithTrainingQueued) {
+  StreamingOptions o = Small();
+  o.threads = 2;
+  o.min_count = 3;
+  StreamingLearner learner(o);
+  ASSERT_TRUE(Train(learner, PlantedLines(500, 4)).ok());
+  ASSERT_TRUE(learner.TrainMicroBatch({"newword newword newword"}).ok());  // maybe queued
+  std::vector<uint32_t> slots, waited_slots;
+  std::vector<double> counts, waited_counts;
+  learner.AdmittedSlotsNoWait(&slots, &counts);
+  learner.AdmittedSlotsBySlot(&waited_slots, &waited_counts);
+  ASSERT_GT(slots.size(), 5u);
+  EXPECT_EQ(slots, waited_slots);
+  EXPECT_EQ(counts, waited_counts);
+  std::vector<std::string_view> words;
+  for (uint32_t s : slots) words.push_back(learner.WordAt(s));
+  EXPECT_NE(std::find(words.begin(), words.end(), "newword"), words.end());
+  ASSERT_TRUE(learner.TrainMicroBatch({"rare1 rare1"}).ok());
+  learner.AdmittedSlotsNoWait(&slots, &counts);
+  for (uint32_t s : slots) EXPECT_NE(learner.WordAt(s), "rare1");  // held, not admitted
+}
+
 TEST(StreamingLearnerTest, LoadStateRejectsMissingAndMalformedEntries) {
   StreamingLearner learner(Small());
   ASSERT_TRUE(Train(learner, PlantedLines(50, 1)).ok());

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -79,13 +78,20 @@ Status CharDistiller::TakeError() {
 void CharDistiller::Refresh(const StreamingLearner& learner) {
   std::vector<uint32_t> slots;
   std::vector<double> counts;
-  learner.AdmittedSlots(&words_, &slots, &counts);
-  std::vector<double> weights(counts.size());
-  for (size_t i = 0; i < counts.size(); ++i) {
-    weights[i] = std::pow(std::max(counts[i], 0.0), options_.count_exponent);
+  learner.AdmittedSlotsNoWait(&slots, &counts);  // the vocabulary is this thread's: no drain
+  words_.clear();
+  cumulative_.clear();
+  words_.reserve(slots.size());
+  cumulative_.reserve(slots.size());
+  double total = 0.0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const double weight = std::pow(std::max(counts[i], 0.0), options_.count_exponent);
+    if (!(weight > 0.0) || !std::isfinite(weight)) continue;
+    total += weight;
+    words_.emplace_back(learner.WordAt(slots[i]));
+    cumulative_.push_back(total);
   }
   have_words_ = !words_.empty();
-  if (have_words_) draw_ = std::discrete_distribution<size_t>(weights.begin(), weights.end());
   refreshed_at_step_ = launched_steps_;
 }
 
@@ -96,21 +102,32 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
     Refresh(learner);
   }
   if (!have_words_) return Status::Ok();
-  // Draws, repeated ones merged (weight = draws), in first-draw order.
-  std::map<size_t, float> draws;
-  std::vector<size_t> order;
-  for (int i = 0; i < options_.batch_types; ++i) {
-    const size_t w = draw_(rng_);
-    if (draws[w]++ == 0) order.push_back(w);
+  // batch_types draws by weight: uniform points on [0, total) sorted and matched to the words'
+  // cumulative weights in one pass; a word drawn k times is one entry of weight k. Then the
+  // entries in random order (the step is SGD over them, one word after another).
+  std::vector<double> points(static_cast<size_t>(options_.batch_types));
+  std::uniform_real_distribution<double> unit(0.0, cumulative_.back());
+  for (double& p : points) p = unit(rng_);
+  std::sort(points.begin(), points.end());
+  std::vector<std::pair<size_t, float>> drawn;  // (index into words_, draws)
+  size_t w = 0;
+  for (const double p : points) {
+    while (w + 1 < cumulative_.size() && cumulative_[w] <= p) ++w;
+    if (!drawn.empty() && drawn.back().first == w) {
+      drawn.back().second += 1.0f;
+    } else {
+      drawn.emplace_back(w, 1.0f);
+    }
   }
+  std::shuffle(drawn.begin(), drawn.end(), rng_);
   const int dim = options_.model.dim;
   // The batch is copied out of the learner (its rows keep moving, its words may be evicted),
   // so the step can run beside the learner.
   auto batch = std::make_shared<Batch>();
-  batch->words.reserve(order.size());
-  batch->targets.reserve(order.size() * dim);
-  for (size_t w : order) {
-    const std::string& word = words_[w];
+  batch->words.reserve(drawn.size());
+  batch->targets.reserve(drawn.size() * dim);
+  for (const auto& [index, draws] : drawn) {
+    const std::string& word = words_[index];
     const float* row = learner.InputRowNoWait(word);
     if (row == nullptr) continue;  // evicted (or no longer admitted) since the last refresh
     if (!CharIds(word, options_.model.buckets, options_.model.max_word_chars).ok()) continue;
@@ -120,7 +137,7 @@ Status CharDistiller::Step(const StreamingLearner& learner) {
     if (!(norm > 0) || !std::isfinite(norm)) continue;
     batch->words.push_back(word);
     for (int j = 0; j < dim; ++j) batch->targets.push_back(static_cast<float>(row[j] / norm));
-    batch->weights.push_back(draws[w]);
+    batch->weights.push_back(draws);
   }
   if (batch->words.empty()) {
     have_words_ = false;  // all gone: re-read next time

@@ -266,6 +266,9 @@ struct StreamingLearner::Impl {
   // reused).
   void AdmittedBySlot(std::vector<uint32_t>* slots) {
     Quiesce();
+    AdmittedBySlotNoWait(slots);
+  }
+  void AdmittedBySlotNoWait(std::vector<uint32_t>* slots) const {
     const double scale = Scale();
     slots->clear();
     for (uint32_t s = 0; s < words.size(); ++s) {
@@ -1007,6 +1010,15 @@ void StreamingLearner::AdmittedSlotsBySlot(std::vector<uint32_t>* slots,
                                            std::vector<double>* counts) const {
   Impl& m = *impl_;
   m.AdmittedBySlot(slots);  // drains
+  const double scale = m.Scale();
+  counts->clear();
+  for (const uint32_t s : *slots) counts->push_back(m.counts[s] / scale);
+}
+
+void StreamingLearner::AdmittedSlotsNoWait(std::vector<uint32_t>* slots,
+                                           std::vector<double>* counts) const {
+  const Impl& m = *impl_;
+  m.AdmittedBySlotNoWait(slots);
   const double scale = m.Scale();
   counts->clear();
   for (const uint32_t s : *slots) counts->push_back(m.counts[s] / scale);

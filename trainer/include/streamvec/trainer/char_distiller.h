@@ -138,9 +138,9 @@ class CharDistiller {
   uint64_t launched_steps_ = 0;  // steps started (stats_.steps counts those finished)
   mutable std::mutex stats_mu_;
   CharDistillStats stats_;
-  // The admitted words as last read, and the draw distribution over them.
+  // The admitted words as last read (slot order), and their running sums of draw weights.
   std::vector<std::string> words_;
-  std::discrete_distribution<size_t> draw_;
+  std::vector<double> cumulative_;
   uint64_t refreshed_at_step_ = 0;
   // Cleared by a checkpoint's Save, so that the next step re-reads the admitted words both in
   // the running process and in one resumed from that checkpoint (identical runs at threads 1).

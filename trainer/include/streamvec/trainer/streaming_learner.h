@@ -171,6 +171,10 @@ class StreamingLearner {
   // 16k words would otherwise copy and sort its whole vocabulary each time): WordAt gives each
   // slot's word. Waits for queued training.
   void AdmittedSlotsBySlot(std::vector<uint32_t>* slots, std::vector<double>* counts) const;
+  // AdmittedSlotsBySlot without waiting for the queued training: the workers only train rows,
+  // and the vocabulary (words, counts, admissions, evictions) changes only on the thread that
+  // feeds the learner, so that thread reads it as it stands (CharDistiller's draws).
+  void AdmittedSlotsNoWait(std::vector<uint32_t>* slots, std::vector<double>* counts) const;
   // The word holding `slot` (a slot AdmittedSlotsBySlot gave, or any other below the slots in
   // use: SV_CHECK; empty for a free one), valid until the next call that trains, loads or
   // destroys the learner.
