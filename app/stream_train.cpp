@@ -347,7 +347,7 @@ int RunStreamTrain(const StreamTrainFlags& f) {
     (void)learner->FinishStream();
   }
   // The distillation steps the stream started belong to its training time (words/s).
-  Status distill_status = distiller ? distiller->Wait() : Status::Ok();
+  const Status distill_status = distiller ? distiller->Wait() : Status::Ok();
   const double train_s = since(t0);
   if (Status s = snapshot(); !s.ok()) {
     return TrainFail(
@@ -403,7 +403,6 @@ int RunStreamTrain(const StreamTrainFlags& f) {
                      : "the CPU");
   }
   if (distiller) {
-    if (Status s = distiller->Wait(); !s.ok() && distill_status.ok()) distill_status = s;
     if (!distill_status.ok()) {
       spdlog::warn("character model distillation: {}", distill_status.message());
     }

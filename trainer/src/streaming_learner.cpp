@@ -1008,11 +1008,8 @@ void StreamingLearner::AdmittedSlots(std::vector<std::string>* words,
 
 void StreamingLearner::AdmittedSlotsBySlot(std::vector<uint32_t>* slots,
                                            std::vector<double>* counts) const {
-  Impl& m = *impl_;
-  m.AdmittedBySlot(slots);  // drains
-  const double scale = m.Scale();
-  counts->clear();
-  for (const uint32_t s : *slots) counts->push_back(m.counts[s] / scale);
+  impl_->Quiesce();
+  AdmittedSlotsNoWait(slots, counts);
 }
 
 void StreamingLearner::AdmittedSlotsNoWait(std::vector<uint32_t>* slots,
